@@ -1,0 +1,102 @@
+/*
+ * internal.h - what the core, the host executor and the CUDA executor share:
+ * the context object, the executor ("backend") interface, error reporting
+ * and argument validation. Not installed.
+ *
+ * The public entry points in src/core/api.c validate every argument once,
+ * here, and then dispatch to the context's backend, so both executors reject
+ * bad input identically and backends may assume valid arguments.
+ */
+#ifndef TPLA_INTERNAL_H
+#define TPLA_INTERNAL_H
+
+#include "tpla.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define TPLA_DEFAULT_TIMEOUT_MS 300000
+#define TPLA_DEFAULT_GEMM_WORKSPACE ((size_t)32 << 20)
+#define TPLA_MAX_RANKS 1024
+
+/* ---- errors (status.c) -------------------------------------------------- */
+
+/* Record "fn: message" as the thread's last error and return `status`. */
+tpla_status_t tpla_fail(tpla_status_t status, const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Clear the thread's last error (every public call starts with this). */
+void tpla_clear_error(void);
+
+/* Evaluate a tpla call and return its status from the caller on failure. */
+#define TPLA_TRY(expr)                  \
+  do {                                  \
+    tpla_status_t tpla_try_s_ = (expr); \
+    if (tpla_try_s_ != TPLA_SUCCESS)    \
+      return tpla_try_s_;               \
+  } while (0)
+
+/* ---- dtypes (dtype.c) --------------------------------------------------- */
+
+bool tpla_dtype_valid(tpla_dtype_t dtype);
+float tpla_half_to_float(uint16_t h);
+uint16_t tpla_float_to_half(float f); /* round to nearest even */
+float tpla_bf16_to_float(uint16_t b);
+uint16_t tpla_float_to_bf16(float f); /* round to nearest even */
+/* Element `i` of a buffer of `dtype` (float types only) as a double. */
+double tpla_load_elem(const void *buf, tpla_dtype_t dtype, size_t i);
+/* Store `v` rounded to `dtype` at element `i`. */
+void tpla_store_elem(void *buf, tpla_dtype_t dtype, size_t i, double v);
+
+/* ---- validation (validate.c) -------------------------------------------- */
+
+/* Checks a matrix view: dtype known, rows/cols >= 0, ld >= max(cols, 1),
+ * data != NULL unless empty, byte extent representable. `fn` and `arg` name
+ * the call and argument in the message. */
+tpla_status_t tpla_check_matrix(const char *fn, const char *arg, const tpla_matrix_t *m);
+/* Bytes from the first to one past the last element of a valid view. */
+size_t tpla_matrix_extent_bytes(const tpla_matrix_t *m);
+/* True if the byte ranges of two views overlap. */
+bool tpla_matrices_overlap(const tpla_matrix_t *x, const tpla_matrix_t *y);
+tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_config_t *out);
+
+/* ---- the context and its executor --------------------------------------- */
+
+/* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta D. */
+typedef struct {
+  tpla_matrix_t d, a, b;
+  tpla_op_t op_a, op_b;
+  int64_t m, n, k;
+  float alpha, beta;
+  int allow_tf32;
+} tpla_gemm_call_t;
+
+typedef struct tpla_backend {
+  const char *name;
+  tpla_status_t (*destroy)(tpla_ctx_t ctx);
+  tpla_status_t (*allreduce)(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
+                             tpla_dtype_t dtype, void *stream);
+  tpla_status_t (*allgatherv)(tpla_ctx_t ctx, void *recv, const void *send, const size_t *counts,
+                              tpla_dtype_t dtype, void *stream);
+  tpla_status_t (*reduce_scatterv)(tpla_ctx_t ctx, void *recv, const void *send,
+                                   const size_t *counts, tpla_dtype_t dtype, void *stream);
+  tpla_status_t (*broadcast)(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype_t dtype,
+                             int root, void *stream);
+  tpla_status_t (*sendrecv)(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
+                            void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
+                            void *stream);
+  tpla_status_t (*barrier)(tpla_ctx_t ctx, void *stream);
+  tpla_status_t (*gemm)(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
+  size_t (*workspace_bytes)(tpla_ctx_t ctx);
+} tpla_backend_t;
+
+struct tpla_ctx {
+  const tpla_backend_t *backend;
+  tpla_executor_t executor;
+  int rank;
+  int nranks;
+  int device; /* CUDA ordinal, -1 on the host executor */
+  tpla_config_t cfg;
+  void *impl; /* the executor's own state */
+};
+
+#endif /* TPLA_INTERNAL_H */
