@@ -87,6 +87,35 @@ typedef struct tpla_backend {
   tpla_status_t (*barrier)(tpla_ctx_t ctx, void *stream);
   tpla_status_t (*gemm)(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
   size_t (*workspace_bytes)(tpla_ctx_t ctx);
+
+  /* ---- building blocks of the algorithms (Newton-Schulz, overlap) ------
+   * Memory is the executor's (device on CUDA, host on the host executor).
+   * All are stream-ordered on CUDA and complete before returning on host. */
+
+  /* Allocate/free plan memory. Only at plan creation/destruction, never on
+   * an execute path (CUDA: cudaMalloc/cudaFree). */
+  tpla_status_t (*mem_alloc)(tpla_ctx_t ctx, size_t bytes, void **ptr);
+  void (*mem_free)(tpla_ctx_t ctx, void *ptr);
+  /* y = alpha * x + beta * y elementwise over equal-shaped views of any
+   * float dtypes (math in fp32; beta == 0 never reads y). With alpha = 1,
+   * beta = 0 this is a strided copy with dtype conversion. */
+  tpla_status_t (*axpby)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
+                         float beta, void *stream);
+  /* *sumsq (one fp32 in executor memory) = sum of x(i,j)^2, fp32 math. */
+  tpla_status_t (*sumsq)(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
+  /* y = x / (safety * sqrt(*sumsq) + eps), any float dtypes, y may be x. */
+  tpla_status_t (*scale_by_norm)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
+                                 const float *sumsq, float safety, float eps, void *stream);
+  /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
+   * which the upper triangle, diagonal included, was computed). */
+  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+  /* Personalized all-to-all: rank r sends send_counts[q] elements from
+   * send + send_displs[q] to rank q, and receives recv_counts[q] elements
+   * from rank q into recv + recv_displs[q] (elements; nranks entries each). */
+  tpla_status_t (*alltoallv)(tpla_ctx_t ctx, void *recv, const size_t *recv_counts,
+                             const size_t *recv_displs, const void *send,
+                             const size_t *send_counts, const size_t *send_displs,
+                             tpla_dtype_t dtype, void *stream);
 } tpla_backend_t;
 
 struct tpla_ctx {
