@@ -116,6 +116,11 @@ typedef struct tpla_backend {
                              const size_t *recv_displs, const void *send,
                              const size_t *send_counts, const size_t *send_displs,
                              tpla_dtype_t dtype, void *stream);
+  /* Plan-time agreement: recv (nranks * bytes of HOST memory) = every
+   * rank's `bytes` of HOST memory at send, in rank order. Blocking (the
+   * data is in recv on return); used at plan creation only, never on an
+   * execute path. CUDA: copy to the device, ncclAllGather, copy back. */
+  tpla_status_t (*exchange)(tpla_ctx_t ctx, void *recv, const void *send, size_t bytes);
 } tpla_backend_t;
 
 struct tpla_ctx {
