@@ -1,0 +1,82 @@
+/*
+ * cuda_ctx.h - the state of a CUDA-executor context (ctx->impl) and the
+ * NCCL helpers its files share: polled completion of NCCL calls on
+ * non-blocking communicators, the abort-on-timeout path, and hooks the GPU
+ * tests use to reach inside.
+ *
+ * Everything here is created once, by tpla_ctx_create_nccl, and released by
+ * tpla_ctx_destroy; execute paths only enqueue work.
+ */
+#ifndef TPLA_CUDA_CTX_H
+#define TPLA_CUDA_CTX_H
+
+#include "cuda_util.h"
+#include "workspace.h"
+
+#define TPLA_CUDA_SIDE_STREAMS 2
+#define TPLA_CUDA_EVENTS 4
+
+typedef struct tpla_lt_cache tpla_lt_cache_t;
+
+typedef struct {
+  ncclComm_t comm;  /* borrowed from the caller: never destroyed here */
+  int comm_aborted; /* we called ncclCommAbort on it (timeout, async error) */
+  cudaStream_t internal; /* non-blocking; creation-time exchange, teardown */
+  cudaStream_t side[TPLA_CUDA_SIDE_STREAMS]; /* non-blocking, for overlap */
+  cudaEvent_t events[TPLA_CUDA_EVENTS];      /* timing disabled, for joins */
+
+  /* cuBLASLt: handle, the one GEMM workspace and the per-shape plan cache.
+   * gemm_done is recorded after every GEMM that used the workspace; a GEMM
+   * on another stream first waits for it, so two streams never share the
+   * workspace at once. */
+  cublasLtHandle_t lt;
+  void *gemm_ws;
+  size_t gemm_ws_bytes;
+  cudaEvent_t gemm_done;
+  cudaStream_t gemm_last_stream;
+  int gemm_done_valid;
+  tpla_lt_cache_t *gemm_cache;
+
+  tpla_cuda_workspace_t scratch; /* grow-only, stream-ordered (workspace.h) */
+  int32_t *barrier_buf;          /* one zero int for tpla_barrier's all-reduce */
+  void *ops_state;               /* the building blocks' state (cuda_ops.h) */
+} tpla_cuda_ctx_t;
+
+static inline tpla_cuda_ctx_t *tpla_cuda_impl(tpla_ctx_t ctx) {
+  return (tpla_cuda_ctx_t *)ctx->impl;
+}
+
+/* The backend of contexts made by tpla_ctx_create_nccl (nccl_ctx.c). */
+extern const tpla_backend_t tpla_nccl_backend;
+
+/* ---- NCCL helpers (nccl_comm.c) ------------------------------------------ */
+
+/* Complete an NCCL call that returned `r` on `comm`: ncclSuccess is done;
+ * ncclInProgress (non-blocking communicators) is polled with
+ * ncclCommGetAsyncError until it settles or `timeout_ms` passes; any other
+ * result is an error. On timeout or an asynchronous error the communicator
+ * is aborted (*aborted set when aborted != NULL), so no rank hangs.
+ * TPLA_ERROR_TIMEOUT / TPLA_ERROR_NCCL name `call`. */
+tpla_status_t tpla_nccl_finish(ncclComm_t comm, ncclResult_t r, int64_t timeout_ms,
+                               int *aborted, const char *fn, const char *call);
+
+/* Wait, with a timeout, for `stream` to drain work that includes NCCL
+ * operations on `comm`, watching the communicator for asynchronous errors
+ * (a dead peer) meanwhile. Aborts the communicator on timeout or error, as
+ * tpla_nccl_finish does. Polls; never blocks in the driver. */
+tpla_status_t tpla_nccl_wait_stream(ncclComm_t comm, cudaStream_t stream, int64_t timeout_ms,
+                                    int *aborted, const char *fn, const char *what);
+
+/* ncclCommAbort, remembering the pointer so that a later
+ * tpla_nccl_comm_destroy of it is a harmless no-op instead of a use after
+ * free. */
+void tpla_nccl_abort(ncclComm_t comm);
+
+/* ---- test hooks ------------------------------------------------------------ */
+
+/* For the calling thread only: the tpla version this rank announces in the
+ * tpla_ctx_create_nccl exchange (0 = the real one). Lets a test provoke the
+ * TPLA_ERROR_REMOTE disagreement path on a healthy communicator. */
+void tpla_cuda_test_override_version(int version);
+
+#endif /* TPLA_CUDA_CTX_H */

@@ -1,0 +1,344 @@
+/*
+ * nccl_ctx.c - contexts of the CUDA executor on a borrowed NCCL
+ * communicator: tpla_ctx_create_nccl (checks the communicator against the
+ * current device, creates the context's streams, events, cuBLASLt handle
+ * and GEMM workspace once, then exchanges a record per rank with one
+ * ncclAllGather so that every rank rejects a bad group identically), the
+ * backend's destroy and workspace query. Collectives: nccl_coll.c; GEMM:
+ * lt_gemm.c.
+ */
+#include "cuda_ctx.h"
+#include "cuda_ops.h"
+#include "lt_gemm.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RECORD_MAGIC 0x74706c61u /* "tpla" */
+
+/* What each rank announces at creation. Only int32 and char fields, so the
+ * layout has no padding and is identical in every process. */
+typedef struct {
+  uint32_t magic;
+  int32_t version;
+  int32_t rank;
+  int32_t nranks;
+  int32_t device;
+  unsigned char uuid[16]; /* GPU UUID: unique across hosts */
+  char pci_bus_id[32];
+  char host[64];
+} rank_record_t;
+
+static _Thread_local int version_override;
+
+void tpla_cuda_test_override_version(int version) { version_override = version; }
+
+/* ---- resources ----------------------------------------------------------------- */
+
+/* Releases whatever `impl` holds (any subset may have been created) with
+ * the context's device current. Returns the first failure. */
+static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
+  tpla_status_t first = TPLA_SUCCESS;
+#define KEEP_FIRST(expr)                        \
+  do {                                          \
+    tpla_status_t s_ = (expr);                  \
+    if (first == TPLA_SUCCESS)                  \
+      first = s_;                               \
+  } while (0)
+  for (int i = 0; i < TPLA_CUDA_SIDE_STREAMS; i++)
+    if (impl->side[i])
+      KEEP_FIRST(tpla_cuda_status(cudaStreamSynchronize(impl->side[i]), fn,
+                                  "cudaStreamSynchronize (side stream)"));
+  tpla_cuda_ops_fini(impl->ops_state); /* cudaFree: waits for the device */
+  if (impl->internal) {
+    KEEP_FIRST(tpla_cuda_workspace_release(&impl->scratch, impl->internal, fn));
+    KEEP_FIRST(tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn,
+                                "cudaStreamSynchronize (internal stream)"));
+  }
+  /* cudaFree waits for the device, so GEMMs still running on the caller's
+   * streams finish with the workspace before it goes. */
+  if (impl->gemm_ws)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm_ws), fn, "cudaFree (GEMM workspace)"));
+  if (impl->barrier_buf)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->barrier_buf), fn, "cudaFree (barrier buffer)"));
+  tpla_lt_cache_destroy(impl->gemm_cache);
+  if (impl->lt)
+    KEEP_FIRST(tpla_cublas_status(cublasLtDestroy(impl->lt), fn, "cublasLtDestroy"));
+  if (impl->gemm_done)
+    KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->gemm_done), fn, "cudaEventDestroy"));
+  for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
+    if (impl->events[i])
+      KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->events[i]), fn, "cudaEventDestroy"));
+  for (int i = 0; i < TPLA_CUDA_SIDE_STREAMS; i++)
+    if (impl->side[i])
+      KEEP_FIRST(tpla_cuda_status(cudaStreamDestroy(impl->side[i]), fn, "cudaStreamDestroy"));
+  if (impl->internal)
+    KEEP_FIRST(tpla_cuda_status(cudaStreamDestroy(impl->internal), fn, "cudaStreamDestroy"));
+#undef KEEP_FIRST
+  free(impl);
+  return first;
+}
+
+static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl,
+                                           const tpla_config_t *cfg, const char *fn) {
+  CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->internal, cudaStreamNonBlocking));
+  for (int i = 0; i < TPLA_CUDA_SIDE_STREAMS; i++)
+    CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->side[i], cudaStreamNonBlocking));
+  for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
+    CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->events[i], cudaEventDisableTiming));
+  CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->gemm_done, cudaEventDisableTiming));
+  CUBLAS_TRY(fn, cublasLtCreate(&impl->lt));
+  TPLA_TRY(tpla_lt_cache_create(&impl->gemm_cache, fn));
+  cudaError_t e = cudaMalloc(&impl->gemm_ws, cfg->gemm_workspace_bytes);
+  if (e != cudaSuccess) {
+    impl->gemm_ws = NULL;
+    (void)cudaGetLastError();
+    return tpla_fail(e == cudaErrorMemoryAllocation ? TPLA_ERROR_OUT_OF_MEMORY : TPLA_ERROR_CUDA,
+                     fn, "cudaMalloc of the %zu-byte GEMM workspace (cfg gemm_workspace_bytes) "
+                     "failed: %s (%s)",
+                     cfg->gemm_workspace_bytes, cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+  impl->gemm_ws_bytes = cfg->gemm_workspace_bytes;
+  CUDA_TRY(fn, cudaMalloc((void **)&impl->barrier_buf, sizeof(int32_t)));
+  CUDA_TRY(fn, cudaMemsetAsync(impl->barrier_buf, 0, sizeof(int32_t), impl->internal));
+  CUDA_TRY(fn, cudaStreamSynchronize(impl->internal));
+  TPLA_TRY(tpla_cuda_ops_init(ctx, &impl->ops_state));
+  return TPLA_SUCCESS;
+}
+
+/* ---- the creation-time exchange ---------------------------------------------------- */
+
+static tpla_status_t fill_record(rank_record_t *rec, int rank, int nranks, int device,
+                                 const char *fn) {
+  memset(rec, 0, sizeof *rec);
+  rec->magic = RECORD_MAGIC;
+  rec->version = version_override ? version_override : TPLA_VERSION;
+  rec->rank = rank;
+  rec->nranks = nranks;
+  rec->device = device;
+  struct cudaDeviceProp prop;
+  CUDA_TRY(fn, cudaGetDeviceProperties(&prop, device));
+  memcpy(rec->uuid, prop.uuid.bytes, sizeof rec->uuid);
+  CUDA_TRY(fn, cudaDeviceGetPCIBusId(rec->pci_bus_id, (int)sizeof rec->pci_bus_id, device));
+  if (gethostname(rec->host, sizeof rec->host - 1) != 0)
+    snprintf(rec->host, sizeof rec->host, "?");
+  rec->host[sizeof rec->host - 1] = '\0';
+  return TPLA_SUCCESS;
+}
+
+/* Appends to a bounded message; the caller checks `len` against the size. */
+#define APPEND(buf, len, ...)                                                 \
+  do {                                                                        \
+    if ((len) < sizeof(buf)) {                                                \
+      int n_ = snprintf((buf) + (len), sizeof(buf) - (len), __VA_ARGS__);     \
+      (len) += n_ > 0 ? (size_t)n_ : 0;                                       \
+    }                                                                         \
+  } while (0)
+
+/* Every rank runs this on the same gathered records, so every rank reaches
+ * the same verdict and the same message. */
+static tpla_status_t check_records(const rank_record_t *recs, int nranks, const char *fn) {
+  char msg[768];
+  size_t len = 0;
+  int problems = 0;
+  for (int r = 0; r < nranks; r++) {
+    const rank_record_t *x = &recs[r];
+    if (x->magic != RECORD_MAGIC) {
+      APPEND(msg, len, "%srank %d sent no valid record (magic 0x%08x)", problems++ ? "; " : "", r,
+             (unsigned)x->magic);
+      continue;
+    }
+    if (x->rank != r || x->nranks != nranks)
+      APPEND(msg, len, "%srank %d announced itself as rank %d of %d (expected rank %d of %d)",
+             problems++ ? "; " : "", r, (int)x->rank, (int)x->nranks, r, nranks);
+    if (x->version != recs[0].version)
+      APPEND(msg, len, "%srank %d runs tpla version %d but rank 0 runs %d",
+             problems++ ? "; " : "", r, (int)x->version, (int)recs[0].version);
+    for (int q = 0; q < r; q++)
+      if (recs[q].magic == RECORD_MAGIC && memcmp(recs[q].uuid, x->uuid, sizeof x->uuid) == 0)
+        APPEND(msg, len,
+               "%sranks %d and %d are both on GPU %s of host %s (CUDA device %d and %d); "
+               "give every rank its own GPU",
+               problems++ ? "; " : "", q, r, x->pci_bus_id, x->host, (int)recs[q].device,
+               (int)x->device);
+  }
+  if (problems == 0)
+    return TPLA_SUCCESS;
+  if (len >= sizeof msg)
+    snprintf(msg + sizeof msg - 5, 5, "...");
+  return tpla_fail(TPLA_ERROR_REMOTE, fn, "the %d ranks of the communicator disagree (%d problem%s): %s",
+                   nranks, problems, problems == 1 ? "" : "s", msg);
+}
+
+/* One in-place ncclAllGather of the records on the internal stream, waited
+ * for with the timeout, then the agreement check. */
+static tpla_status_t exchange_records(tpla_cuda_ctx_t *impl, int rank, int nranks, int device,
+                                      int64_t timeout_ms, const char *fn) {
+  rank_record_t mine;
+  TPLA_TRY(fill_record(&mine, rank, nranks, device, fn));
+  rank_record_t *all = calloc((size_t)nranks, sizeof *all);
+  if (all == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory for %d rank records",
+                     nranks);
+  const size_t bytes = (size_t)nranks * sizeof(rank_record_t);
+  rank_record_t *dev = NULL;
+  tpla_status_t s = tpla_cuda_status(cudaMallocAsync((void **)&dev, bytes, impl->internal), fn,
+                                     "cudaMallocAsync (exchange buffer)");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaMemcpyAsync(dev + rank, &mine, sizeof mine, cudaMemcpyHostToDevice,
+                                         impl->internal),
+                         fn, "cudaMemcpyAsync (record to device)");
+  if (s == TPLA_SUCCESS) {
+    ncclResult_t r = ncclAllGather(dev + rank, dev, sizeof mine, ncclUint8, impl->comm,
+                                   impl->internal);
+    s = tpla_nccl_finish(impl->comm, r, timeout_ms, &impl->comm_aborted, fn,
+                         "ncclAllGather (rank records)");
+  }
+  if (s == TPLA_SUCCESS)
+    s = tpla_nccl_wait_stream(impl->comm, impl->internal, timeout_ms, &impl->comm_aborted, fn,
+                              "the exchange of rank records (ncclAllGather)");
+  /* The stream holds no NCCL work any more, so this copy cannot hang. */
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(
+        cudaMemcpyAsync(all, dev, bytes, cudaMemcpyDeviceToHost, impl->internal), fn,
+        "cudaMemcpyAsync (records to host)");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn, "cudaStreamSynchronize");
+  if (dev)
+    (void)cudaFreeAsync(dev, impl->internal);
+  if (s == TPLA_SUCCESS)
+    s = check_records(all, nranks, fn);
+  free(all);
+  return s;
+}
+
+/* ---- public entry point ---------------------------------------------------------------- */
+
+tpla_status_t tpla_ctx_create_nccl(tpla_ctx_t *ctx, struct ncclComm *comm,
+                                   const tpla_config_t *cfg) {
+  static const char fn[] = "tpla_ctx_create_nccl";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  if (comm == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'comm' is NULL");
+  tpla_config_t c;
+  TPLA_TRY(tpla_check_config(fn, cfg, &c));
+
+  /* A non-blocking communicator may still be initializing. */
+  TPLA_TRY(tpla_nccl_finish(comm, ncclInProgress, c.timeout_ms, NULL, fn,
+                            "the communicator's initialization"));
+  int nranks = 0, rank = -1, device = -1, current = -1;
+  ncclResult_t r = ncclCommCount(comm, &nranks);
+  if (r != ncclSuccess)
+    return tpla_nccl_status(r, comm, fn, "ncclCommCount");
+  r = ncclCommUserRank(comm, &rank);
+  if (r != ncclSuccess)
+    return tpla_nccl_status(r, comm, fn, "ncclCommUserRank");
+  r = ncclCommCuDevice(comm, &device);
+  if (r != ncclSuccess)
+    return tpla_nccl_status(r, comm, fn, "ncclCommCuDevice");
+  if (nranks < 1 || nranks > TPLA_MAX_RANKS || rank < 0 || rank >= nranks)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
+                     "communicator has rank %d of %d ranks; tpla supports 1 to %d ranks", rank,
+                     nranks, TPLA_MAX_RANKS);
+  CUDA_TRY(fn, cudaGetDevice(&current));
+  if (current != device)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                     "the current CUDA device is %d but the communicator (rank %d of %d) is on "
+                     "device %d; call cudaSetDevice(%d) first",
+                     current, rank, nranks, device, device);
+
+  tpla_cuda_ctx_t *impl = calloc(1, sizeof *impl);
+  struct tpla_ctx *c_ctx = calloc(1, sizeof *c_ctx);
+  if (impl == NULL || c_ctx == NULL) {
+    free(impl);
+    free(c_ctx);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  impl->comm = comm;
+  c_ctx->backend = &tpla_nccl_backend;
+  c_ctx->executor = TPLA_EXECUTOR_CUDA;
+  c_ctx->rank = rank;
+  c_ctx->nranks = nranks;
+  c_ctx->device = device;
+  c_ctx->cfg = c;
+  c_ctx->impl = impl;
+  tpla_status_t s = impl_create_resources(c_ctx, impl, &c, fn);
+  if (s == TPLA_SUCCESS)
+    s = exchange_records(impl, rank, nranks, device, c.timeout_ms, fn);
+  if (s != TPLA_SUCCESS) {
+    /* Keep the failure's message, not a teardown detail. */
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", tpla_last_error());
+    (void)impl_release(impl, fn);
+    free(c_ctx);
+    const char *detail = saved; /* drop the "tpla_ctx_create_nccl: " it starts with */
+    size_t fn_len = strlen(fn);
+    if (strncmp(saved, fn, fn_len) == 0 && strncmp(saved + fn_len, ": ", 2) == 0)
+      detail += fn_len + 2;
+    return tpla_fail(s, fn, "%s", detail);
+  }
+  *ctx = c_ctx;
+  return TPLA_SUCCESS;
+}
+
+/* ---- backend: destroy, workspace ---------------------------------------------------------- */
+
+static tpla_status_t nccl_destroy(tpla_ctx_t ctx) {
+  static const char fn[] = "tpla_ctx_destroy";
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  if (impl == NULL)
+    return TPLA_SUCCESS;
+  ctx->impl = NULL;
+  tpla_device_guard_t guard;
+  tpla_status_t s = tpla_device_guard_enter(&guard, ctx->device, fn);
+  tpla_status_t s2 = impl_release(impl, fn); /* never the borrowed communicator */
+  tpla_device_guard_exit(&guard);
+  return s != TPLA_SUCCESS ? s : s2;
+}
+
+static size_t nccl_workspace_bytes(tpla_ctx_t ctx) {
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  return impl->gemm_ws_bytes + impl->scratch.bytes +
+         (impl->ops_state ? tpla_cuda_ops_state_bytes() : 0);
+}
+
+void *tpla_cuda_ctx_ops_state(tpla_ctx_t ctx) { return tpla_cuda_impl(ctx)->ops_state; }
+
+/* The collectives (nccl_coll.c). */
+tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
+                                  tpla_dtype_t dtype, void *stream);
+tpla_status_t tpla_nccl_allgatherv(tpla_ctx_t ctx, void *recv, const void *send,
+                                   const size_t *counts, tpla_dtype_t dtype, void *stream);
+tpla_status_t tpla_nccl_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
+                                        const size_t *counts, tpla_dtype_t dtype, void *stream);
+tpla_status_t tpla_nccl_broadcast(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype_t dtype,
+                                  int root, void *stream);
+tpla_status_t tpla_nccl_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
+                                 void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
+                                 void *stream);
+tpla_status_t tpla_nccl_barrier(tpla_ctx_t ctx, void *stream);
+
+const tpla_backend_t tpla_nccl_backend = {
+    .name = "cuda",
+    .destroy = nccl_destroy,
+    .allreduce = tpla_nccl_allreduce,
+    .allgatherv = tpla_nccl_allgatherv,
+    .reduce_scatterv = tpla_nccl_reduce_scatterv,
+    .broadcast = tpla_nccl_broadcast,
+    .sendrecv = tpla_nccl_sendrecv,
+    .barrier = tpla_nccl_barrier,
+    .gemm = tpla_cuda_gemm,
+    .workspace_bytes = nccl_workspace_bytes,
+    .mem_alloc = tpla_cuda_mem_alloc,
+    .mem_free = tpla_cuda_mem_free,
+    .axpby = tpla_cuda_axpby,
+    .sumsq = tpla_cuda_sumsq,
+    .scale_by_norm = tpla_cuda_scale_by_norm,
+    .mirror_upper = tpla_cuda_mirror_upper,
+    .alltoallv = tpla_cuda_alltoallv,
+};

@@ -1,0 +1,214 @@
+/*
+ * gpu_util.h - helpers of the GPU tests (tests/gpu/test_*.c and the MPI
+ * test): device counting for the skip, checked device allocation and
+ * copies, a seeded generator, dtype packing through the library's own
+ * conversions, a float64 GEMM reference, a per-rank CHECK that records a
+ * failure without leaving the body (so the other ranks' collectives still
+ * find a partner), and a watchdog that turns a hang into a clear failure.
+ *
+ * Header-only (static functions): each test is one translation unit.
+ * Include only when TPLA_HAVE_CUDA is defined.
+ */
+#ifndef TPLA_GPU_UTIL_H
+#define TPLA_GPU_UTIL_H
+
+#include "internal.h"
+#include "tpla.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- devices -------------------------------------------------------------- */
+
+static inline int gpu_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/* Prints "file:line: call failed: error" and evaluates to nonzero. */
+#define CUDA_FAILED(call) gpu_cuda_failed_((call), #call, __FILE__, __LINE__)
+static inline int gpu_cuda_failed_(cudaError_t e, const char *call, const char *file, int line) {
+  if (e == cudaSuccess)
+    return 0;
+  fprintf(stderr, "  %s:%d: %s failed: %s (%s)\n", file, line, call, cudaGetErrorName(e),
+          cudaGetErrorString(e));
+  return 1;
+}
+
+/* A tpla call that must succeed: prints status and last error otherwise. */
+#define TPLA_FAILED(call) gpu_tpla_failed_((call), #call, __FILE__, __LINE__)
+static inline int gpu_tpla_failed_(tpla_status_t s, const char *call, const char *file,
+                                   int line) {
+  if (s == TPLA_SUCCESS)
+    return 0;
+  fprintf(stderr, "  %s:%d: %s returned %s: %s\n", file, line, call, tpla_status_string(s),
+          tpla_last_error());
+  return 1;
+}
+
+/* Waits for `stream` for at most `seconds`, so that a stuck collective
+ * fails the test instead of hanging it. Returns 0 when drained. */
+static inline int sync_stream_timeout(cudaStream_t stream, int seconds, const char *what) {
+  time_t deadline = time(NULL) + seconds;
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(stream);
+    if (q == cudaSuccess)
+      return 0;
+    if (q != cudaErrorNotReady) {
+      fprintf(stderr, "  %s: cudaStreamQuery: %s\n", what, cudaGetErrorString(q));
+      return 1;
+    }
+    if (time(NULL) > deadline) {
+      fprintf(stderr, "  %s: stream did not drain within %d s (a rank missing?)\n", what,
+              seconds);
+      return 1;
+    }
+    usleep(200);
+  }
+}
+
+/* ---- per-rank checks --------------------------------------------------------- */
+
+/* Records a failure in `*failures` (an int in scope) and carries on. */
+#define CHECK(failures, cond, ...)                                     \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "  %s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fprintf(stderr, "\n");                                           \
+      (*(failures))++;                                                 \
+    }                                                                  \
+  } while (0)
+
+/* ---- watchdog ------------------------------------------------------------------ */
+
+static const char *gpu_watchdog_name_ = "?";
+static void gpu_watchdog_fire_(int sig) {
+  (void)sig;
+  static const char msg[] = "\nWATCHDOG: test did not finish in time (hang) in ";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  w = write(2, gpu_watchdog_name_, strlen(gpu_watchdog_name_));
+  w = write(2, "\n", 1);
+  (void)w;
+  _exit(1);
+}
+/* Kill the process with a message naming `name` if it is still running
+ * after `seconds`; 0 disarms. */
+static inline void watchdog_arm(const char *name, unsigned seconds) {
+  gpu_watchdog_name_ = name;
+  signal(SIGALRM, gpu_watchdog_fire_);
+  alarm(seconds);
+}
+
+/* ---- random numbers ------------------------------------------------------------- */
+
+typedef struct {
+  uint64_t s;
+} gpu_rng_t;
+
+static inline void gpu_rng_seed(gpu_rng_t *r, uint64_t seed) {
+  r->s = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  if (r->s == 0)
+    r->s = 1;
+}
+/* Uniform in [-1, 1). */
+static inline double gpu_rng_uniform(gpu_rng_t *r) {
+  uint64_t x = r->s; /* xorshift64* */
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  r->s = x;
+  return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / (double)(1ull << 52) - 1.0;
+}
+/* A seed that differs between runs, printed so a failure can be replayed
+ * by setting TPLA_TEST_SEED. */
+static inline uint64_t gpu_fresh_seed(const char *name) {
+  const char *env = getenv("TPLA_TEST_SEED");
+  uint64_t seed = env ? strtoull(env, NULL, 0)
+                      : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)clock();
+  printf("# %s: seed %llu (replay with TPLA_TEST_SEED)\n", name, (unsigned long long)seed);
+  return seed;
+}
+
+/* ---- host <-> dtype ------------------------------------------------------------- */
+
+/* Pack n doubles into a buffer of `dtype` (rounding) and back. */
+static inline void pack(void *dst, tpla_dtype_t dtype, const double *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    tpla_store_elem(dst, dtype, i, src[i]);
+}
+static inline void unpack(double *dst, const void *src, tpla_dtype_t dtype, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = tpla_load_elem(src, dtype, i);
+}
+
+/* Unit roundoff of a dtype. */
+static inline double unit_roundoff(tpla_dtype_t dtype) {
+  switch (dtype) {
+  case TPLA_FLOAT16: return 1.0 / 2048;   /* 2^-11 */
+  case TPLA_BFLOAT16: return 1.0 / 256;   /* 2^-8 */
+  case TPLA_FLOAT64: return 1.0 / 9007199254740992.0;
+  default: return 1.0 / 16777216;         /* fp32: 2^-24 */
+  }
+}
+
+/* ---- float64 GEMM reference -------------------------------------------------------- */
+
+/* c (m x n, ldc) = op(A) op(B) and absc = |op(A)| |op(B)| (the scale of
+ * the rounding error), A and B row-major doubles with their lds. */
+static inline void gemm_ref_f64(double *c, double *absc, int64_t ldc, int64_t m, int64_t n,
+                                int64_t k, const double *a, int64_t lda, tpla_op_t op_a,
+                                const double *b, int64_t ldb, tpla_op_t op_b) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0, sa = 0;
+      for (int64_t p = 0; p < k; p++) {
+        double x = op_a == TPLA_OP_N ? a[i * lda + p] : a[p * lda + i];
+        double y = op_b == TPLA_OP_N ? b[p * ldb + j] : b[j * ldb + p];
+        s += x * y;
+        sa += fabs(x * y);
+      }
+      c[i * ldc + j] = s;
+      absc[i * ldc + j] = sa;
+    }
+}
+
+/* ---- a one-rank context --------------------------------------------------------- */
+
+/* A 1-rank NCCL communicator on `device` and a context on it; 0 on
+ * success. Close with close_single_ctx. */
+static inline int open_single_ctx(int device, struct ncclComm **comm, tpla_ctx_t *ctx) {
+  tpla_unique_id_t id;
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = 60000;
+  *comm = NULL;
+  *ctx = NULL;
+  if (TPLA_FAILED(tpla_nccl_get_unique_id(&id)) ||
+      TPLA_FAILED(tpla_nccl_comm_create(comm, &id, 1, 0, device, &cfg)))
+    return 1;
+  if (TPLA_FAILED(tpla_ctx_create_nccl(ctx, *comm, &cfg))) {
+    tpla_nccl_comm_destroy(*comm);
+    *comm = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+static inline int close_single_ctx(struct ncclComm *comm, tpla_ctx_t ctx) {
+  int failed = TPLA_FAILED(tpla_ctx_destroy(ctx));
+  failed += TPLA_FAILED(tpla_nccl_comm_destroy(comm));
+  return failed;
+}
+
+#endif /* TPLA_GPU_UTIL_H */
