@@ -1,0 +1,464 @@
+/*
+ * ops_kernels.cu - kernels of the CUDA executor's building blocks: axpby,
+ * sum of squares, scale by norm, mirror of an upper triangle. The C launch
+ * wrappers are declared in ops_kernels.h; cuda_ops.c reports their errors.
+ * The float64 host reference of each is in tests/gpu/test_gpu_ops.c.
+ *
+ * All of them are memory-bound, so they are built for bandwidth:
+ *  - a persistent grid (at most the resident blocks) walks the matrix as
+ *    rows x column-chunks, row-major, so consecutive threads touch
+ *    consecutive addresses;
+ *  - a chunk is 16 bytes of the narrower operand (8 bf16/fp16 or 4 fp32)
+ *    when every row of every operand starts 16-byte aligned and cols is a
+ *    multiple of the chunk, else one element (the scalar fallback);
+ *  - arithmetic in fp32, conversions through cuda_fp16.h / cuda_bf16.h
+ *    (round to nearest even).
+ * The sum of squares is deterministic: each block writes one partial,
+ * then a single block adds the partials in a fixed order; no atomics. (The
+ * grid depends on the shape and the SM count, so the bits are the same on
+ * every run of a shape on one kind of device.) mirror_upper transposes
+ * 32x32 tiles through padded shared memory, visiting only the tiles on and
+ * below the diagonal.
+ */
+#include "ops_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <string.h>
+
+namespace {
+
+constexpr int kThreads = 256;       /* threads per block of every kernel */
+constexpr int kBlocksPerSm = 8;     /* 2048 resident threads per SM */
+constexpr int kTile = 32;           /* mirror_upper tile edge */
+constexpr int kTileRows = kThreads / kTile;
+
+/* ---- element conversions -------------------------------------------------- */
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+/* Load N elements starting at p as floats: 16-byte loads when N > 1 (p is
+ * then 16-byte aligned and N * sizeof(T) a multiple of 16). */
+template <typename T, int N>
+__device__ __forceinline__ void load_n(const T *p, float (&v)[N]) {
+  if constexpr (N == 1) {
+    v[0] = to_float(p[0]);
+  } else {
+    constexpr int kPer = 16 / (int)sizeof(T);
+    static_assert(N % kPer == 0, "a vector is a whole number of 16-byte words");
+#pragma unroll
+    for (int w = 0; w < N / kPer; w++) {
+      uint4 raw = reinterpret_cast<const uint4 *>(p)[w];
+      T e[kPer];
+      memcpy(e, &raw, sizeof raw);
+#pragma unroll
+      for (int k = 0; k < kPer; k++)
+        v[w * kPer + k] = to_float(e[k]);
+    }
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_n(T *p, const float (&v)[N]) {
+  if constexpr (N == 1) {
+    p[0] = from_float<T>(v[0]);
+  } else {
+    constexpr int kPer = 16 / (int)sizeof(T);
+#pragma unroll
+    for (int w = 0; w < N / kPer; w++) {
+      T e[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; k++)
+        e[k] = from_float<T>(v[w * kPer + k]);
+      uint4 raw;
+      memcpy(&raw, e, sizeof raw);
+      reinterpret_cast<uint4 *>(p)[w] = raw;
+    }
+  }
+}
+
+/* ---- the rows x chunks walk -------------------------------------------------- */
+
+/* A thread's position in a grid-stride walk over rows * chunks items,
+ * advanced without a division per step. */
+struct Walk {
+  int64_t i, stride, total, chunks, row, chunk, drow, dchunk;
+
+  __device__ __forceinline__ Walk(int64_t rows, int64_t chunks_per_row) {
+    chunks = chunks_per_row;
+    total = rows * chunks;
+    i = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    stride = (int64_t)gridDim.x * kThreads;
+    row = i / chunks;
+    chunk = i - row * chunks;
+    drow = stride / chunks;
+    dchunk = stride - drow * chunks;
+  }
+  __device__ __forceinline__ bool valid() const { return i < total; }
+  __device__ __forceinline__ void next() {
+    i += stride;
+    row += drow;
+    chunk += dchunk;
+    if (chunk >= chunks) {
+      chunk -= chunks;
+      row++;
+    }
+  }
+};
+
+template <typename TY, typename TX> struct AxpbyOp {
+  TY *y;
+  const TX *x;
+  int64_t ldy, ldx;
+  float alpha, beta;
+
+  __device__ __forceinline__ float setup() const { return 0.0f; }
+  template <int N> __device__ __forceinline__ void apply(int64_t r, int64_t c, float) const {
+    float xv[N], yv[N];
+    load_n<TX, N>(x + r * ldx + c, xv);
+    if (beta != 0.0f) { /* uniform branch: beta == 0 must not read y (NaN) */
+      load_n<TY, N>(y + r * ldy + c, yv);
+#pragma unroll
+      for (int k = 0; k < N; k++)
+        yv[k] = fmaf(alpha, xv[k], beta * yv[k]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; k++)
+        yv[k] = alpha * xv[k];
+    }
+    store_n<TY, N>(y + r * ldy + c, yv);
+  }
+};
+
+/* Division by a per-thread constant d, via its reciprocal: q = x * (1/d),
+ * then one residual step q + (x - q d) / d, the fast path of CUDA's own
+ * IEEE division; an exact division inside the loop would pull its slow
+ * path in and spill under the 32-register cap. Where the step is not
+ * finite (d = 0 or inf, overflow, NaN) the plain product already is the
+ * IEEE quotient. */
+struct Divisor {
+  float d, inv;
+};
+
+__device__ __forceinline__ float divide(float x, Divisor v) {
+  const float q = x * v.inv;
+  const float r = fmaf(-q, v.d, x);
+  const float refined = fmaf(r, v.inv, q);
+  return isfinite(refined) ? refined : q;
+}
+
+template <typename TY, typename TX> struct ScaleOp {
+  TY *y;
+  const TX *x; /* may equal y: each element is read before it is written */
+  int64_t ldy, ldx;
+  const float *sumsq;
+  float safety, eps;
+
+  /* The divisor, read once per thread (every thread reads the same word). */
+  __device__ __forceinline__ Divisor setup() const {
+    const float d = safety * sqrtf(*sumsq) + eps;
+    return Divisor{d, 1.0f / d};
+  }
+  template <int N>
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, Divisor div) const {
+    float v[N];
+    load_n<TX, N>(x + r * ldx + c, v);
+#pragma unroll
+    for (int k = 0; k < N; k++)
+      v[k] = divide(v[k], div);
+    store_n<TY, N>(y + r * ldy + c, v);
+  }
+};
+
+template <int N, typename Op>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    elementwise_kernel(Op op, int64_t rows, int64_t chunks) {
+  Walk w(rows, chunks);
+  if (!w.valid())
+    return;
+  /* setup() returns a per-thread constant, so op itself stays read-only in
+   * the kernel's parameter space instead of being copied to registers. */
+  const auto u = op.setup();
+  for (; w.valid(); w.next())
+    op.template apply<N>(w.row, w.chunk * N, u);
+}
+
+/* ---- sum of squares ------------------------------------------------------------ */
+
+/* Sum over the block, in a fixed order; the result is valid in thread 0. */
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float warp_sums[kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_down_sync(0xffffffffu, v, o);
+  if (lane == 0)
+    warp_sums[warp] = v;
+  __syncthreads();
+  v = 0.0f;
+  if (warp == 0) {
+    v = lane < kThreads / 32 ? warp_sums[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      v += __shfl_down_sync(0xffffffffu, v, o);
+  }
+  return v;
+}
+
+template <typename T, int N>
+__device__ __forceinline__ float item_sumsq(const T *p) {
+  float v[N];
+  load_n<T, N>(p, v);
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; k++)
+    s = fmaf(v[k], v[k], s);
+  return s;
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sumsq_partials_kernel(const T *x, int64_t ld, int64_t rows, int64_t chunks, float *partials) {
+  Walk w(rows, chunks);
+  float acc0 = 0.0f, acc1 = 0.0f;
+  /* Two items per step, both loads issued before either is summed. */
+  while (w.valid() && w.i + w.stride < w.total) {
+    const T *p0 = x + w.row * ld + w.chunk * N;
+    w.next();
+    const T *p1 = x + w.row * ld + w.chunk * N;
+    w.next();
+    float v0[N], v1[N];
+    load_n<T, N>(p0, v0);
+    load_n<T, N>(p1, v1);
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+      acc0 = fmaf(v0[k], v0[k], acc0);
+      acc1 = fmaf(v1[k], v1[k], acc1);
+    }
+  }
+  if (w.valid())
+    acc0 += item_sumsq<T, N>(x + w.row * ld + w.chunk * N);
+  float s = block_sum(acc0 + acc1);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = s;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sumsq_finish_kernel(const float *partials, int count, float *sumsq) {
+  float v = 0.0f;
+  for (int k = threadIdx.x; k < count; k += kThreads)
+    v += partials[k];
+  v = block_sum(v);
+  if (threadIdx.x == 0)
+    *sumsq = v;
+}
+
+/* ---- mirror of the upper triangle -------------------------------------------- */
+
+/* Block k of the walk over the lower-triangular tiles (ti >= tj) handles
+ * destination tile (ti, tj): it reads source tile (tj, ti) of the upper
+ * triangle into shared memory and writes its transpose. Off-diagonal source
+ * tiles are never written; a diagonal tile is read whole before its lower
+ * part is written, by the same block. */
+template <typename W>
+__global__ void __launch_bounds__(kThreads)
+    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles) {
+  __shared__ W tile[kTile][kTile + 1]; /* +1: the transposed read is conflict-free */
+  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  for (int64_t k = blockIdx.x; k < tri_tiles; k += gridDim.x) {
+    int64_t ti = (int64_t)((sqrt(8.0 * (double)k + 1.0) - 1.0) * 0.5);
+    while (ti * (ti + 1) / 2 > k)
+      ti--;
+    while ((ti + 1) * (ti + 2) / 2 <= k)
+      ti++;
+    const int64_t tj = k - ti * (ti + 1) / 2;
+    const int64_t r0 = tj * kTile, c0 = ti * kTile; /* source tile origin */
+#pragma unroll
+    for (int j0 = 0; j0 < kTile; j0 += kTileRows) {
+      const int j = j0 + ty;
+      const int64_t r = r0 + j, c = c0 + tx;
+      if (r < n && c < n)
+        tile[j][tx] = a[r * ld + c];
+    }
+    __syncthreads();
+    /* destination (c0 + j, r0 + tx) = a(r0 + tx, c0 + j) = tile[tx][j] */
+#pragma unroll
+    for (int j0 = 0; j0 < kTile; j0 += kTileRows) {
+      const int j = j0 + ty;
+      const int64_t r = c0 + j, c = r0 + tx;
+      if (r < n && r > c)
+        a[r * ld + c] = tile[tx][j];
+    }
+    __syncthreads();
+  }
+}
+
+/* ---- host-side dispatch ---------------------------------------------------------- */
+
+template <typename T> struct Tag {
+  using type = T;
+};
+
+/* Call f(Tag<T>) for the element type of a float dtype. */
+template <typename F> cudaError_t with_float_type(tpla_dtype_t dtype, F f) {
+  switch (dtype) {
+  case TPLA_FLOAT32: return f(Tag<float>{});
+  case TPLA_FLOAT16: return f(Tag<__half>{});
+  case TPLA_BFLOAT16: return f(Tag<__nv_bfloat16>{});
+  default: return cudaErrorNotSupported;
+  }
+}
+
+bool row_aligned16(const void *data, int64_t ld, size_t elem) {
+  return ((uintptr_t)data % 16 == 0) && (((size_t)ld * elem) % 16 == 0);
+}
+
+int grid_for(int64_t items, int max_blocks) {
+  int64_t blocks = (items + kThreads - 1) / kThreads;
+  if (blocks > max_blocks)
+    blocks = max_blocks;
+  return blocks < 1 ? 1 : (int)blocks;
+}
+
+/* Launch an elementwise op over rows x cols with chunks of N elements, or of
+ * one element when `vector` is false. */
+template <int N, typename Op>
+cudaError_t launch_elementwise(Op op, int64_t rows, int64_t cols, bool vector, int max_blocks,
+                               cudaStream_t stream) {
+  if (vector) {
+    const int64_t chunks = cols / N;
+    elementwise_kernel<N><<<grid_for(rows * chunks, max_blocks), kThreads, 0, stream>>>(
+        op, rows, chunks);
+  } else {
+    elementwise_kernel<1><<<grid_for(rows * cols, max_blocks), kThreads, 0, stream>>>(op, rows,
+                                                                                      cols);
+  }
+  return cudaGetLastError();
+}
+
+/* Elements per 16 bytes of the narrower of two types: the vector width. */
+template <typename A, typename B> constexpr int vec_width() {
+  return 16 / (int)(sizeof(A) < sizeof(B) ? sizeof(A) : sizeof(B));
+}
+
+template <typename TY, typename TX>
+bool can_vectorize(const tpla_matrix_t &y, const tpla_matrix_t &x) {
+  constexpr int n = vec_width<TY, TX>();
+  return y.cols % n == 0 && row_aligned16(y.data, y.ld, sizeof(TY)) &&
+         row_aligned16(x.data, x.ld, sizeof(TX));
+}
+
+} /* namespace */
+
+/* ---- C entry points ---------------------------------------------------------------- */
+
+extern "C" int tpla_ops_max_blocks(int sm_count) {
+  return (sm_count > 0 ? sm_count : 1) * kBlocksPerSm;
+}
+
+extern "C" int tpla_ops_float_dtype(tpla_dtype_t dtype) {
+  return dtype == TPLA_FLOAT32 || dtype == TPLA_FLOAT16 || dtype == TPLA_BFLOAT16;
+}
+
+extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha,
+                                         float beta, int max_blocks, cudaStream_t stream) {
+  if (y.rows == 0 || y.cols == 0)
+    return cudaSuccess;
+  (void)cudaGetLastError(); /* report this launch's error, not a stale one */
+  return with_float_type(y.dtype, [&](auto ty) {
+    return with_float_type(x.dtype, [&](auto tx) {
+      using TY = typename decltype(ty)::type;
+      using TX = typename decltype(tx)::type;
+      AxpbyOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, alpha, beta};
+      return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
+                                                     can_vectorize<TY, TX>(y, x), max_blocks,
+                                                     stream);
+    });
+  });
+}
+
+extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x,
+                                                 const float *sumsq, float safety, float eps,
+                                                 int max_blocks, cudaStream_t stream) {
+  if (y.rows == 0 || y.cols == 0)
+    return cudaSuccess;
+  (void)cudaGetLastError();
+  return with_float_type(y.dtype, [&](auto ty) {
+    return with_float_type(x.dtype, [&](auto tx) {
+      using TY = typename decltype(ty)::type;
+      using TX = typename decltype(tx)::type;
+      ScaleOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, sumsq, safety, eps};
+      return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
+                                                     can_vectorize<TY, TX>(y, x), max_blocks,
+                                                     stream);
+    });
+  });
+}
+
+extern "C" cudaError_t tpla_launch_sumsq(float *sumsq, float *partials, tpla_matrix_t x,
+                                         int max_blocks, cudaStream_t stream) {
+  (void)cudaGetLastError();
+  if (max_blocks > TPLA_OPS_SUMSQ_PARTIALS)
+    max_blocks = TPLA_OPS_SUMSQ_PARTIALS;
+  int blocks = 0;
+  if (x.rows > 0 && x.cols > 0) {
+    cudaError_t e = with_float_type(x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      constexpr int n = 16 / (int)sizeof(T);
+      const bool vector = x.cols % n == 0 && row_aligned16(x.data, x.ld, sizeof(T));
+      const int64_t chunks = vector ? x.cols / n : x.cols;
+      blocks = grid_for(x.rows * chunks, max_blocks);
+      if (vector)
+        sumsq_partials_kernel<T, n><<<blocks, kThreads, 0, stream>>>((const T *)x.data, x.ld,
+                                                                     x.rows, chunks, partials);
+      else
+        sumsq_partials_kernel<T, 1><<<blocks, kThreads, 0, stream>>>((const T *)x.data, x.ld,
+                                                                     x.rows, chunks, partials);
+      return cudaGetLastError();
+    });
+    if (e != cudaSuccess)
+      return e;
+  }
+  /* With no blocks this writes 0: the sum over an empty matrix. */
+  sumsq_finish_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, sumsq);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks,
+                                                cudaStream_t stream) {
+  const int64_t n = a.rows < a.cols ? a.rows : a.cols;
+  if (n <= 1)
+    return cudaSuccess;
+  (void)cudaGetLastError();
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  const int64_t tri = tiles * (tiles + 1) / 2;
+  const int blocks = (int)(tri < max_blocks ? tri : max_blocks);
+  switch (tpla_dtype_size(a.dtype)) {
+  case 1:
+    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((uint8_t *)a.data, n, a.ld, tri);
+    break;
+  case 2:
+    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((uint16_t *)a.data, n, a.ld, tri);
+    break;
+  case 4:
+    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((uint32_t *)a.data, n, a.ld, tri);
+    break;
+  case 8:
+    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((uint64_t *)a.data, n, a.ld, tri);
+    break;
+  default: return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}

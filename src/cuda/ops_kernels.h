@@ -1,0 +1,57 @@
+/*
+ * ops_kernels.h - C launch wrappers of the kernels in ops_kernels.cu: the
+ * memory-bound building blocks of the algorithms (axpby, sum of squares,
+ * scale by a device-held norm, mirror of an upper triangle). Plain C; the
+ * host-side wrappers with error reporting are in cuda_ops.c.
+ *
+ * Every wrapper enqueues its kernel(s) on `stream` and returns the launch
+ * status (cudaGetLastError right after the launch). Shapes are assumed
+ * valid; an empty matrix enqueues nothing (sumsq still writes 0).
+ * `max_blocks` caps the persistent grid (tpla_ops_max_blocks).
+ */
+#ifndef TPLA_CUDA_OPS_KERNELS_H
+#define TPLA_CUDA_OPS_KERNELS_H
+
+#include "tpla.h"
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of fp32 block partials a sum-of-squares reduction may write: the
+ * size of the scratch passed to tpla_launch_sumsq. */
+#define TPLA_OPS_SUMSQ_PARTIALS 1024
+
+/* The grid cap for a device with `sm_count` multiprocessors: the blocks
+ * that are resident at once (8 blocks of 256 threads per SM). */
+int tpla_ops_max_blocks(int sm_count);
+
+/* True if axpby/sumsq/scale_by_norm support the dtype (fp32, fp16, bf16). */
+int tpla_ops_float_dtype(tpla_dtype_t dtype);
+
+/* y = alpha * x + beta * y (fp32 math); beta == 0 never reads y. */
+cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
+                              int max_blocks, cudaStream_t stream);
+
+/* *sumsq = sum of x(i,j)^2 in fp32, deterministic: block partials into
+ * `partials` (TPLA_OPS_SUMSQ_PARTIALS floats), then one block adds them in
+ * a fixed order. Two launches; no atomics. */
+cudaError_t tpla_launch_sumsq(float *sumsq, float *partials, tpla_matrix_t x, int max_blocks,
+                              cudaStream_t stream);
+
+/* y = x / (safety * sqrt(*sumsq) + eps), *sumsq read on the device; y may
+ * be the same view as x. */
+cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+                                      float safety, float eps, int max_blocks,
+                                      cudaStream_t stream);
+
+/* a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
+ * any dtype (elements are moved as raw 1/2/4/8-byte words). */
+cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPLA_CUDA_OPS_KERNELS_H */

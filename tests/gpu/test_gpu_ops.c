@@ -1,0 +1,612 @@
+/*
+ * test_gpu_ops.c - the CUDA executor's building blocks (src/cuda/cuda_ops.h)
+ * against float64 host references: axpby, sumsq, scale_by_norm,
+ * mirror_upper, alltoallv, mem_alloc/mem_free. Every op runs on a real
+ * single-rank NCCL context (alltoallv also on 2-4 GPUs when present), over
+ * fp32/fp16/bf16, odd shapes, padded leading dimensions and misaligned
+ * starts (the scalar fallback); bytes outside a view must stay untouched.
+ * Correctness only; speed is measured by the benchmarks.
+ *
+ * Run: ctest --test-dir build -L gpu -R test_gpu_ops (exits 77 without a GPU).
+ */
+#include "internal.h"
+#include "ranks.h"
+#include "test.h"
+
+#ifdef TPLA_HAVE_CUDA
+#include "../../src/cuda/cuda_ops.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+enum { NO_GPU, SETUP_FAILED, READY };
+static int g_state = NO_GPU;
+static struct ncclComm *g_comm;
+static tpla_ctx_t g_ctx;
+static cudaStream_t g_stream;
+
+#define NEED_CTX()                                                \
+  do {                                                            \
+    if (g_state == NO_GPU)                                        \
+      SKIP("no CUDA device");                                     \
+    if (g_state != READY) {                                       \
+      TEST_FAIL_("the single-rank context could not be created"); \
+      return;                                                     \
+    }                                                             \
+  } while (0)
+
+/* A view of rows x cols with leading dimension ld, starting `offset`
+ * elements into its allocation (offset 1 breaks 16-byte alignment). */
+typedef struct {
+  int64_t rows, cols, ld, offset;
+} shape_t;
+
+static const shape_t k_shapes[] = {
+    {1, 1, 1, 0},       {7, 13, 13, 0},     {7, 13, 20, 0},        {64, 256, 256, 0},
+    {33, 64, 72, 0},    {64, 256, 256, 1},  {1000, 4097, 4097, 0}, {1000, 4096, 4104, 0},
+};
+#define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
+static const tpla_dtype_t k_float_types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16};
+
+/* Device buffer holding one view, with its host image. Elements outside the
+ * view (padding, the offset, one spare element) hold a 0xA5 byte pattern. */
+typedef struct {
+  tpla_matrix_t view;
+  shape_t shape;
+  void *base;
+  unsigned char *host;
+  size_t count, bytes;
+} dbuf_t;
+
+static size_t view_index(const dbuf_t *b, int64_t i, int64_t j) {
+  return (size_t)(b->shape.offset + i * b->shape.ld + j);
+}
+
+static int in_view(const dbuf_t *b, size_t idx) {
+  if (idx < (size_t)b->shape.offset)
+    return 0;
+  size_t k = idx - (size_t)b->shape.offset;
+  return (int64_t)(k / (size_t)b->shape.ld) < b->shape.rows &&
+         (int64_t)(k % (size_t)b->shape.ld) < b->shape.cols;
+}
+
+/* fill: 0 random in [-1, 1), 1 NaN. Returns 0 on success. */
+static int dbuf_init(dbuf_t *b, shape_t s, tpla_dtype_t dt, rng_t *rng, int fill) {
+  memset(b, 0, sizeof *b);
+  b->shape = s;
+  b->count = (size_t)(s.rows * s.ld + s.offset) + 1;
+  b->bytes = b->count * tpla_dtype_size(dt);
+  b->host = malloc(b->bytes);
+  if (b->host == NULL)
+    return 1;
+  memset(b->host, 0xA5, b->bytes);
+  for (int64_t i = 0; i < s.rows; i++)
+    for (int64_t j = 0; j < s.cols; j++)
+      tpla_store_elem(b->host, dt, view_index(b, i, j), fill ? NAN : rng_uniform(rng));
+  if (cudaMalloc(&b->base, b->bytes) != cudaSuccess ||
+      cudaMemcpy(b->base, b->host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+    fprintf(stderr, "  cudaMalloc/cudaMemcpy of %zu bytes failed\n", b->bytes);
+    return 1;
+  }
+  b->view = (tpla_matrix_t){(char *)b->base + (size_t)s.offset * tpla_dtype_size(dt), s.rows,
+                            s.cols, s.ld, dt};
+  return 0;
+}
+
+static void dbuf_free(dbuf_t *b) {
+  cudaFree(b->base);
+  free(b->host);
+  memset(b, 0, sizeof *b);
+}
+
+/* Waits for the stream and copies the whole allocation back into `img`. */
+static int dbuf_download(const dbuf_t *b, unsigned char *img) {
+  cudaError_t e = cudaStreamSynchronize(g_stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(img, b->base, b->bytes, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess)
+    fprintf(stderr, "  download failed: %s\n", cudaGetErrorString(e));
+  return e != cudaSuccess;
+}
+
+/* Number of bytes outside the view that differ between b->host and img. */
+static size_t outside_changes(const dbuf_t *b, const unsigned char *img) {
+  size_t es = tpla_dtype_size(b->view.dtype), changed = 0;
+  for (size_t idx = 0; idx < b->count; idx++)
+    if (!in_view(b, idx) && memcmp(b->host + idx * es, img + idx * es, es) != 0)
+      changed++;
+  return changed;
+}
+
+/* Unit roundoff of a dtype: the largest relative error of rounding to it. */
+static double unit_roundoff(tpla_dtype_t dt) {
+  return dt == TPLA_FLOAT32 ? 0x1p-24 : dt == TPLA_FLOAT16 ? 0x1p-11 : 0x1p-8;
+}
+/* Half the smallest subnormal step (absolute error floor of rounding). */
+static double abs_floor(tpla_dtype_t dt) {
+  return dt == TPLA_FLOAT16 ? 0x1p-25 : dt == TPLA_BFLOAT16 ? 0x1p-134 : 0x1p-150;
+}
+
+static void describe_case(char *buf, size_t n, const char *op, tpla_dtype_t ty, tpla_dtype_t tx,
+                          shape_t s) {
+  snprintf(buf, n, "%s y %s x %s %" PRId64 "x%" PRId64 " ld %" PRId64 " offset %" PRId64, op,
+           tpla_dtype_name(ty), tpla_dtype_name(tx), s.rows, s.cols, s.ld, s.offset);
+}
+
+/* 0 on success; otherwise prints the status and message and returns 1. */
+static int failed_call(tpla_status_t st, const char *what) {
+  if (st == TPLA_SUCCESS)
+    return 0;
+  fprintf(stderr, "  %s: %s (%s)\n", what, tpla_status_string(st), tpla_last_error());
+  return 1;
+}
+
+/* ---- axpby ---------------------------------------------------------------- */
+
+/* y = alpha x + beta y on one case against float64; poison_y fills y with
+ * NaN (only meaningful with beta == 0). Returns the number of failures. */
+static int check_axpby(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, float alpha, float beta,
+                       int poison_y, uint64_t seed) {
+  char what[160];
+  describe_case(what, sizeof what, "axpby", ty, tx, s);
+  rng_t rng;
+  rng_seed(&rng, seed);
+  dbuf_t y, x;
+  int bad = dbuf_init(&y, s, ty, &rng, poison_y) | dbuf_init(&x, s, tx, &rng, 0);
+  unsigned char *img = bad ? NULL : malloc(y.bytes);
+  if (img == NULL)
+    bad = 1;
+  if (!bad)
+    bad = failed_call(tpla_cuda_axpby(g_ctx, y.view, x.view, alpha, beta, g_stream), what);
+  if (!bad)
+    bad = dbuf_download(&y, img);
+  for (int64_t i = 0; i < s.rows && !bad; i++)
+    for (int64_t j = 0; j < s.cols && !bad; j++) {
+      double xv = tpla_load_elem(x.host, tx, view_index(&x, i, j));
+      double yv = beta == 0.0f ? 0.0 : tpla_load_elem(y.host, ty, view_index(&y, i, j));
+      double ref = (double)alpha * xv + (double)beta * yv;
+      double got = tpla_load_elem(img, ty, view_index(&y, i, j));
+      double tol = unit_roundoff(ty) * fabs(ref) +
+                   4 * 0x1p-24 * (fabs(alpha * xv) + fabs(beta * yv)) + abs_floor(ty);
+      if (!(fabs(got - ref) <= tol)) {
+        fprintf(stderr, "  %s alpha %g beta %g: (%" PRId64 ", %" PRId64 ") = %.9g, want %.9g\n",
+                what, alpha, beta, i, j, got, ref);
+        bad = 1;
+      }
+    }
+  if (!bad && outside_changes(&y, img) != 0) {
+    fprintf(stderr, "  %s: %zu elements outside y changed\n", what, outside_changes(&y, img));
+    bad = 1;
+  }
+  free(img);
+  dbuf_free(&y);
+  dbuf_free(&x);
+  return bad;
+}
+
+static void test_axpby_same_dtype(void) {
+  NEED_CTX();
+  for (int t = 0; t < 3; t++)
+    for (size_t k = 0; k < N_SHAPES; k++) {
+      tpla_dtype_t dt = k_float_types[t];
+      ASSERT_EQ_INT(check_axpby(dt, dt, k_shapes[k], 0.75f, -1.25f, 0, 100 + k), 0);
+      ASSERT_EQ_INT(check_axpby(dt, dt, k_shapes[k], 1.0f, 0.0f, 0, 200 + k), 0); /* copy */
+    }
+}
+
+static void test_axpby_mixed_dtypes(void) {
+  NEED_CTX();
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (size_t k = 0; k < N_SHAPES; k++) {
+        if (a == b)
+          continue;
+        ASSERT_EQ_INT(check_axpby(k_float_types[a], k_float_types[b], k_shapes[k], -1.5f, 0.5f,
+                                  0, 300 + k),
+                      0);
+        ASSERT_EQ_INT(check_axpby(k_float_types[a], k_float_types[b], k_shapes[k], 1.0f, 0.0f,
+                                  0, 400 + k),
+                      0);
+      }
+}
+
+static void test_axpby_beta_zero_never_reads_y(void) {
+  NEED_CTX();
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (size_t k = 0; k < N_SHAPES; k++)
+        ASSERT_EQ_INT(check_axpby(k_float_types[a], k_float_types[b], k_shapes[k], -2.0f, 0.0f,
+                                  1, 500 + k),
+                      0);
+}
+
+static void test_axpby_rejects_fp64(void) {
+  NEED_CTX();
+  rng_t rng;
+  rng_seed(&rng, 7);
+  dbuf_t y, x;
+  shape_t s = {4, 4, 4, 0};
+  ASSERT_EQ_INT(dbuf_init(&y, s, TPLA_FLOAT64, &rng, 0) | dbuf_init(&x, s, TPLA_FLOAT32, &rng, 0),
+                0);
+  tpla_status_t st = tpla_cuda_axpby(g_ctx, y.view, x.view, 1.0f, 0.0f, g_stream);
+  unsigned char img[17 * 8];
+  int bad = dbuf_download(&y, img);
+  int untouched = !bad && memcmp(img, y.host, y.bytes) == 0;
+  dbuf_free(&y);
+  dbuf_free(&x);
+  ASSERT_STATUS(st, TPLA_ERROR_NOT_SUPPORTED);
+  ASSERT_CONTAINS(tpla_last_error(), "tpla_cuda_axpby");
+  ASSERT_CONTAINS(tpla_last_error(), "4x4");
+  ASSERT_TRUE(untouched);
+}
+
+/* ---- sumsq ------------------------------------------------------------------ */
+
+/* Runs sumsq on x into a fresh device float; returns it through *out. */
+static int device_sumsq(const dbuf_t *x, float *out) {
+  float *d = NULL;
+  if (cudaMalloc((void **)&d, sizeof *d) != cudaSuccess)
+    return 1;
+  const float nan = NAN;
+  int bad = cudaMemcpy(d, &nan, sizeof nan, cudaMemcpyHostToDevice) != cudaSuccess;
+  if (!bad)
+    bad = failed_call(tpla_cuda_sumsq(g_ctx, d, x->view, g_stream), "sumsq");
+  if (!bad)
+    bad = cudaStreamSynchronize(g_stream) != cudaSuccess ||
+          cudaMemcpy(out, d, sizeof *out, cudaMemcpyDeviceToHost) != cudaSuccess;
+  cudaFree(d);
+  return bad;
+}
+
+static void test_sumsq_matches_reference(void) {
+  NEED_CTX();
+  for (int t = 0; t < 3; t++)
+    for (size_t k = 0; k < N_SHAPES; k++) {
+      tpla_dtype_t dt = k_float_types[t];
+      shape_t s = k_shapes[k];
+      rng_t rng;
+      rng_seed(&rng, 600 + k);
+      dbuf_t x;
+      ASSERT_EQ_INT(dbuf_init(&x, s, dt, &rng, 0), 0);
+      double ref = 0;
+      for (int64_t i = 0; i < s.rows; i++)
+        for (int64_t j = 0; j < s.cols; j++) {
+          double v = tpla_load_elem(x.host, dt, view_index(&x, i, j));
+          ref += v * v;
+        }
+      float got = NAN;
+      int bad = device_sumsq(&x, &got);
+      dbuf_free(&x);
+      ASSERT_EQ_INT(bad, 0);
+      /* fp32 partial sums of nonnegative terms: a few dozen roundings deep */
+      ASSERT_NEAR(got, ref, 2e-5 * ref + 1e-30);
+    }
+}
+
+static void test_sumsq_is_deterministic(void) {
+  NEED_CTX();
+  for (int t = 0; t < 6; t++) { /* the big scalar-path and vector-path shapes */
+    rng_t rng;
+    rng_seed(&rng, 700 + t);
+    dbuf_t x;
+    ASSERT_EQ_INT(dbuf_init(&x, k_shapes[N_SHAPES - 1 - t / 3], k_float_types[t % 3], &rng, 0),
+                  0);
+    float first = NAN, again = NAN;
+    int bad = device_sumsq(&x, &first), differ = 0;
+    for (int run = 0; run < 5 && !bad; run++) {
+      bad = device_sumsq(&x, &again);
+      differ |= memcmp(&first, &again, sizeof first) != 0;
+    }
+    dbuf_free(&x);
+    ASSERT_EQ_INT(bad, 0);
+    ASSERT_EQ_INT(differ, 0);
+  }
+}
+
+static void test_sumsq_of_empty_matrix_is_zero(void) {
+  NEED_CTX();
+  tpla_matrix_t views[] = {{NULL, 0, 5, 5, TPLA_BFLOAT16}, {NULL, 3, 0, 1, TPLA_FLOAT32}};
+  for (int v = 0; v < 2; v++) {
+    dbuf_t x = {.view = views[v]};
+    float got = NAN;
+    ASSERT_EQ_INT(device_sumsq(&x, &got), 0);
+    ASSERT_TRUE(got == 0.0f);
+  }
+}
+
+/* ---- scale_by_norm -------------------------------------------------------------- */
+
+/* y = x / (safety sqrt(sumsq(x)) + eps), the sum of squares produced on the
+ * device by sumsq just before (no host round trip). in_place uses y = x. */
+static int check_scale(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, int in_place, uint64_t seed) {
+  const float safety = 1.01f, eps = 1e-7f;
+  char what[160];
+  describe_case(what, sizeof what, in_place ? "scale_by_norm in place" : "scale_by_norm", ty, tx,
+                s);
+  rng_t rng;
+  rng_seed(&rng, seed);
+  dbuf_t x, yb;
+  int bad = dbuf_init(&x, s, tx, &rng, 0);
+  if (!in_place)
+    bad |= dbuf_init(&yb, s, ty, &rng, 1);
+  dbuf_t *y = in_place ? &x : &yb;
+  float *d_sumsq = NULL;
+  bad |= cudaMalloc((void **)&d_sumsq, sizeof(float)) != cudaSuccess;
+  unsigned char *img = bad ? NULL : malloc(y->bytes);
+  bad |= img == NULL;
+  if (!bad)
+    bad = failed_call(tpla_cuda_sumsq(g_ctx, d_sumsq, x.view, g_stream), what) ||
+          failed_call(
+              tpla_cuda_scale_by_norm(g_ctx, y->view, x.view, d_sumsq, safety, eps, g_stream),
+              what);
+  float sumsq = 0;
+  if (!bad)
+    bad = dbuf_download(y, img) ||
+          cudaMemcpy(&sumsq, d_sumsq, sizeof sumsq, cudaMemcpyDeviceToHost) != cudaSuccess;
+  double denom = safety * sqrt((double)sumsq) + eps;
+  for (int64_t i = 0; i < s.rows && !bad; i++)
+    for (int64_t j = 0; j < s.cols && !bad; j++) {
+      double ref = tpla_load_elem(x.host, tx, view_index(&x, i, j)) / denom;
+      double got = tpla_load_elem(img, ty, view_index(y, i, j));
+      /* fp32 divisor (sqrt, product, sum) and quotient: a few fp32 roundings */
+      double tol = (unit_roundoff(ty) + 8 * 0x1p-24) * fabs(ref) + abs_floor(ty);
+      if (!(fabs(got - ref) <= tol)) {
+        fprintf(stderr, "  %s: (%" PRId64 ", %" PRId64 ") = %.9g, want %.9g\n", what, i, j, got,
+                ref);
+        bad = 1;
+      }
+    }
+  if (!bad && outside_changes(y, img) != 0) {
+    fprintf(stderr, "  %s: elements outside y changed\n", what);
+    bad = 1;
+  }
+  free(img);
+  cudaFree(d_sumsq);
+  dbuf_free(&x);
+  if (!in_place)
+    dbuf_free(&yb);
+  return bad;
+}
+
+static void test_scale_by_norm_out_of_place(void) {
+  NEED_CTX();
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (size_t k = 0; k < N_SHAPES; k++)
+        ASSERT_EQ_INT(check_scale(k_float_types[a], k_float_types[b], k_shapes[k], 0, 800 + k), 0);
+}
+
+static void test_scale_by_norm_in_place(void) {
+  NEED_CTX();
+  for (int t = 0; t < 3; t++)
+    for (size_t k = 0; k < N_SHAPES; k++)
+      ASSERT_EQ_INT(check_scale(k_float_types[t], k_float_types[t], k_shapes[k], 1, 900 + k), 0);
+}
+
+/* ---- mirror_upper ------------------------------------------------------------------ */
+
+static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
+  char what[96];
+  snprintf(what, sizeof what, "mirror_upper %s n %" PRId64 " ld %" PRId64, tpla_dtype_name(dt), n,
+           ld);
+  rng_t rng;
+  rng_seed(&rng, seed);
+  dbuf_t a;
+  int bad = dbuf_init(&a, (shape_t){n, n, ld, 0}, dt, &rng, 0);
+  unsigned char *img = bad ? NULL : malloc(a.bytes);
+  bad |= img == NULL;
+  if (!bad)
+    bad = failed_call(tpla_cuda_mirror_upper(g_ctx, a.view, g_stream), what);
+  if (!bad)
+    bad = dbuf_download(&a, img);
+  size_t es = tpla_dtype_size(dt);
+  for (int64_t i = 0; i < n && !bad; i++)
+    for (int64_t j = 0; j < n && !bad; j++) {
+      /* bitwise: upper (with diagonal) kept, lower = the transposed upper */
+      size_t src = i > j ? view_index(&a, j, i) : view_index(&a, i, j);
+      if (memcmp(img + view_index(&a, i, j) * es, a.host + src * es, es) != 0) {
+        fprintf(stderr, "  %s: element (%" PRId64 ", %" PRId64 ") wrong\n", what, i, j);
+        bad = 1;
+      }
+    }
+  if (!bad && outside_changes(&a, img) != 0) {
+    fprintf(stderr, "  %s: elements outside the matrix changed\n", what);
+    bad = 1;
+  }
+  free(img);
+  dbuf_free(&a);
+  return bad;
+}
+
+static void test_mirror_upper(void) {
+  NEED_CTX();
+  static const int64_t sizes[] = {1, 2, 7, 31, 32, 33, 64, 100, 1000, 1025};
+  const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64};
+  for (int t = 0; t < 4; t++)
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k], 1000 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 5, 1100 + k), 0);
+    }
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+static void test_mem_alloc_and_free(void) {
+  NEED_CTX();
+  void *p = (void *)1;
+  ASSERT_OK(tpla_cuda_mem_alloc(g_ctx, 0, &p));
+  ASSERT_TRUE(p == NULL);
+  ASSERT_OK(tpla_cuda_mem_alloc(g_ctx, 1 << 20, &p));
+  ASSERT_TRUE(p != NULL);
+  ASSERT_TRUE(cudaMemset(p, 0x5a, 1 << 20) == cudaSuccess);
+  tpla_cuda_mem_free(g_ctx, p);
+  tpla_cuda_mem_free(g_ctx, NULL);
+  void *q = (void *)&q;
+  ASSERT_STATUS(tpla_cuda_mem_alloc(g_ctx, (size_t)1 << 60, &q), TPLA_ERROR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(tpla_last_error(), "tpla_cuda_mem_alloc");
+  ASSERT_TRUE(q == (void *)&q);                  /* untouched on failure */
+  ASSERT_TRUE(cudaGetLastError() == cudaSuccess); /* the failure did not leak */
+}
+
+/* ---- alltoallv ------------------------------------------------------------------------------ */
+
+/* Elements rank `src` sends to rank `dst`: zero for some pairs (and for
+ * rank 1's own block), never for rank 0's own block. */
+static size_t a2a_count(int src, int dst) { return (size_t)((src + 2 * dst + 1) % 4) * 1001; }
+/* Exact in fp32: below 2^24. */
+static float a2a_value(int src, int dst, size_t k) {
+  return (float)(src * 1000000 + dst * 4000) + (float)k;
+}
+
+/* One rank's exchange: blocks laid out with gaps (send 2, recv 1 element)
+ * that must stay untouched. Returns 0 when every received block is right. */
+static int a2a_run(tpla_ctx_t ctx, int rank, int nranks, cudaStream_t stream) {
+  size_t sc[8], sd[8], rc[8], rd[8], stotal = 0, rtotal = 0;
+  for (int q = 0; q < nranks; q++) {
+    sc[q] = a2a_count(rank, q);
+    sd[q] = stotal + 2;
+    stotal = sd[q] + sc[q];
+    rc[q] = a2a_count(q, rank);
+    rd[q] = rtotal + 1;
+    rtotal = rd[q] + rc[q];
+  }
+  rtotal += 1;
+  float *hs = calloc(stotal + 1, sizeof *hs), *hr = malloc((rtotal + 1) * sizeof *hr);
+  void *ds = NULL, *dr = NULL;
+  int bad = hs == NULL || hr == NULL;
+  for (int q = 0; q < nranks && !bad; q++)
+    for (size_t k = 0; k < sc[q]; k++)
+      hs[sd[q] + k] = a2a_value(rank, q, k);
+  for (size_t k = 0; k < rtotal && !bad; k++)
+    hr[k] = -1.0f;
+  bad = bad || cudaMalloc(&ds, (stotal + 1) * sizeof(float)) != cudaSuccess ||
+        cudaMalloc(&dr, rtotal * sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(ds, hs, (stotal + 1) * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(dr, hr, rtotal * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess;
+  if (!bad)
+    bad = failed_call(tpla_cuda_alltoallv(ctx, dr, rc, rd, ds, sc, sd, TPLA_FLOAT32, stream),
+                      "alltoallv");
+  bad = bad || cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaMemcpy(hr, dr, rtotal * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess;
+  size_t next = 0; /* walk the receive buffer: gaps must still read -1 */
+  for (int q = 0; q < nranks && !bad; q++) {
+    for (; next < rd[q] && !bad; next++)
+      bad = hr[next] != -1.0f;
+    for (size_t k = 0; k < rc[q] && !bad; k++, next++)
+      bad = hr[next] != a2a_value(q, rank, k);
+  }
+  for (; next < rtotal && !bad; next++)
+    bad = hr[next] != -1.0f;
+  if (bad)
+    fprintf(stderr, "  rank %d of %d: received data wrong near element %zu\n", rank, nranks,
+            next);
+  cudaFree(ds);
+  cudaFree(dr);
+  free(hs);
+  free(hr);
+  return bad;
+}
+
+static void test_alltoallv_single_rank(void) {
+  NEED_CTX();
+  ASSERT_EQ_INT(a2a_run(g_ctx, 0, 1, g_stream), 0);
+}
+
+typedef struct {
+  int rank, nranks, failed;
+  tpla_unique_id_t id;
+} a2a_rank_t;
+
+static void *a2a_thread(void *p) {
+  a2a_rank_t *r = p;
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = 60000; /* a broken peer fails the test instead of hanging it */
+  struct ncclComm *comm = NULL;
+  tpla_ctx_t ctx = NULL;
+  cudaStream_t stream = NULL;
+  r->failed = 1;
+  if (tpla_nccl_comm_create(&comm, &r->id, r->nranks, r->rank, r->rank, &cfg) != TPLA_SUCCESS ||
+      tpla_ctx_create_nccl(&ctx, comm, &cfg) != TPLA_SUCCESS)
+    fprintf(stderr, "  rank %d: setup failed: %s\n", r->rank, tpla_last_error());
+  else if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess)
+    r->failed = a2a_run(ctx, r->rank, r->nranks, stream);
+  if (stream)
+    cudaStreamDestroy(stream);
+  tpla_ctx_destroy(ctx);
+  tpla_nccl_comm_destroy(comm);
+  return NULL;
+}
+
+static void test_alltoallv_across_gpus(void) {
+  NEED_CTX();
+  int devices = 0;
+  ASSERT_TRUE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  if (devices < 2)
+    SKIP("alltoallv across GPUs needs 2 devices, found %d", devices);
+  int n = devices < 4 ? devices : 4;
+  a2a_rank_t ranks[4];
+  pthread_t threads[4];
+  tpla_unique_id_t id;
+  ASSERT_OK(tpla_nccl_get_unique_id(&id));
+  for (int r = 0; r < n; r++) {
+    ranks[r] = (a2a_rank_t){r, n, 1, id};
+    ASSERT_EQ_INT(pthread_create(&threads[r], NULL, a2a_thread, &ranks[r]), 0);
+  }
+  int failed = 0;
+  for (int r = 0; r < n; r++) {
+    pthread_join(threads[r], NULL);
+    failed += ranks[r].failed;
+  }
+  ASSERT_EQ_INT(failed, 0);
+}
+
+/* ---- setup ------------------------------------------------------------------------------------ */
+
+static void test_create_single_rank_context(void) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    SKIP("no CUDA device");
+  }
+  g_state = SETUP_FAILED;
+  tpla_unique_id_t id;
+  ASSERT_TRUE(cudaSetDevice(0) == cudaSuccess);
+  ASSERT_OK(tpla_nccl_get_unique_id(&id));
+  ASSERT_OK(tpla_nccl_comm_create(&g_comm, &id, 1, 0, 0, NULL));
+  ASSERT_OK(tpla_ctx_create_nccl(&g_ctx, g_comm, NULL));
+  ASSERT_TRUE(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) == cudaSuccess);
+  g_state = READY;
+}
+
+int main(void) {
+  TEST(test_create_single_rank_context);
+  TEST(test_mem_alloc_and_free);
+  TEST(test_axpby_same_dtype);
+  TEST(test_axpby_mixed_dtypes);
+  TEST(test_axpby_beta_zero_never_reads_y);
+  TEST(test_axpby_rejects_fp64);
+  TEST(test_sumsq_matches_reference);
+  TEST(test_sumsq_is_deterministic);
+  TEST(test_sumsq_of_empty_matrix_is_zero);
+  TEST(test_scale_by_norm_out_of_place);
+  TEST(test_scale_by_norm_in_place);
+  TEST(test_mirror_upper);
+  TEST(test_alltoallv_single_rank);
+  TEST(test_alltoallv_across_gpus);
+  if (g_stream)
+    cudaStreamDestroy(g_stream);
+  tpla_ctx_destroy(g_ctx);
+  tpla_nccl_comm_destroy(g_comm);
+  return test_summary();
+}
+
+#else /* no CUDA executor in this build */
+
+static void test_gpu_ops_need_cuda(void) { SKIP("built without the CUDA executor"); }
+
+int main(void) {
+  TEST(test_gpu_ops_need_cuda);
+  return test_summary();
+}
+#endif
