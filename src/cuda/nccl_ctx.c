@@ -173,8 +173,44 @@ static tpla_status_t check_records(const rank_record_t *recs, int nranks, const 
                    nranks, problems, problems == 1 ? "" : "s", msg);
 }
 
-/* One in-place ncclAllGather of the records on the internal stream, waited
- * for with the timeout, then the agreement check. */
+/* recv (nranks * bytes, host) = every rank's `bytes` of host memory at
+ * send, in rank order: one in-place ncclAllGather on the internal stream,
+ * waited for with the timeout (polling, so a missing rank cannot hang us).
+ * Blocking; for creation-time and plan-time agreement only. */
+static tpla_status_t exchange_bytes(tpla_cuda_ctx_t *impl, int rank, int nranks, void *recv,
+                                    const void *send, size_t bytes, int64_t timeout_ms,
+                                    const char *fn, const char *what) {
+  char *dev = NULL;
+  tpla_status_t s = tpla_cuda_status(
+      cudaMallocAsync((void **)&dev, (size_t)nranks * bytes, impl->internal), fn,
+      "cudaMallocAsync (exchange buffer)");
+  /* A pageable host-to-device copy returns once staged; send may go. */
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaMemcpyAsync(dev + (size_t)rank * bytes, send, bytes,
+                                         cudaMemcpyHostToDevice, impl->internal),
+                         fn, "cudaMemcpyAsync (exchange: host to device)");
+  if (s == TPLA_SUCCESS) {
+    ncclResult_t r = ncclAllGather(dev + (size_t)rank * bytes, dev, bytes, ncclUint8, impl->comm,
+                                   impl->internal);
+    s = tpla_nccl_finish(impl->comm, r, timeout_ms, &impl->comm_aborted, fn, what);
+  }
+  if (s == TPLA_SUCCESS)
+    s = tpla_nccl_wait_stream(impl->comm, impl->internal, timeout_ms, &impl->comm_aborted, fn,
+                              what);
+  /* The stream holds no NCCL work any more, so this copy cannot hang. */
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaMemcpyAsync(recv, dev, (size_t)nranks * bytes,
+                                         cudaMemcpyDeviceToHost, impl->internal),
+                         fn, "cudaMemcpyAsync (exchange: device to host)");
+  if (dev)
+    (void)cudaFreeAsync(dev, impl->internal);
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn,
+                         "cudaStreamSynchronize (exchange)");
+  return s;
+}
+
+/* The creation-time exchange of rank records and the agreement check. */
 static tpla_status_t exchange_records(tpla_cuda_ctx_t *impl, int rank, int nranks, int device,
                                       int64_t timeout_ms, const char *fn) {
   rank_record_t mine;
@@ -183,32 +219,8 @@ static tpla_status_t exchange_records(tpla_cuda_ctx_t *impl, int rank, int nrank
   if (all == NULL)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory for %d rank records",
                      nranks);
-  const size_t bytes = (size_t)nranks * sizeof(rank_record_t);
-  rank_record_t *dev = NULL;
-  tpla_status_t s = tpla_cuda_status(cudaMallocAsync((void **)&dev, bytes, impl->internal), fn,
-                                     "cudaMallocAsync (exchange buffer)");
-  if (s == TPLA_SUCCESS)
-    s = tpla_cuda_status(cudaMemcpyAsync(dev + rank, &mine, sizeof mine, cudaMemcpyHostToDevice,
-                                         impl->internal),
-                         fn, "cudaMemcpyAsync (record to device)");
-  if (s == TPLA_SUCCESS) {
-    ncclResult_t r = ncclAllGather(dev + rank, dev, sizeof mine, ncclUint8, impl->comm,
-                                   impl->internal);
-    s = tpla_nccl_finish(impl->comm, r, timeout_ms, &impl->comm_aborted, fn,
-                         "ncclAllGather (rank records)");
-  }
-  if (s == TPLA_SUCCESS)
-    s = tpla_nccl_wait_stream(impl->comm, impl->internal, timeout_ms, &impl->comm_aborted, fn,
-                              "the exchange of rank records (ncclAllGather)");
-  /* The stream holds no NCCL work any more, so this copy cannot hang. */
-  if (s == TPLA_SUCCESS)
-    s = tpla_cuda_status(
-        cudaMemcpyAsync(all, dev, bytes, cudaMemcpyDeviceToHost, impl->internal), fn,
-        "cudaMemcpyAsync (records to host)");
-  if (s == TPLA_SUCCESS)
-    s = tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn, "cudaStreamSynchronize");
-  if (dev)
-    (void)cudaFreeAsync(dev, impl->internal);
+  tpla_status_t s = exchange_bytes(impl, rank, nranks, all, &mine, sizeof mine, timeout_ms, fn,
+                                   "ncclAllGather of the rank records");
   if (s == TPLA_SUCCESS)
     s = check_records(all, nranks, fn);
   free(all);
@@ -309,6 +321,23 @@ static size_t nccl_workspace_bytes(tpla_ctx_t ctx) {
 
 void *tpla_cuda_ctx_ops_state(tpla_ctx_t ctx) { return tpla_cuda_impl(ctx)->ops_state; }
 
+static tpla_status_t nccl_exchange(tpla_ctx_t ctx, void *recv, const void *send, size_t bytes) {
+  static const char fn[] = "tpla (plan-time exchange)";
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  if (impl->comm_aborted)
+    return tpla_fail(TPLA_ERROR_REMOTE, fn,
+                     "the context's communicator was aborted after an earlier timeout or NCCL "
+                     "error; destroy the context and create a new communicator");
+  if (bytes == 0)
+    return TPLA_SUCCESS;
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  tpla_status_t s = exchange_bytes(impl, ctx->rank, ctx->nranks, recv, send, bytes,
+                                   ctx->cfg.timeout_ms, fn, "ncclAllGather (exchange)");
+  tpla_device_guard_exit(&guard);
+  return s;
+}
+
 /* The collectives (nccl_coll.c). */
 tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
                                   tpla_dtype_t dtype, void *stream);
@@ -341,4 +370,5 @@ const tpla_backend_t tpla_nccl_backend = {
     .scale_by_norm = tpla_cuda_scale_by_norm,
     .mirror_upper = tpla_cuda_mirror_upper,
     .alltoallv = tpla_cuda_alltoallv,
+    .exchange = nccl_exchange,
 };
