@@ -27,9 +27,11 @@ typedef struct {
   int32_t rank;
   int32_t nranks;
   int32_t device;
+  int32_t status; /* TPLA_SUCCESS, or why this rank's local setup failed */
   unsigned char uuid[16]; /* GPU UUID: unique across hosts */
   char pci_bus_id[32];
   char host[64];
+  char error[160]; /* the failed rank's message (truncated) */
 } rank_record_t;
 
 static _Thread_local int version_override;
@@ -82,9 +84,10 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
   return first;
 }
 
+/* Everything but the internal stream, which the exchange needs even when
+ * this fails (so that the other ranks learn of the failure at once). */
 static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl,
                                            const tpla_config_t *cfg, const char *fn) {
-  CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->internal, cudaStreamNonBlocking));
   for (int i = 0; i < TPLA_CUDA_SIDE_STREAMS; i++)
     CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->side[i], cudaStreamNonBlocking));
   for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
@@ -113,7 +116,6 @@ static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl
 
 static tpla_status_t fill_record(rank_record_t *rec, int rank, int nranks, int device,
                                  const char *fn) {
-  memset(rec, 0, sizeof *rec);
   rec->magic = RECORD_MAGIC;
   rec->version = version_override ? version_override : TPLA_VERSION;
   rec->rank = rank;
@@ -151,6 +153,12 @@ static tpla_status_t check_records(const rank_record_t *recs, int nranks, const 
              (unsigned)x->magic);
       continue;
     }
+    if (x->status != TPLA_SUCCESS) {
+      APPEND(msg, len, "%srank %d (device %d of host %s) failed to set up its context: %s: %.*s",
+             problems++ ? "; " : "", r, (int)x->device, x->host,
+             tpla_status_string((tpla_status_t)x->status), (int)sizeof x->error, x->error);
+      continue;
+    }
     if (x->rank != r || x->nranks != nranks)
       APPEND(msg, len, "%srank %d announced itself as rank %d of %d (expected rank %d of %d)",
              problems++ ? "; " : "", r, (int)x->rank, (int)x->nranks, r, nranks);
@@ -158,7 +166,8 @@ static tpla_status_t check_records(const rank_record_t *recs, int nranks, const 
       APPEND(msg, len, "%srank %d runs tpla version %d but rank 0 runs %d",
              problems++ ? "; " : "", r, (int)x->version, (int)recs[0].version);
     for (int q = 0; q < r; q++)
-      if (recs[q].magic == RECORD_MAGIC && memcmp(recs[q].uuid, x->uuid, sizeof x->uuid) == 0)
+      if (recs[q].magic == RECORD_MAGIC && recs[q].status == TPLA_SUCCESS &&
+          memcmp(recs[q].uuid, x->uuid, sizeof x->uuid) == 0)
         APPEND(msg, len,
                "%sranks %d and %d are both on GPU %s of host %s (CUDA device %d and %d); "
                "give every rank its own GPU",
@@ -210,18 +219,43 @@ static tpla_status_t exchange_bytes(tpla_cuda_ctx_t *impl, int rank, int nranks,
   return s;
 }
 
-/* The creation-time exchange of rank records and the agreement check. */
+/* Report `saved` (a message of this thread, "fn: detail") again as the
+ * last error, after other calls may have replaced it. */
+static tpla_status_t refail(tpla_status_t s, const char *fn, const char *saved) {
+  size_t fn_len = strlen(fn);
+  if (strncmp(saved, fn, fn_len) == 0 && strncmp(saved + fn_len, ": ", 2) == 0)
+    saved += fn_len + 2;
+  return tpla_fail(s, fn, "%s", saved);
+}
+
+/* The creation-time exchange of rank records and the agreement check.
+ * `local` is the outcome of this rank's own setup: a rank that failed still
+ * takes part, so the others fail at once (REMOTE, naming it) instead of
+ * waiting out the timeout; it returns its own failure. */
 static tpla_status_t exchange_records(tpla_cuda_ctx_t *impl, int rank, int nranks, int device,
-                                      int64_t timeout_ms, const char *fn) {
+                                      tpla_status_t local, int64_t timeout_ms, const char *fn) {
   rank_record_t mine;
-  TPLA_TRY(fill_record(&mine, rank, nranks, device, fn));
+  memset(&mine, 0, sizeof mine);
+  char saved[1024]; /* the message of a local failure; fill_record may overwrite it */
+  snprintf(saved, sizeof saved, "%s", tpla_last_error());
+  tpla_status_t filled = fill_record(&mine, rank, nranks, device, fn);
+  if (local == TPLA_SUCCESS && filled != TPLA_SUCCESS) {
+    local = filled;
+    snprintf(saved, sizeof saved, "%s", tpla_last_error());
+  }
+  mine.magic = RECORD_MAGIC;
+  mine.status = (int32_t)local;
+  if (local != TPLA_SUCCESS) /* truncated; mine is zeroed, so it stays terminated */
+    memcpy(mine.error, saved, strnlen(saved, sizeof mine.error - 1));
   rank_record_t *all = calloc((size_t)nranks, sizeof *all);
   if (all == NULL)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory for %d rank records",
                      nranks);
   tpla_status_t s = exchange_bytes(impl, rank, nranks, all, &mine, sizeof mine, timeout_ms, fn,
                                    "ncclAllGather of the rank records");
-  if (s == TPLA_SUCCESS)
+  if (local != TPLA_SUCCESS)
+    s = refail(local, fn, saved); /* the root cause, as it was reported */
+  else if (s == TPLA_SUCCESS)
     s = check_records(all, nranks, fn);
   free(all);
   return s;
@@ -279,20 +313,20 @@ tpla_status_t tpla_ctx_create_nccl(tpla_ctx_t *ctx, struct ncclComm *comm,
   c_ctx->device = device;
   c_ctx->cfg = c;
   c_ctx->impl = impl;
-  tpla_status_t s = impl_create_resources(c_ctx, impl, &c, fn);
-  if (s == TPLA_SUCCESS)
-    s = exchange_records(impl, rank, nranks, device, c.timeout_ms, fn);
+  tpla_status_t s = tpla_cuda_status(
+      cudaStreamCreateWithFlags(&impl->internal, cudaStreamNonBlocking), fn,
+      "cudaStreamCreateWithFlags (internal stream)");
+  if (s == TPLA_SUCCESS) {
+    tpla_status_t local = impl_create_resources(c_ctx, impl, &c, fn);
+    s = exchange_records(impl, rank, nranks, device, local, c.timeout_ms, fn);
+  }
   if (s != TPLA_SUCCESS) {
     /* Keep the failure's message, not a teardown detail. */
     char saved[1024];
     snprintf(saved, sizeof saved, "%s", tpla_last_error());
     (void)impl_release(impl, fn);
     free(c_ctx);
-    const char *detail = saved; /* drop the "tpla_ctx_create_nccl: " it starts with */
-    size_t fn_len = strlen(fn);
-    if (strncmp(saved, fn, fn_len) == 0 && strncmp(saved + fn_len, ": ", 2) == 0)
-      detail += fn_len + 2;
-    return tpla_fail(s, fn, "%s", detail);
+    return refail(s, fn, saved);
   }
   *ctx = c_ctx;
   return TPLA_SUCCESS;

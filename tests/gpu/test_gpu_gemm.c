@@ -114,7 +114,9 @@ static int run_case(const gemm_case_t *c, gpu_rng_t *rng) {
     gemm_ref_f64(ref, absr, c->n, c->m, c->n, c->k, a.vals, a.view.ld, c->op_a, b.vals,
                  b.view.ld, c->op_b);
     double u_out = unit_roundoff(c->out);
-    double u_in = c->tf32 ? 1.0 / 1024 : 0.0; /* TF32 rounds each input to 2^-11 */
+    /* TF32 keeps 10 mantissa bits of each input: 2^-10 relative if it
+     * truncates, so 2^-9 for a product */
+    double u_in = c->tf32 ? 1.0 / 512 : 0.0;
     double u_acc = (double)c->k / 8388608.0;  /* k * 2^-23: fp32 accumulation */
     double tiny = c->out == TPLA_FLOAT16 ? 1.0 / 16777216 : 1e-37; /* fp16 subnormals */
     int bad = 0;
@@ -262,6 +264,28 @@ static void test_gemm_cache_hits(void) {
   ASSERT_EQ_INT(s3.entries, s2.entries + 2);
   ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
   trio_free(&t);
+}
+
+/* More distinct shapes than the cache holds: it flushes instead of
+ * growing, and GEMMs stay right across the flush. */
+static void test_gemm_cache_is_bounded(void) {
+  const int64_t n = 8, k = 8, shapes = TPLA_LT_CACHE_MAX_ENTRIES + 20;
+  trio_t t;
+  ASSERT_EQ_INT(trio_alloc(&t, shapes, n, k), 0);
+  tpla_lt_cache_stats_t s0, s1;
+  ASSERT_OK(tpla_cuda_gemm_cache_stats(g_ctx, &s0));
+  for (int64_t m = 1; m <= shapes; m++)
+    ASSERT_OK(trio_gemm(&t, m, n, k, 0, NULL, g_stream));
+  ASSERT_OK(tpla_cuda_gemm_cache_stats(g_ctx, &s1));
+  ASSERT_TRUE(s1.flushes >= s0.flushes + 1);
+  ASSERT_TRUE(s1.entries <= TPLA_LT_CACHE_MAX_ENTRIES);
+  ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+  trio_free(&t);
+  gpu_rng_t rng;
+  gpu_rng_seed(&rng, g_seed + 5);
+  gemm_case_t c = {33, 17, 130, TPLA_BFLOAT16, TPLA_BFLOAT16, TPLA_OP_T, TPLA_OP_T, 1, 2, 3,
+                   0, 0, 0, 1.0f, 0.0f, 0, 1};
+  ASSERT_EQ_INT(run_case(&c, &rng), 0);
 }
 
 static void test_gemm_loop_no_growth(void) {
@@ -423,6 +447,24 @@ static void test_comm_create_bad_args(void) {
   ASSERT_TRUE(ctx == (tpla_ctx_t)&id);
 }
 
+/* A workspace no GPU has: OUT_OF_MEMORY naming it, nothing written, and
+ * the communicator still serves a second context. */
+static void test_ctx_create_out_of_memory(void) {
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.gemm_workspace_bytes = (size_t)1 << 50;
+  tpla_ctx_t ctx = (tpla_ctx_t)&cfg;
+  ASSERT_STATUS(tpla_ctx_create_nccl(&ctx, g_comm, &cfg), TPLA_ERROR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(tpla_last_error(), "GEMM workspace");
+  ASSERT_TRUE(ctx == (tpla_ctx_t)&cfg);
+  cfg.gemm_workspace_bytes = 1 << 20;
+  ctx = NULL;
+  ASSERT_OK(tpla_ctx_create_nccl(&ctx, g_comm, &cfg));
+  size_t bytes = 0;
+  ASSERT_OK(tpla_ctx_workspace_bytes(ctx, &bytes));
+  ASSERT_TRUE(bytes >= (size_t)1 << 20 && bytes < (size_t)2 << 20);
+  ASSERT_OK(tpla_ctx_destroy(ctx));
+}
+
 /* tpla_ctx_create_nccl must be called on the communicator's device. */
 static void test_ctx_create_wrong_device(void) {
   if (gpu_count() < 2)
@@ -457,11 +499,13 @@ int main(void) {
   TEST(test_ctx_info);
   TEST(test_comm_create_bad_args);
   TEST(test_ctx_create_wrong_device);
+  TEST(test_ctx_create_out_of_memory);
+  TEST(test_gemm_cache_hits); /* first: counts entries of a young cache */
+  TEST(test_gemm_loop_no_growth);
   TEST(test_gemm_matches_f64_reference);
   TEST(test_gemm_alpha_beta_half_output);
   TEST(test_gemm_k_zero);
-  TEST(test_gemm_cache_hits);
-  TEST(test_gemm_loop_no_growth);
+  TEST(test_gemm_cache_is_bounded);
   TEST(test_gemm_two_streams);
   TEST(test_gemm_other_device_current);
   TEST(test_scratch_workspace_grows_only);

@@ -172,6 +172,54 @@ static void test_version_mismatch_is_remote_on_every_rank(void) {
   printf("# message: %s\n", out.error[0]);
 }
 
+/* Rank 1 asks for a GEMM workspace no GPU has: it fails with
+ * OUT_OF_MEMORY, and rank 0 learns it in the exchange (REMOTE, naming rank
+ * 1) instead of waiting out the timeout. */
+static int oom_body(struct ncclComm *comm, int rank, int nranks, void *arg) {
+  create_outcome_t *out = arg;
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = 20000;
+  if (rank == 1)
+    cfg.gemm_workspace_bytes = (size_t)1 << 50; /* 1 PiB */
+  tpla_ctx_t ctx = NULL;
+  out->status[rank] = tpla_ctx_create_nccl(&ctx, comm, &cfg);
+  snprintf(out->error[rank], sizeof out->error[rank], "%s", tpla_last_error());
+  int failures = 0;
+  CHECK(&failures, ctx == NULL, "ctx written on failure");
+  if (ctx)
+    tpla_ctx_destroy(ctx);
+  rank_env_t e = {NULL, NULL, rank, nranks};
+  failures += TPLA_FAILED(tpla_ctx_create_nccl(&e.ctx, comm, NULL));
+  if (e.ctx) {
+    failures += check_allreduce(&e, TPLA_BFLOAT16, 99, 1);
+    failures += TPLA_FAILED(tpla_ctx_destroy(e.ctx));
+  }
+  out->retry_failures[rank] = failures;
+  return failures;
+}
+
+static void test_setup_failure_is_remote_on_other_ranks(void) {
+  if (gpu_count() < 2)
+    SKIP("needs 2 GPUs, found %d", gpu_count());
+  int devices[2] = {0, 1};
+  rank_thread_t threads[2];
+  create_outcome_t out;
+  memset(&out, 0, sizeof out);
+  time_t t0 = time(NULL);
+  ASSERT_EQ_INT(run_ranks(2, devices, 60000, oom_body, &out, threads), 0);
+  ASSERT_TRUE(time(NULL) - t0 < 20); /* not the exchange's timeout */
+  ASSERT_OK(threads[0].comm_status);
+  ASSERT_OK(threads[1].comm_status);
+  ASSERT_STATUS(out.status[1], TPLA_ERROR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(out.error[1], "GEMM workspace");
+  ASSERT_STATUS(out.status[0], TPLA_ERROR_REMOTE);
+  ASSERT_CONTAINS(out.error[0], "rank 1");
+  ASSERT_CONTAINS(out.error[0], "TPLA_ERROR_OUT_OF_MEMORY");
+  ASSERT_EQ_INT(out.retry_failures[0], 0);
+  ASSERT_EQ_INT(out.retry_failures[1], 0);
+  printf("# rank 0 saw: %s\n", out.error[0]);
+}
+
 static int same_device_body(struct ncclComm *comm, int rank, int nranks, void *arg) {
   create_outcome_t *out = arg;
   tpla_ctx_t ctx = NULL;
@@ -233,6 +281,7 @@ int main(void) {
   TEST(test_collectives_1gpu);
   TEST(test_collectives_2gpu);
   TEST(test_version_mismatch_is_remote_on_every_rank);
+  TEST(test_setup_failure_is_remote_on_other_ranks);
   TEST(test_two_ranks_one_gpu);
   TEST(test_comm_create_times_out);
   return test_summary();
