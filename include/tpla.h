@@ -297,6 +297,151 @@ TPLA_API tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t 
                                  tpla_matrix_t b, tpla_op_t op_b, const tpla_gemm_args_t *args,
                                  void *stream);
 
+/* ------------------------------------------------------------------------ */
+/* Newton-Schulz orthogonalization (distributed)                             */
+/* ------------------------------------------------------------------------ */
+/* Approximates the polar factor U V^T of a global m x n matrix X = U S V^T
+ * whose rows (or columns) are sharded across the context's ranks. X is
+ * first divided by (safety * ||X||_F + eps), then each step applies
+ *   X <- a X + b (X X^T) X + c (X X^T)^2 X
+ * with one (a, b, c) triple per step; internally the Gram matrix of the
+ * SHORT dimension is used (X X^T when m <= n, X^T X otherwise). Each step
+ * maps every singular value sigma to a sigma + b sigma^3 + c sigma^5.
+ * Inputs are fp32, fp16 or bf16; products accumulate in fp32.
+ * See docs/ALGORITHMS.md for the algorithms and the cost model. */
+
+/* Which dimension of the global matrix is split across ranks. */
+typedef enum {
+  TPLA_SHARD_ROWS = 0, /* rank r holds rows [o_r, o_r + local_rows) of X  */
+  TPLA_SHARD_COLS = 1  /* rank r holds columns [o_r, o_r + local_cols)    */
+} tpla_shard_t;
+
+/* Coefficient sets. A schedule shorter than `steps` repeats its last triple. */
+typedef enum {
+  TPLA_NS_MUON = 0,            /* (3.4445, -4.7750, 2.0315) every step        */
+  TPLA_NS_MUON_SCHEDULE5 = 1,  /* the 5-step quintic schedule of DESIGN.md    */
+  TPLA_NS_POLAR_EXPRESS = 2,   /* Polar Express, degree 5 (Amsel et al. 2025),
+                                  8 published triples; default safety 1.01 */
+  TPLA_NS_CUBIC = 3,           /* (1.5, -0.5, 0): classic Newton-Schulz      */
+  TPLA_NS_USER = 4             /* desc.coefficients: exactly 3 * steps floats */
+} tpla_ns_preset_t;
+
+typedef enum {
+  TPLA_NS_ALGO_AUTO = 0,           /* chosen by the cost model                */
+  TPLA_NS_ALGO_GRAM_ALLREDUCE = 1, /* sum of local Grams of the non-sharded
+                                      dimension, one all-reduce per step      */
+  TPLA_NS_ALGO_REDISTRIBUTE = 2,   /* all-to-all to the other sharding, Gram
+                                      all-reduce there, all-to-all back       */
+  TPLA_NS_ALGO_GATHER = 3,         /* gather X on every rank, NS redundantly,
+                                      keep the own shard                      */
+  TPLA_NS_ALGO_LOCAL = 4           /* one rank: no communication              */
+} tpla_ns_algorithm_t;
+
+typedef struct {
+  size_t size;                  /* sizeof(tpla_ns_desc_t); set by the INIT macro */
+  tpla_shard_t shard;           /* which global dimension is split            */
+  int64_t local_rows;           /* this rank's shard; the non-sharded size must */
+  int64_t local_cols;           /* be equal on all ranks, the sharded one may  */
+                                /* differ and be 0 (global size: the sum)      */
+  tpla_dtype_t dtype;           /* TPLA_FLOAT32, TPLA_FLOAT16 or TPLA_BFLOAT16 */
+  int steps;                    /* 1..1000                                    */
+  tpla_ns_preset_t preset;      /* coefficient set                            */
+  const float *coefficients;    /* TPLA_NS_USER: a0 b0 c0 a1 b1 c1 ... (copied) */
+  size_t ncoefficients;         /* TPLA_NS_USER: must be 3 * steps; else 0    */
+  float eps;                    /* >= 0, added to the scaled norm (1e-7)      */
+  float safety;                 /* > 0, or 0 for the preset's default: 1.01 for
+                                   Polar Express (which also divides a, b, c of
+                                   all but its last triple by s, s^3, s^5, as
+                                   published), 1 otherwise                    */
+  tpla_dtype_t gram_dtype;      /* TPLA_FLOAT32 (default) or `dtype`: precision
+                                   of the Gram matrix, its square and their
+                                   all-reduce                                 */
+  tpla_ns_algorithm_t algorithm;
+} tpla_ns_desc_t;
+#define TPLA_NS_DESC_INIT                                                                  \
+  {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \
+   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO}
+
+typedef struct tpla_ns_plan *tpla_ns_plan_t;
+
+/* Create a Newton-Schulz plan for this rank's shard described by *desc.
+ * Collective over the context's ranks: every rank must call it (in the same
+ * order as its other collectives). The ranks exchange a summary of their
+ * descriptors once, so every rank learns all shard sizes; the plan then
+ * chooses the algorithm (desc->algorithm, or the cost model for AUTO),
+ * allocates its workspace with the executor and precomputes everything
+ * execute needs. Nothing is allocated later.
+ * Errors (*plan is set to NULL):
+ *   INVALID_ARGUMENT  this rank's arguments are bad: NULL plan/ctx/desc, a
+ *                     wrong size field, an unknown enum, a dtype other than
+ *                     fp32/fp16/bf16, a gram_dtype other than fp32 or dtype,
+ *                     negative sizes, a global size of 0, steps out of range,
+ *                     a coefficient count that is not 3 * steps, non-finite
+ *                     coefficients, eps < 0, safety < 0, LOCAL with > 1 rank.
+ *   REMOTE            another rank rejected its arguments, or the ranks
+ *                     disagree (shard dimension, non-sharded size, dtype,
+ *                     gram_dtype, steps, coefficients, eps, safety,
+ *                     algorithm); every rank gets the same message naming
+ *                     the first disagreeing rank and field.
+ *   OUT_OF_MEMORY     the workspace could not be allocated.
+ *   TIMEOUT/NCCL/...  the exchange failed. */
+TPLA_API tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
+                                           const tpla_ns_desc_t *desc);
+/* Release a plan and its workspace. Not collective. Accepts NULL. The
+ * context must outlive its plans. */
+TPLA_API tpla_status_t tpla_ns_plan_destroy(tpla_ns_plan_t plan);
+/* Executor memory (device or host) the plan holds, in bytes. */
+TPLA_API tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes);
+/* The algorithm the plan runs (never AUTO; LOCAL on one rank). */
+TPLA_API tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan,
+                                              tpla_ns_algorithm_t *algorithm);
+
+/* Orthogonalize this rank's shard x in place. Collective: every rank of the
+ * plan calls it with its own shard. x must have the plan's local shape and
+ * dtype; its ld may exceed cols. Enqueued on `stream` (CUDA; returns without
+ * waiting for the device) or completed before returning (host). Nothing is
+ * allocated. A rank that rejects its arguments does not join the
+ * collective, so the other ranks' calls then fail with TIMEOUT or REMOTE.
+ * Errors: INVALID_ARGUMENT (NULL plan, x not a valid view, wrong shape or
+ * dtype; x untouched), REMOTE/TIMEOUT/CUDA/NCCL/CUBLAS from the executor
+ * (x then holds unspecified values). */
+TPLA_API tpla_status_t tpla_ns_execute(tpla_ns_plan_t plan, tpla_matrix_t x, void *stream);
+/* Same, but writes the result to `out` (same shape and dtype as x, any
+ * ld >= cols) and leaves x unchanged. out may be x itself (same data and
+ * ld: in place) but must not otherwise overlap it (INVALID_ARGUMENT). */
+TPLA_API tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out,
+                                           tpla_matrix_t x, void *stream);
+
+/* Batched Newton-Schulz: a list of `count` differently shaped sharded
+ * matrices orthogonalized by one call, e.g. every layer of an optimizer
+ * step. Collective, like tpla_ns_plan_create (count must agree too). For
+ * matrices whose desc->algorithm is AUTO the plan compares, with the cost
+ * model, running each matrix's distributed plan in turn against assigning
+ * whole matrices to ranks (balanced by FLOPs), moving each matrix to its
+ * owner with one all-to-all, orthogonalizing it there and sending the result
+ * back with one all-to-all; it takes the cheaper. desc->algorithm = LOCAL
+ * forces a matrix to one owner (allowed here with any number of ranks); any
+ * other forced algorithm runs that matrix distributed. The matrices may
+ * differ in shape, sharding, dtype, steps and coefficients. One workspace
+ * serves the whole batch.
+ * Errors: as tpla_ns_plan_create, naming the matrix index; count must be
+ * 1..65536 and descs non-NULL. */
+typedef struct tpla_ns_batch_plan *tpla_ns_batch_plan_t;
+TPLA_API tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx,
+                                                 int count, const tpla_ns_desc_t *descs);
+TPLA_API tpla_status_t tpla_ns_batch_plan_destroy(tpla_ns_batch_plan_t plan);
+TPLA_API tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t plan,
+                                                          size_t *bytes);
+/* *owner = the rank that orthogonalizes matrix `index` whole, or -1 when it
+ * runs distributed. INVALID_ARGUMENT for an index out of range. */
+TPLA_API tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index,
+                                                int *owner);
+/* Orthogonalize xs[0..count) (this rank's shards, each as in
+ * tpla_ns_execute) in place. All views are validated before anything is
+ * written; INVALID_ARGUMENT names the index of a bad one. */
+TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix_t *xs,
+                                             void *stream);
+
 #ifdef __cplusplus
 }
 #endif

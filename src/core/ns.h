@@ -1,0 +1,218 @@
+/*
+ * ns.h - internals of the Newton-Schulz plans, shared by src/core/ns_*.c.
+ *
+ *   ns_coeffs.c  coefficient presets, the effective (a, b, c) table, hashing
+ *   ns_cost.c    machine model and cost model (which algorithm, which update)
+ *   ns_iter.c    the iteration engine: normalization and the per-step op
+ *                schedule on one oriented matrix (local or Gram all-reduce)
+ *   ns_dist.c    the distributed algorithms: layouts and runs of LOCAL,
+ *                GRAM_ALLREDUCE, REDISTRIBUTE and GATHER
+ *   ns_plan.c    the public plan API: validation, the collective agreement,
+ *                workspace, execute
+ *   ns_batch.c   the batched plan (whole matrices to owners, or per matrix)
+ *
+ * Everything here only calls the context's backend (internal.h), so the same
+ * plans run on the CUDA and the host executor.
+ */
+#ifndef TPLA_NS_H
+#define TPLA_NS_H
+
+#include "internal.h"
+
+#define NS_MAX_STEPS 1000
+#define NS_MAX_BATCH 65536
+#define NS_ALIGN 256 /* byte alignment of every workspace buffer */
+
+/* A matrix used through an optional transpose: op(v) = t ? v^T : v. */
+typedef struct {
+  tpla_matrix_t v;
+  bool t;
+} ns_opmat_t;
+
+/* ---- coefficients (ns_coeffs.c) ----------------------------------------- */
+
+/* The effective safety factor of a descriptor (its preset's default for 0). */
+float ns_effective_safety(const tpla_ns_desc_t *desc);
+/* Fill table[0 .. 3*steps) with the (a, b, c) triples a plan applies: the
+ * preset (last triple repeated) or the user table, with the Polar Express
+ * safety deflation. The descriptor must have been validated. */
+void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table);
+/* FNV-1a over bytes, chained through h (start with NS_HASH_INIT). */
+#define NS_HASH_INIT 1469598103934665603ull
+uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n);
+const char *ns_algorithm_name(tpla_ns_algorithm_t a);
+
+/* ---- cost model (ns_cost.c) ---------------------------------------------- */
+
+typedef struct {
+  double flops;         /* sustained GEMM FLOP/s (half types)               */
+  double fp32_factor;   /* fp32 GEMMs (fp32 input) run this many times slower */
+  double tf32_factor;   /* the fp32 Gram square of a half input (TF32)      */
+  double allreduce_bw;  /* all-reduce bus bandwidth, bytes/s                 */
+  double alltoall_bw;   /* per-rank all-to-all / all-gather bandwidth, B/s   */
+  double latency;       /* seconds per collective call                      */
+  int64_t sym_min_block; /* symmetric products: smallest block-row height   */
+} ns_machine_t;
+
+const ns_machine_t *ns_machine(const tpla_ctx_t ctx);
+
+typedef enum { NS_UPDATE_SQUARE = 0, NS_UPDATE_CHAIN = 1 } ns_update_t;
+
+/* Number of block rows for a symmetric s x s product (1..4). */
+int ns_sym_blocks(const ns_machine_t *mach, int64_t s);
+/* FLOPs of one step on an s x l matrix (Gram over s), per update variant. */
+double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update);
+/* Seconds of one step on an s x l matrix with the cheaper update. */
+double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
+                    tpla_dtype_t gram_dtype, ns_update_t *update);
+
+/* Global facts every rank knows after the agreement, for the cost model. */
+typedef struct {
+  int nranks;
+  int64_t M, N;          /* canonical Y (rows sharded): M x N              */
+  const int64_t *rows;   /* rows of Y per rank (nranks)                    */
+  tpla_dtype_t dtype, gram_dtype;
+  int steps;
+} ns_shape_t;
+
+/* Estimated seconds of one execute with algorithm `a` (never AUTO); LOCAL:
+ * the whole M x N matrix on one rank. */
+double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a);
+/* The cheapest distributed algorithm (nranks >= 2). */
+tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost);
+
+/* ---- workspace layout ---------------------------------------------------- */
+
+/* Buffers are laid out at plan time as byte offsets from a base; binding a
+ * base turns them into pointers (batched plans share one base). */
+typedef struct {
+  size_t bytes;
+} ns_layout_t;
+size_t ns_layout_take(ns_layout_t *l, size_t bytes);
+static inline void *ns_at(void *base, size_t off) { return (char *)base + off; }
+
+/* ---- the iteration engine (ns_iter.c) ----------------------------------- */
+
+/* One step is this list of ops, run in order. The list is built at plan
+ * time (ns_iter_setup) so that an executor can reorder or split it, e.g.
+ * into Gram block rows each all-reduced while the next one is computed. */
+typedef enum {
+  NS_OP_GRAM,           /* g1 = X X^T: upper block rows, one GEMM each      */
+  NS_OP_MIRROR_GRAM,    /* complete g1's lower triangle                    */
+  NS_OP_ALLREDUCE_GRAM, /* g1 = sum over ranks of g1 (gram dtype)          */
+  NS_OP_SQUARE,         /* g2 = g1 g1 (symmetric, blocked) + mirror        */
+  NS_OP_POLY,           /* g2 = b g1 + c g2                                */
+  NS_OP_CAST_POLY,      /* g3 = g2 in the input dtype                      */
+  NS_OP_CAST_GRAM,      /* g3 = g1 in the input dtype                      */
+  NS_OP_UPDATE_SQUARE,  /* per chunk: T = X_c; X_c = a X_c + P T           */
+  NS_OP_UPDATE_CHAIN    /* per chunk: Y = G X_c; X_c = a X_c + c G Y + b Y */
+} ns_op_t;
+#define NS_MAX_OPS 8
+
+typedef struct {
+  int64_t s, l; /* X (the oriented matrix iterated on) is s x l; Gram s x s */
+  tpla_dtype_t dtype, gram_dtype;
+  int nblocks;
+  ns_update_t update;
+  bool allreduce;
+  int64_t chunk; /* columns of X per update chunk (0 when l == 0) */
+  ns_op_t ops[NS_MAX_OPS];
+  int nops;
+  size_t off_g1, off_g2, off_g3; /* layout offsets of the Gram buffers */
+  void *g1, *g2, *g3;            /* bound: gram, square/poly, input-dtype copy */
+  void *temp;                    /* bound: >= s * chunk elements of dtype */
+} ns_iter_t;
+
+/* Configure an iteration on an s x l matrix (update variant, blocks,
+ * chunking for a temp buffer of temp_cap elements, op schedule) and reserve
+ * its Gram buffers in *layout. */
+void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                   int64_t temp_cap, ns_layout_t *layout);
+/* Point the Gram buffers at base + offsets and the temp at `temp`. */
+void ns_iter_bind(ns_iter_t *it, void *base, void *temp);
+/* Run `steps` steps on x (op(x.v) is s x l), coefficients table[3*steps]. */
+tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, const float *table,
+                         int steps, void *stream);
+/* out = in / (safety * ||in||_F + eps), the norm summed over ranks when
+ * `allreduce`. sumsq: one float of executor memory. */
+tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, float *sumsq,
+                           bool allreduce, float safety, float eps, void *stream);
+
+/* Backend wrappers that skip empty views. */
+tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
+                       void *stream);
+/* op(d) = alpha op(a) op(b) + beta op(d) */
+tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
+                      float beta, void *stream);
+/* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
+tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
+/* A contiguous (ld = cols, or 1 when cols = 0) view of rows x cols at data. */
+tpla_matrix_t ns_dense(void *data, int64_t rows, int64_t cols, tpla_dtype_t dtype);
+
+/* ---- plans (ns_plan.c, ns_dist.c) ------------------------------------------- */
+
+struct tpla_ns_plan {
+  tpla_ctx_t ctx;
+  int rank, nranks;
+  tpla_ns_desc_t desc; /* the caller's, with coefficients pointing at `table` */
+  float *table;        /* 3 * steps effective coefficients (host memory) */
+  float safety, eps;
+  tpla_ns_algorithm_t algo;
+  double cost;         /* the cost model's estimate in seconds */
+
+  int64_t m, n;        /* global shape */
+  int64_t *offs;       /* start of each rank's part of the sharded dim (nranks+1) */
+  bool trans;          /* COLS: the stored shard is Y_p^T */
+  int64_t M, N;        /* canonical Y = trans ? X^T : X, rows sharded */
+
+  /* algorithm state */
+  ns_iter_t iter;
+  int64_t *part;       /* REDISTRIBUTE: partition of N (nranks+1) */
+  size_t *a2a;         /* REDISTRIBUTE: send counts, send displs, recv counts,
+                          recv displs (4 x nranks elements) of the forward move */
+  int64_t buf_elems;   /* elements of w1/w2 (REDISTRIBUTE, GATHER temps) */
+  size_t off_sumsq, off_w1, off_w2, off_wg;
+
+  ns_layout_t layout;  /* workspace bytes */
+  void *ws;            /* the base everything is bound to */
+  bool owns_ws;
+  float *sumsq;
+  void *w1, *w2, *wg;
+};
+
+/* Validate, agree with the other ranks (collective), choose the algorithm
+ * and lay out the workspace; allocates no executor memory. `where` prefixes
+ * messages (e.g. "argument 'descs[3]'"); in_batch allows LOCAL on several
+ * ranks. out == NULL takes part in the agreement as a failure. */
+tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
+                              const char *fn, const char *where, bool in_batch);
+/* The backend's plan-time exchange (host memory, blocking). */
+tpla_status_t ns_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                          size_t bytes);
+/* After a local step that may fail on some ranks (allocation): every rank
+ * learns every status; returns this rank's own failure, or REMOTE naming
+ * the first rank that could not `what`. */
+tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
+                              const char *what);
+/* Bind the workspace base (the plan does not own it). */
+void ns_plan_bind(tpla_ns_plan_t p, void *base);
+/* Free the plan's host memory, and its workspace if owned. */
+void ns_plan_free(tpla_ns_plan_t p);
+/* Validate x against the plan's local shape ("x" or e.g. "xs[3]"). */
+tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
+                         const tpla_matrix_t *x);
+
+/* Normalize x into out and run the plan's algorithm on out (validated). */
+tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream);
+
+/* ns_dist.c: setup of the chosen algorithm (iteration,
+ * buffers, counts) and its run on a normalized shard, in place. */
+tpla_status_t ns_dist_setup(tpla_ns_plan_t p);
+void ns_dist_bind(tpla_ns_plan_t p);
+tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, void *stream);
+
+/* Elements of this rank's part of the sharded dimension. */
+static inline int64_t ns_part(const int64_t *offs, int r) { return offs[r + 1] - offs[r]; }
+
+#endif /* TPLA_NS_H */

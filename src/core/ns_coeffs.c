@@ -1,0 +1,104 @@
+/*
+ * ns_coeffs.c - Newton-Schulz coefficient sets: the presets, the effective
+ * (a, b, c) table a plan applies, and the hash the ranks compare at plan
+ * creation. Each triple maps a singular value x to a x + b x^3 + c x^5.
+ */
+#include "ns.h"
+
+#include <string.h>
+
+typedef struct {
+  int ntriples;
+  const float (*abc)[3];
+  float safety;      /* default safety factor of the preset */
+  bool deflate;      /* divide a, b, c of all but the last triple by s, s^3, s^5 */
+} preset_t;
+
+/* Keller Jordan's Muon quintic: fast initial growth, does not converge to 1
+ * (singular values end in about [0.7, 1.2]). */
+static const float muon_abc[][3] = {{3.4445f, -4.7750f, 2.0315f}};
+
+/* The 5-step quintic schedule of DESIGN.md. */
+static const float muon5_abc[][3] = {{4.0848f, -6.8946f, 2.9270f},
+                                     {3.9505f, -6.3029f, 2.6377f},
+                                     {3.7418f, -5.5913f, 2.3037f},
+                                     {2.8769f, -3.1427f, 1.2046f},
+                                     {2.8366f, -3.0525f, 1.2012f}};
+
+/* Polar Express, degree 5: N. Amsel, D. Persson, C. Musco, R. M. Gower, "The
+ * Polar Express: Optimal Matrix Sign Methods and Their Application to the
+ * Muon Algorithm", arXiv:2505.16932 (2025), Algorithm 1 (coefficient list
+ * for degree 5, l = 1e-3). The paper applies a safety factor of 1.01: the
+ * input is divided by 1.01 ||X||_F and every triple but the last by
+ * (1.01, 1.01^3, 1.01^5); the last triple repeats for further steps. */
+static const float polar_express_abc[][3] = {
+    {8.28721201814563f, -23.595886519098837f, 17.300387312530933f},
+    {4.107059111542203f, -2.9478499167379106f, 0.5448431082926601f},
+    {3.9486908534822946f, -2.908902115962949f, 0.5518191394370137f},
+    {3.3184196573706015f, -2.488488024314874f, 0.51004894012372f},
+    {2.300652019954817f, -1.6689039845747493f, 0.4188073119525673f},
+    {1.891301407787398f, -1.2679958271945868f, 0.37680408948524835f},
+    {1.8750014808534479f, -1.2500016453999487f, 0.3750001645474248f},
+    {1.875f, -1.25f, 0.375f}};
+
+/* Classic cubic Newton-Schulz: converges to the polar factor for singular
+ * values in (0, sqrt(3)). */
+static const float cubic_abc[][3] = {{1.5f, -0.5f, 0.0f}};
+
+static preset_t preset_of(tpla_ns_preset_t p) {
+  switch (p) {
+  case TPLA_NS_MUON: return (preset_t){1, muon_abc, 1.0f, false};
+  case TPLA_NS_MUON_SCHEDULE5: return (preset_t){5, muon5_abc, 1.0f, false};
+  case TPLA_NS_POLAR_EXPRESS: return (preset_t){8, polar_express_abc, 1.01f, true};
+  case TPLA_NS_CUBIC: return (preset_t){1, cubic_abc, 1.0f, false};
+  case TPLA_NS_USER: break;
+  }
+  return (preset_t){0, NULL, 1.0f, false};
+}
+
+float ns_effective_safety(const tpla_ns_desc_t *desc) {
+  if (desc->safety > 0.0f)
+    return desc->safety;
+  return preset_of(desc->preset).safety;
+}
+
+void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table) {
+  if (desc->preset == TPLA_NS_USER) {
+    memcpy(table, desc->coefficients, sizeof(float) * 3 * (size_t)desc->steps);
+    return;
+  }
+  preset_t p = preset_of(desc->preset);
+  double s = ns_effective_safety(desc);
+  for (int k = 0; k < desc->steps; k++) {
+    int j = k < p.ntriples ? k : p.ntriples - 1;
+    double a = p.abc[j][0], b = p.abc[j][1], c = p.abc[j][2];
+    if (p.deflate && j < p.ntriples - 1) {
+      a /= s;
+      b /= s * s * s;
+      c /= s * s * s * s * s;
+    }
+    table[3 * k] = (float)a;
+    table[3 * k + 1] = (float)b;
+    table[3 * k + 2] = (float)c;
+  }
+}
+
+uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+const char *ns_algorithm_name(tpla_ns_algorithm_t a) {
+  switch (a) {
+  case TPLA_NS_ALGO_AUTO: return "AUTO";
+  case TPLA_NS_ALGO_GRAM_ALLREDUCE: return "GRAM_ALLREDUCE";
+  case TPLA_NS_ALGO_REDISTRIBUTE: return "REDISTRIBUTE";
+  case TPLA_NS_ALGO_GATHER: return "GATHER";
+  case TPLA_NS_ALGO_LOCAL: return "LOCAL";
+  }
+  return "?";
+}

@@ -1,0 +1,156 @@
+/*
+ * ns_cost.c - the Newton-Schulz cost model: a few machine constants per
+ * executor, FLOP counts of one step, collective times, and the choice of
+ * algorithm and update variant. docs/ALGORITHMS.md explains the formulas.
+ *
+ * Every input is global (known identically on all ranks after the plan's
+ * agreement), so every rank makes the same choice without communicating.
+ */
+#include "ns.h"
+
+/* H200-class GPU on NVLink: ~650 TFLOP/s bf16 GEMM at these sizes, fp32
+ * without tensor cores ~8x slower, TF32 ~2x; NCCL all-reduce bus bandwidth
+ * ~250 GB/s, all-to-all ~350 GB/s per rank, ~20 us per collective. The
+ * symmetric products use block rows of >= 1024 so each GEMM stays large. */
+static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024};
+
+/* The host executor (BLAS on a few cores, shared-memory collectives). Small
+ * blocks, so that the blocked symmetric code runs in the tests. */
+static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16};
+
+const ns_machine_t *ns_machine(const tpla_ctx_t ctx) {
+  return ctx->executor == TPLA_EXECUTOR_CUDA ? &cuda_machine : &host_machine;
+}
+
+int ns_sym_blocks(const ns_machine_t *mach, int64_t s) {
+  int64_t nb = s / mach->sym_min_block;
+  return nb < 1 ? 1 : nb > 4 ? 4 : (int)nb;
+}
+
+/* Upper block rows of an s x s symmetric product with inner size k: block
+ * row i (height t = s/nb) times columns i*t..s, so nb(nb+1)/2 of the nb^2
+ * blocks: 2 k s^2 (nb+1)/(2 nb) FLOPs instead of 2 k s^2. */
+static double sym_flops(int64_t s, int64_t k, int nb) {
+  return (double)s * (double)s * (double)k * (nb + 1) / nb;
+}
+
+double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update) {
+  double gram = sym_flops(s, l, nblocks);
+  double sl2 = 2.0 * (double)s * (double)s * (double)l; /* one s x s times s x l */
+  if (update == NS_UPDATE_SQUARE)
+    return gram + sym_flops(s, s, nblocks) + sl2; /* A X X^T, A^2, P X */
+  return gram + 2.0 * sl2;                        /* A X X^T, Y = A X, A Y */
+}
+
+/* Seconds of `flops` at the rate of a GEMM reading `in` and, for the Gram
+ * square, the Gram dtype. */
+static double in_weight(const ns_machine_t *mach, tpla_dtype_t in) {
+  return in == TPLA_FLOAT32 ? mach->fp32_factor : 1.0;
+}
+static double square_weight(const ns_machine_t *mach, tpla_dtype_t in, tpla_dtype_t gram) {
+  if (gram != TPLA_FLOAT32)
+    return 1.0;
+  return in == TPLA_FLOAT32 ? mach->fp32_factor : mach->tf32_factor;
+}
+
+double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
+                    tpla_dtype_t gram_dtype, ns_update_t *update) {
+  int nb = ns_sym_blocks(mach, s);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
+  double gram = sym_flops(s, l, nb) * wi;
+  double sl2 = 2.0 * (double)s * (double)s * (double)l * wi;
+  double square = gram + sym_flops(s, s, nb) * ws + sl2;
+  double chain = gram + 2.0 * sl2;
+  /* A rank without rows does no update work: CHAIN skips the square. */
+  ns_update_t u = (l == 0 || chain < square) ? NS_UPDATE_CHAIN : NS_UPDATE_SQUARE;
+  if (update)
+    *update = u;
+  return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops;
+}
+
+/* ---- collectives ---------------------------------------------------------- */
+
+static double allreduce_time(const ns_machine_t *mach, int P, double bytes) {
+  if (P <= 1)
+    return 0.0;
+  return mach->latency + 2.0 * (P - 1) / P * bytes / mach->allreduce_bw;
+}
+
+/* Personalized exchange; `bytes` is the most any rank sends or receives. */
+static double alltoall_time(const ns_machine_t *mach, int P, double bytes) {
+  if (P <= 1)
+    return 0.0;
+  return mach->latency + bytes / mach->alltoall_bw;
+}
+
+/* ---- algorithms ------------------------------------------------------------ */
+
+static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
+
+/* Gram all-reduce over the non-sharded dimension g; rank q holds l_q. */
+static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
+                                  const int64_t *l) {
+  double step = 0.0;
+  for (int q = 0; q < sh->nranks; q++) {
+    double t = ns_step_time(mach, g, l[q], sh->dtype, sh->gram_dtype, NULL);
+    step = t > step ? t : step;
+  }
+  step += allreduce_time(mach, sh->nranks, (double)g * (double)g * esize(sh->gram_dtype));
+  return allreduce_time(mach, sh->nranks, 4.0) + sh->steps * step;
+}
+
+double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
+  int P = sh->nranks;
+  double e = esize(sh->dtype);
+  switch (a) {
+  case TPLA_NS_ALGO_LOCAL: {
+    int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
+    return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+  }
+  case TPLA_NS_ALGO_GRAM_ALLREDUCE:
+    return gram_allreduce_cost(mach, sh, sh->N, sh->rows);
+  case TPLA_NS_ALGO_REDISTRIBUTE: {
+    /* Columns of Y split evenly; then a Gram all-reduce over M. */
+    int64_t cols[TPLA_MAX_RANKS];
+    double moved = 0.0;
+    for (int q = 0; q < P; q++) {
+      cols[q] = sh->N / P + (q < sh->N % P);
+      double own = (double)sh->rows[q] * (double)cols[q];
+      double out = (double)sh->rows[q] * (double)sh->N - own;
+      double in = (double)sh->M * (double)cols[q] - own;
+      moved = out > moved ? out : moved;
+      moved = in > moved ? in : moved;
+    }
+    return 2.0 * alltoall_time(mach, P, moved * e) + gram_allreduce_cost(mach, sh, sh->M, cols);
+  }
+  case TPLA_NS_ALGO_GATHER: {
+    int64_t least = sh->rows[0];
+    for (int q = 1; q < P; q++)
+      least = sh->rows[q] < least ? sh->rows[q] : least;
+    double in = ((double)sh->M - (double)least) * (double)sh->N * e;
+    int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
+    return allreduce_time(mach, P, 4.0) + alltoall_time(mach, P, in) +
+           sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+  }
+  case TPLA_NS_ALGO_AUTO: break;
+  }
+  return 0.0;
+}
+
+tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost) {
+  /* Ties go to the first: fewer collectives per call come later. */
+  static const tpla_ns_algorithm_t order[] = {
+      TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+  tpla_ns_algorithm_t best = order[0];
+  double best_cost = ns_cost(mach, sh, best);
+  for (int i = 1; i < 3; i++) {
+    double c = ns_cost(mach, sh, order[i]);
+    if (c < best_cost) {
+      best = order[i];
+      best_cost = c;
+    }
+  }
+  if (cost)
+    *cost = best_cost;
+  return best;
+}

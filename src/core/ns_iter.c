@@ -1,0 +1,224 @@
+/*
+ * ns_iter.c - the Newton-Schulz iteration engine on one oriented matrix X
+ * (s x l, Gram over s), shared by every algorithm: the local case, the Gram
+ * all-reduce (X is a rank's part, the Gram is summed over ranks), and the
+ * redistributed and gathered cases. Also the normalization and thin backend
+ * wrappers. Only backend calls; no allocation.
+ *
+ * One step, X <- a X + (b A + c A^2) X with A = X X^T, runs as a list of ops
+ * (ns_op_t) built at plan time:
+ *   SQUARE update: GRAM, MIRROR, [ALLREDUCE], SQUARE, POLY, [CAST], UPDATE
+ *   CHAIN update:  GRAM, MIRROR, [ALLREDUCE], [CAST], UPDATE_CHAIN
+ * The CHAIN update never forms A^2: Y = A X, X = a X + b Y + c A Y, cheaper
+ * when a rank's l is small next to s (see ns_cost.c).
+ */
+#include "ns.h"
+
+size_t ns_layout_take(ns_layout_t *l, size_t bytes) {
+  size_t off = (l->bytes + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
+  l->bytes = off + bytes;
+  return off;
+}
+
+tpla_matrix_t ns_dense(void *data, int64_t rows, int64_t cols, tpla_dtype_t dtype) {
+  tpla_matrix_t m = {data, rows, cols, cols > 0 ? cols : 1, dtype};
+  if (rows == 0 || cols == 0)
+    m.data = NULL;
+  return m;
+}
+
+tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+  tpla_matrix_t s = {NULL, nr, nc, m.ld, m.dtype};
+  if (nr > 0 && nc > 0 && m.data != NULL)
+    s.data = (char *)m.data + (size_t)(r0 * m.ld + c0) * tpla_dtype_size(m.dtype);
+  return s;
+}
+
+/* Rows [r0, r0+nr) and columns [c0, c0+nc) of op(x). */
+static ns_opmat_t op_rows(ns_opmat_t x, int64_t r0, int64_t nr) {
+  ns_opmat_t r = x;
+  r.v = x.t ? ns_sub(x.v, 0, x.v.rows, r0, nr) : ns_sub(x.v, r0, nr, 0, x.v.cols);
+  return r;
+}
+static ns_opmat_t op_cols(ns_opmat_t x, int64_t c0, int64_t nc) {
+  ns_opmat_t r = x;
+  r.v = x.t ? ns_sub(x.v, c0, nc, 0, x.v.cols) : ns_sub(x.v, 0, x.v.rows, c0, nc);
+  return r;
+}
+static ns_opmat_t op_transpose(ns_opmat_t x) {
+  x.t = !x.t;
+  return x;
+}
+static ns_opmat_t plain(tpla_matrix_t v) { return (ns_opmat_t){v, false}; }
+
+tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
+                       void *stream) {
+  if (y.rows == 0 || y.cols == 0)
+    return TPLA_SUCCESS;
+  return ctx->backend->axpby(ctx, y, x, alpha, beta, stream);
+}
+
+static tpla_status_t gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b,
+                               float alpha, float beta, int tf32, void *stream) {
+  if (d.t) { /* op(D) = op(A) op(B)  <=>  D = op(B)^T op(A)^T */
+    ns_opmat_t a2 = op_transpose(b), b2 = op_transpose(a);
+    a = a2;
+    b = b2;
+    d.t = false;
+  }
+  int64_t m = d.v.rows, n = d.v.cols, k = a.t ? a.v.rows : a.v.cols;
+  if (m == 0 || n == 0)
+    return TPLA_SUCCESS;
+  tpla_gemm_call_t call = {d.v, a.v, b.v, a.t ? TPLA_OP_T : TPLA_OP_N,
+                           b.t ? TPLA_OP_T : TPLA_OP_N, m, n, k, alpha, beta, tf32};
+  return ctx->backend->gemm(ctx, &call, stream);
+}
+
+tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
+                      float beta, void *stream) {
+  return gemm_tf32(ctx, d, a, b, alpha, beta, 0, stream);
+}
+
+/* dst (s x s) = X X^T for op(x) s x k: one GEMM per block row of the upper
+ * triangle (block row i times block rows i..nb-1), then the mirror. */
+static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, int nb,
+                                 int tf32, void *stream) {
+  int64_t s = dst.rows, t = (s + nb - 1) / nb;
+  for (int64_t i0 = 0; i0 < s; i0 += t) {
+    int64_t h = s - i0 < t ? s - i0 : t;
+    TPLA_TRY(gemm_tf32(ctx, plain(ns_sub(dst, i0, h, i0, s - i0)), op_rows(x, i0, h),
+                       op_transpose(op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
+  }
+  return TPLA_SUCCESS;
+}
+
+void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                   int64_t temp_cap, ns_layout_t *layout) {
+  *it = (ns_iter_t){0};
+  it->s = s;
+  it->l = l;
+  it->dtype = dtype;
+  it->gram_dtype = gram_dtype;
+  it->allreduce = allreduce;
+  it->nblocks = ns_sym_blocks(mach, s);
+  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
+  if (l > 0) {
+    int64_t w = temp_cap / (s > 0 ? s : 1);
+    it->chunk = w < 1 ? 1 : w > l ? l : w;
+  }
+  bool cast = gram_dtype != dtype;
+  ns_op_t *op = it->ops;
+  *op++ = NS_OP_GRAM;
+  *op++ = NS_OP_MIRROR_GRAM;
+  if (allreduce)
+    *op++ = NS_OP_ALLREDUCE_GRAM;
+  if (it->update == NS_UPDATE_SQUARE) {
+    *op++ = NS_OP_SQUARE;
+    *op++ = NS_OP_POLY;
+    if (cast)
+      *op++ = NS_OP_CAST_POLY;
+    *op++ = NS_OP_UPDATE_SQUARE;
+  } else {
+    if (cast)
+      *op++ = NS_OP_CAST_GRAM;
+    *op++ = NS_OP_UPDATE_CHAIN;
+  }
+  it->nops = (int)(op - it->ops);
+  size_t ss = (size_t)s * (size_t)s, gsz = tpla_dtype_size(gram_dtype);
+  it->off_g1 = ns_layout_take(layout, ss * gsz);
+  it->off_g2 = ns_layout_take(layout, it->update == NS_UPDATE_SQUARE ? ss * gsz : 0);
+  it->off_g3 = ns_layout_take(layout, cast ? ss * tpla_dtype_size(dtype) : 0);
+}
+
+void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
+  it->g1 = ns_at(base, it->off_g1);
+  it->g2 = ns_at(base, it->off_g2);
+  it->g3 = ns_at(base, it->off_g3);
+  it->temp = temp;
+}
+
+/* The update of X by chunks of columns (they are independent: the Gram-side
+ * matrix multiplies from the left), so the temp holds one chunk only. */
+static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, float a, float b,
+                            float c, void *stream) {
+  bool cast = it->gram_dtype != it->dtype;
+  tpla_matrix_t g = ns_dense(it->update == NS_UPDATE_SQUARE ? (cast ? it->g3 : it->g2)
+                                                            : (cast ? it->g3 : it->g1),
+                             it->s, it->s, it->dtype);
+  for (int64_t j0 = 0; j0 < it->l; j0 += it->chunk) {
+    int64_t w = it->l - j0 < it->chunk ? it->l - j0 : it->chunk;
+    ns_opmat_t xc = op_cols(x, j0, w);
+    ns_opmat_t tc = {ns_dense(it->temp, xc.v.rows, xc.v.cols, it->dtype), xc.t};
+    if (it->update == NS_UPDATE_SQUARE) {
+      /* T = X_c; X_c = a X_c + P T with P = b A + c A^2 */
+      TPLA_TRY(ns_axpby(ctx, tc.v, xc.v, 1.0f, 0.0f, stream));
+      TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
+    } else {
+      /* Y = A X_c; X_c = a X_c + c A Y + b Y */
+      TPLA_TRY(ns_gemm(ctx, tc, plain(g), xc, 1.0f, 0.0f, stream));
+      if (c != 0.0f)
+        TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, c, a, stream));
+      TPLA_TRY(ns_axpby(ctx, xc.v, tc.v, b, c != 0.0f ? 1.0f : a, stream));
+    }
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, const float *table,
+                         int steps, void *stream) {
+  int64_t s = it->s;
+  tpla_matrix_t g1 = ns_dense(it->g1, s, s, it->gram_dtype);
+  tpla_matrix_t g2 = ns_dense(it->g2, s, s, it->gram_dtype);
+  tpla_matrix_t g3 = ns_dense(it->g3, s, s, it->dtype);
+  /* The Gram square of a half input may use TF32: more precise than the
+   * half-precision result it feeds. */
+  int tf32 = it->gram_dtype == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  for (int k = 0; k < steps; k++) {
+    float a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
+    for (int i = 0; i < it->nops; i++) {
+      switch (it->ops[i]) {
+      case NS_OP_GRAM:
+        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, stream));
+        break;
+      case NS_OP_MIRROR_GRAM:
+        TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
+        break;
+      case NS_OP_ALLREDUCE_GRAM:
+        TPLA_TRY(ctx->backend->allreduce(ctx, g1.data, g1.data, (size_t)(s * s), it->gram_dtype,
+                                         stream));
+        break;
+      case NS_OP_SQUARE:
+        if (c != 0.0f) { /* c = 0 (cubic): P = b A, no square */
+          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, stream));
+          TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
+        }
+        break;
+      case NS_OP_POLY: /* beta = c = 0 does not read g2 */
+        TPLA_TRY(ns_axpby(ctx, g2, g1, b, c, stream));
+        break;
+      case NS_OP_CAST_POLY:
+        TPLA_TRY(ns_axpby(ctx, g3, g2, 1.0f, 0.0f, stream));
+        break;
+      case NS_OP_CAST_GRAM:
+        TPLA_TRY(ns_axpby(ctx, g3, g1, 1.0f, 0.0f, stream));
+        break;
+      case NS_OP_UPDATE_SQUARE:
+      case NS_OP_UPDATE_CHAIN:
+        TPLA_TRY(update(ctx, it, x, a, b, c, stream));
+        break;
+      }
+    }
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, float *sumsq,
+                           bool allreduce, float safety, float eps, void *stream) {
+  TPLA_TRY(ctx->backend->sumsq(ctx, sumsq, in, stream));
+  if (allreduce)
+    TPLA_TRY(ctx->backend->allreduce(ctx, sumsq, sumsq, 1, TPLA_FLOAT32, stream));
+  if (out.rows == 0 || out.cols == 0)
+    return TPLA_SUCCESS;
+  return ctx->backend->scale_by_norm(ctx, out, in, sumsq, safety, eps, stream);
+}

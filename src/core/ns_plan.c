@@ -1,0 +1,415 @@
+/*
+ * ns_plan.c - the public Newton-Schulz plan API: descriptor validation, the
+ * collective agreement (every rank learns every rank's shard and checks
+ * that the rest matches), algorithm choice, workspace, and execute.
+ *
+ * Agreement protocol: every rank with a context, even one whose arguments
+ * are bad, sends a fixed-size summary of its descriptor (with its own
+ * status and message) through the backend's plan-time exchange. So no rank
+ * is left waiting, and all ranks reach the same verdict from the same data:
+ * a rank with bad arguments returns its own status; the others return
+ * REMOTE naming it; a disagreement gives REMOTE with the same message on
+ * every rank.
+ */
+#include "ns.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MSG_LEN 200
+
+typedef struct {
+  int32_t status; /* 0 or this rank's own tpla_status_t */
+  int32_t shard, dtype, gram_dtype, algorithm, steps;
+  int64_t local_rows, local_cols;
+  uint64_t coef_hash;
+  float eps, safety;
+  char message[MSG_LEN];
+} summary_t;
+
+static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, MSG_LEN, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static bool ns_dtype(tpla_dtype_t t) {
+  return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
+}
+
+/* This rank's checks; `arg` names the descriptor ("argument 'desc'"). */
+static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t *d, int nranks,
+                                bool in_batch) {
+  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
+  if (d == NULL)
+    return bad(msg, IA, "%s is NULL", arg);
+  if (d->size != sizeof(tpla_ns_desc_t))
+    return bad(msg, IA, "%s: size field is %zu, expected %zu (initialize with TPLA_NS_DESC_INIT)",
+               arg, d->size, sizeof(tpla_ns_desc_t));
+  if (d->shard != TPLA_SHARD_ROWS && d->shard != TPLA_SHARD_COLS)
+    return bad(msg, IA, "%s: shard %d is neither TPLA_SHARD_ROWS nor TPLA_SHARD_COLS", arg,
+               (int)d->shard);
+  if (d->local_rows < 0 || d->local_cols < 0)
+    return bad(msg, IA, "%s: negative shard size %" PRId64 "x%" PRId64, arg, d->local_rows,
+               d->local_cols);
+  if (d->local_rows > INT32_MAX || d->local_cols > INT32_MAX)
+    return bad(msg, TPLA_ERROR_NOT_SUPPORTED, "%s: shard %" PRId64 "x%" PRId64 " exceeds 2^31-1",
+               arg, d->local_rows, d->local_cols);
+  if ((d->shard == TPLA_SHARD_ROWS ? d->local_cols : d->local_rows) == 0)
+    return bad(msg, IA, "%s: shard %" PRId64 "x%" PRId64 " has 0 %s, the dimension that is not "
+               "sharded: the global matrix would be empty", arg, d->local_rows, d->local_cols,
+               d->shard == TPLA_SHARD_ROWS ? "columns" : "rows");
+  if (!ns_dtype(d->dtype))
+    return bad(msg, IA, "%s: dtype %s (%d) is not supported (fp32, fp16 or bf16)", arg,
+               tpla_dtype_name(d->dtype), (int)d->dtype);
+  if (d->gram_dtype != TPLA_FLOAT32 && d->gram_dtype != d->dtype)
+    return bad(msg, IA, "%s: gram_dtype %s must be fp32 or the input dtype (%s)", arg,
+               tpla_dtype_name(d->gram_dtype), tpla_dtype_name(d->dtype));
+  if (d->steps < 1 || d->steps > NS_MAX_STEPS)
+    return bad(msg, IA, "%s: steps %d is not in [1, %d]", arg, d->steps, NS_MAX_STEPS);
+  if (d->preset < TPLA_NS_MUON || d->preset > TPLA_NS_USER)
+    return bad(msg, IA, "%s: unknown coefficient preset %d", arg, (int)d->preset);
+  if (d->preset == TPLA_NS_USER) {
+    if (d->ncoefficients != 3 * (size_t)d->steps)
+      return bad(msg, IA, "%s: ncoefficients is %zu, expected 3 * steps = %d (one a, b, c "
+                 "triple per step)", arg, d->ncoefficients, 3 * d->steps);
+    if (d->coefficients == NULL)
+      return bad(msg, IA, "%s: coefficients is NULL with TPLA_NS_USER", arg);
+    for (size_t i = 0; i < d->ncoefficients; i++)
+      if (!isfinite(d->coefficients[i]))
+        return bad(msg, IA, "%s: coefficients[%zu] is not finite", arg, i);
+  } else if (d->coefficients != NULL || d->ncoefficients != 0) {
+    return bad(msg, IA, "%s: coefficients given (%zu) with a preset; use TPLA_NS_USER", arg,
+               d->ncoefficients);
+  }
+  if (!(d->eps >= 0.0f) || !isfinite(d->eps))
+    return bad(msg, IA, "%s: eps %g must be finite and >= 0", arg, (double)d->eps);
+  if (!(d->safety >= 0.0f) || !isfinite(d->safety))
+    return bad(msg, IA, "%s: safety %g must be finite and >= 0 (0: the preset's default)", arg,
+               (double)d->safety);
+  if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_LOCAL)
+    return bad(msg, IA, "%s: unknown algorithm %d", arg, (int)d->algorithm);
+  if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
+    return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
+               "API orthogonalizes whole matrices on one rank)", arg, nranks);
+  return TPLA_SUCCESS;
+}
+
+static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *table) {
+  s->shard = d->shard;
+  s->dtype = d->dtype;
+  s->gram_dtype = d->gram_dtype;
+  s->algorithm = d->algorithm;
+  s->steps = d->steps;
+  s->local_rows = d->local_rows;
+  s->local_cols = d->local_cols;
+  s->coef_hash = ns_hash_bytes(NS_HASH_INIT, table, sizeof(float) * 3 * (size_t)d->steps);
+  s->eps = d->eps;
+  s->safety = ns_effective_safety(d);
+}
+
+/* The first field in which rank r differs from rank 0, described in msg. */
+static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
+  const char *what = NULL;
+  char v[64] = "", v0[64] = "";
+  int64_t keep = s->shard == TPLA_SHARD_ROWS ? s->local_cols : s->local_rows;
+  int64_t keep0 = s0->shard == TPLA_SHARD_ROWS ? s0->local_cols : s0->local_rows;
+  if (s->shard != s0->shard) {
+    what = "shard";
+    snprintf(v, sizeof v, "%s", s->shard == TPLA_SHARD_ROWS ? "ROWS" : "COLS");
+    snprintf(v0, sizeof v0, "%s", s0->shard == TPLA_SHARD_ROWS ? "ROWS" : "COLS");
+  } else if (keep != keep0) {
+    what = s->shard == TPLA_SHARD_ROWS ? "local_cols (not sharded)" : "local_rows (not sharded)";
+    snprintf(v, sizeof v, "%" PRId64, keep);
+    snprintf(v0, sizeof v0, "%" PRId64, keep0);
+  } else if (s->dtype != s0->dtype || s->gram_dtype != s0->gram_dtype) {
+    bool g = s->dtype == s0->dtype;
+    what = g ? "gram_dtype" : "dtype";
+    snprintf(v, sizeof v, "%s", tpla_dtype_name(g ? s->gram_dtype : s->dtype));
+    snprintf(v0, sizeof v0, "%s", tpla_dtype_name(g ? s0->gram_dtype : s0->dtype));
+  } else if (s->steps != s0->steps) {
+    what = "steps";
+    snprintf(v, sizeof v, "%d", s->steps);
+    snprintf(v0, sizeof v0, "%d", s0->steps);
+  } else if (s->coef_hash != s0->coef_hash) {
+    what = "coefficients";
+    snprintf(v, sizeof v, "table hash %016" PRIx64, s->coef_hash);
+    snprintf(v0, sizeof v0, "table hash %016" PRIx64, s0->coef_hash);
+  } else if (s->eps != s0->eps || s->safety != s0->safety) {
+    bool e = s->eps != s0->eps;
+    what = e ? "eps" : "safety";
+    snprintf(v, sizeof v, "%g", (double)(e ? s->eps : s->safety));
+    snprintf(v0, sizeof v0, "%g", (double)(e ? s0->eps : s0->safety));
+  } else if (s->algorithm != s0->algorithm) {
+    what = "algorithm";
+    snprintf(v, sizeof v, "%s", ns_algorithm_name((tpla_ns_algorithm_t)s->algorithm));
+    snprintf(v0, sizeof v0, "%s", ns_algorithm_name((tpla_ns_algorithm_t)s0->algorithm));
+  }
+  if (what == NULL)
+    return false;
+  snprintf(msg, MSG_LEN, "ranks disagree: rank %d has %s = %s, rank 0 has %s", r, what, v, v0);
+  return true;
+}
+
+tpla_status_t ns_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                          size_t bytes) {
+  if (ctx->backend->exchange != NULL)
+    return ctx->backend->exchange(ctx, recv, send, bytes);
+  return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no plan-time exchange",
+                   ctx->backend->name);
+}
+
+/* Exchange summaries; on success all[] holds every rank's. */
+static tpla_status_t agree(tpla_ctx_t ctx, const char *fn, const summary_t *mine,
+                           summary_t *all) {
+  TPLA_TRY(ns_exchange(ctx, fn, all, mine, sizeof *mine));
+  if (mine->status != 0)
+    return tpla_fail((tpla_status_t)mine->status, fn, "%s", mine->message);
+  for (int r = 0; r < ctx->nranks; r++)
+    if (all[r].status != 0)
+      return tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d rejected its arguments: %s", r,
+                       all[r].message);
+  char msg[MSG_LEN];
+  for (int r = 1; r < ctx->nranks; r++)
+    if (differs(msg, &all[0], &all[r], r))
+      return tpla_fail(TPLA_ERROR_REMOTE, fn, "%s", msg);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
+                              const char *what) {
+  int32_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  int32_t me = (int32_t)mine;
+  char msg[MSG_LEN];
+  snprintf(msg, sizeof msg, "%s", tpla_last_error());
+  if (all == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  tpla_status_t st = ns_exchange(ctx, fn, all, &me, sizeof me);
+  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
+    if (all[r] != 0 && r != ctx->rank)
+      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
+                     tpla_status_string((tpla_status_t)all[r]));
+  free(all);
+  if (mine != TPLA_SUCCESS) /* own failure first, with its own message */
+    return tpla_fail(mine, fn, "%s", msg);
+  return st;
+}
+
+/* Shapes, partition and algorithm from the agreed summaries. */
+static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const char *fn,
+                                 const char *arg, bool in_batch) {
+  int P = p->nranks;
+  bool rows = p->desc.shard == TPLA_SHARD_ROWS;
+  int64_t total = 0;
+  p->offs[0] = 0;
+  for (int r = 0; r < P; r++) {
+    total += rows ? all[r].local_rows : all[r].local_cols;
+    p->offs[r + 1] = total;
+  }
+  int64_t keep = rows ? p->desc.local_cols : p->desc.local_rows;
+  p->m = rows ? total : keep;
+  p->n = rows ? keep : total;
+  if (total == 0)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "%s: the global matrix is %" PRId64 "x%" PRId64 ": every rank's shard is "
+                     "empty", arg, p->m, p->n);
+  size_t e = tpla_dtype_size(p->desc.dtype);
+  if (total > INT32_MAX || (double)p->m * (double)p->n * (double)e > 0x1p60)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
+                     "%s: the global matrix %" PRId64 "x%" PRId64 " is too large", arg, p->m, p->n);
+  p->trans = !rows;
+  p->M = total;
+  p->N = keep;
+  const ns_machine_t *mach = ns_machine(p->ctx);
+  ns_shape_t sh = {P, p->M, p->N, NULL, p->desc.dtype, p->desc.gram_dtype, p->desc.steps};
+  int64_t parts[TPLA_MAX_RANKS];
+  for (int r = 0; r < P; r++)
+    parts[r] = ns_part(p->offs, r);
+  sh.rows = parts;
+  tpla_ns_algorithm_t want = p->desc.algorithm;
+  if (P == 1)
+    p->algo = TPLA_NS_ALGO_LOCAL;
+  else if (want == TPLA_NS_ALGO_AUTO)
+    p->algo = ns_choose(mach, &sh, NULL);
+  else
+    p->algo = want;
+  if (p->algo == TPLA_NS_ALGO_LOCAL && P > 1) { /* a batch's whole-matrix entry */
+    ns_shape_t one = sh;
+    one.nranks = 1;
+    p->cost = ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL);
+    return in_batch ? TPLA_SUCCESS : tpla_fail(TPLA_ERROR_INTERNAL, fn, "LOCAL on %d ranks", P);
+  }
+  p->cost = ns_cost(mach, &sh, p->algo);
+  return ns_dist_setup(p);
+}
+
+tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
+                              const char *fn, const char *arg, bool in_batch) {
+  if (out != NULL)
+    *out = NULL;
+  summary_t mine;
+  memset(&mine, 0, sizeof mine);
+  tpla_ns_plan_t p = calloc(1, sizeof *p);
+  summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  tpla_status_t st = out == NULL ? bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,
+                                       "argument 'plan' is NULL")
+                                 : check_desc(mine.message, arg, desc, ctx->nranks, in_batch);
+  if (st == TPLA_SUCCESS && (p == NULL || all == NULL))
+    st = bad(mine.message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
+  if (st == TPLA_SUCCESS) {
+    p->table = malloc(sizeof(float) * 3 * (size_t)desc->steps);
+    p->offs = malloc(sizeof(int64_t) * (size_t)(ctx->nranks + 1));
+    if (p->table == NULL || p->offs == NULL)
+      st = bad(mine.message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (st == TPLA_SUCCESS) {
+    ns_fill_coefficients(desc, p->table);
+    fill_summary(&mine, desc, p->table);
+  }
+  mine.status = (int32_t)st;
+  if (all == NULL) { /* cannot even take part: the others will time out */
+    ns_plan_free(p);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  st = agree(ctx, fn, &mine, all);
+  if (st == TPLA_SUCCESS) {
+    p->ctx = ctx;
+    p->rank = ctx->rank;
+    p->nranks = ctx->nranks;
+    p->desc = *desc;
+    p->desc.coefficients = p->table; /* the caller's pointer may not live on */
+    p->desc.ncoefficients = 3 * (size_t)desc->steps;
+    p->safety = ns_effective_safety(desc);
+    p->eps = desc->eps;
+    st = plan_shapes(p, all, fn, arg, in_batch);
+  }
+  free(all);
+  if (st != TPLA_SUCCESS) {
+    ns_plan_free(p);
+    return st;
+  }
+  *out = p;
+  return TPLA_SUCCESS;
+}
+
+void ns_plan_bind(tpla_ns_plan_t p, void *base) {
+  p->ws = base;
+  if (p->algo != TPLA_NS_ALGO_LOCAL || p->nranks == 1)
+    ns_dist_bind(p);
+}
+
+void ns_plan_free(tpla_ns_plan_t p) {
+  if (p == NULL)
+    return;
+  if (p->owns_ws && p->ws != NULL)
+    p->ctx->backend->mem_free(p->ctx, p->ws);
+  free(p->table);
+  free(p->offs);
+  free(p->part);
+  free(p->a2a);
+  free(p);
+}
+
+/* ---- public API ------------------------------------------------------------ */
+
+tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
+                                  const tpla_ns_desc_t *desc) {
+  static const char fn[] = "tpla_ns_plan_create";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  /* A NULL plan pointer still takes part in the agreement, as a failure,
+   * so that the other ranks do not wait. */
+  TPLA_TRY(ns_plan_prepare(plan, ctx, desc, fn, "argument 'desc'", false));
+  tpla_ns_plan_t p = *plan;
+  void *ws = NULL;
+  tpla_status_t st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
+  st = ns_agree_status(ctx, fn, st, "allocate its workspace");
+  if (st != TPLA_SUCCESS) {
+    if (ws != NULL)
+      ctx->backend->mem_free(ctx, ws);
+    ns_plan_free(p);
+    *plan = NULL;
+    return st;
+  }
+  p->owns_ws = true;
+  ns_plan_bind(p, ws);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_plan_destroy(tpla_ns_plan_t plan) {
+  tpla_clear_error();
+  ns_plan_free(plan);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes) {
+  static const char fn[] = "tpla_ns_plan_workspace_bytes";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  if (bytes == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'bytes' is NULL");
+  *bytes = plan->layout.bytes;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan, tpla_ns_algorithm_t *algorithm) {
+  static const char fn[] = "tpla_ns_plan_algorithm";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  if (algorithm == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'algorithm' is NULL");
+  *algorithm = plan->algo;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
+                         const tpla_matrix_t *x) {
+  TPLA_TRY(tpla_check_matrix(fn, arg, x));
+  if (x->dtype != p->desc.dtype)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s': dtype %s, the plan's is %s",
+                     arg, tpla_dtype_name(x->dtype), tpla_dtype_name(p->desc.dtype));
+  if (x->rows != p->desc.local_rows || x->cols != p->desc.local_cols)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument '%s': %" PRId64 "x%" PRId64 ", the plan's shard is %" PRId64
+                     "x%" PRId64, arg, x->rows, x->cols, p->desc.local_rows, p->desc.local_cols);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream) {
+  TPLA_TRY(ns_normalize(p->ctx, out, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));
+  return ns_dist_run(p, out, stream);
+}
+
+tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_matrix_t x,
+                                  void *stream) {
+  static const char fn[] = "tpla_ns_execute_out";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  TPLA_TRY(ns_check_x(fn, "x", plan, &x));
+  TPLA_TRY(ns_check_x(fn, "out", plan, &out));
+  bool same = out.data == x.data && out.ld == x.ld;
+  if (!same && tpla_matrices_overlap(&out, &x))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'out' overlaps 'x' (pass the same view for in place)");
+  return ns_plan_run(plan, out, x, stream);
+}
+
+tpla_status_t tpla_ns_execute(tpla_ns_plan_t plan, tpla_matrix_t x, void *stream) {
+  static const char fn[] = "tpla_ns_execute";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  TPLA_TRY(ns_check_x(fn, "x", plan, &x));
+  return ns_plan_run(plan, x, x, stream);
+}

@@ -1,0 +1,222 @@
+/*
+ * test_ns_batch.c - batched Newton-Schulz on the host executor: a list of
+ * differently shaped, sharded, typed matrices gives the same results as
+ * each matrix alone on one rank, whether the batch moves whole matrices to
+ * owners or runs each distributed; the cost model sends many small matrices
+ * to owners and a large one alone to its distributed plan; and 1000 calls
+ * do not grow the context's or the plan's memory.
+ *
+ *   ./test_ns_batch       (CTest: test_ns_batch)
+ */
+#include "test_ns_common.h"
+
+#define MAXM 16
+
+typedef struct {
+  int64_t m, n;
+  tpla_shard_t shard;
+  tpla_dtype_t dtype;
+  tpla_ns_preset_t preset;
+  int steps;
+} mat_t;
+
+typedef struct {
+  int P, count;
+  mat_t mats[MAXM];
+  tpla_ns_algorithm_t algo; /* for every matrix */
+  int64_t sizes[MAXM][8];
+  double *x[MAXM], *out[MAXM];
+  int owner[MAXM];
+  int loops;            /* execute this many times (memory test) */
+  size_t ctx_ws[8][2], plan_ws[8][2]; /* per rank: after the first and the last call */
+} batch_t;
+
+static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  batch_t *b = arg;
+  tpla_ns_desc_t d[MAXM];
+  tpla_matrix_t xs[MAXM];
+  int64_t off[MAXM];
+  for (int i = 0; i < b->count; i++) {
+    mat_t *mt = &b->mats[i];
+    bool rows = mt->shard == TPLA_SHARD_ROWS;
+    off[i] = 0;
+    for (int r = 0; r < rank; r++)
+      off[i] += b->sizes[i][r];
+    d[i] = (tpla_ns_desc_t)TPLA_NS_DESC_INIT;
+    d[i].shard = mt->shard;
+    d[i].local_rows = rows ? b->sizes[i][rank] : mt->m;
+    d[i].local_cols = rows ? mt->n : b->sizes[i][rank];
+    d[i].dtype = mt->dtype;
+    d[i].preset = mt->preset;
+    d[i].steps = mt->steps;
+    d[i].algorithm = b->algo;
+    int64_t ld = d[i].local_cols + 2;
+    xs[i] = (tpla_matrix_t){calloc((size_t)((d[i].local_rows + 1) * ld), 4), d[i].local_rows,
+                            d[i].local_cols, ld, mt->dtype};
+    for (int64_t r = 0; r < xs[i].rows; r++)
+      for (int64_t c = 0; c < xs[i].cols; c++)
+        tpla_store_elem(xs[i].data, mt->dtype, (size_t)(r * ld + c),
+                        b->x[i][(rows ? off[i] + r : r) * mt->n + (rows ? c : off[i] + c)]);
+  }
+  tpla_ns_batch_plan_t plan = NULL;
+  tpla_status_t s = tpla_ns_batch_plan_create(&plan, ctx, b->count, d);
+  for (int i = 0; i < b->count && s == TPLA_SUCCESS; i++)
+    s = tpla_ns_batch_plan_owner(plan, i, &b->owner[i]);
+  int loops = b->loops > 0 ? b->loops : 1;
+  for (int k = 0; k < loops && s == TPLA_SUCCESS; k++) {
+    s = tpla_ns_batch_execute(plan, xs, NULL);
+    if (k == 0 || k == loops - 1) {
+      int at = k == 0 ? 0 : 1;
+      tpla_ctx_workspace_bytes(ctx, &b->ctx_ws[rank][at]);
+      tpla_ns_batch_plan_workspace_bytes(plan, &b->plan_ws[rank][at]);
+    }
+  }
+  if (s != TPLA_SUCCESS)
+    fprintf(stderr, "  rank %d: %s: %s\n", rank, tpla_status_string(s), tpla_last_error());
+  for (int i = 0; i < b->count; i++) {
+    bool rows = b->mats[i].shard == TPLA_SHARD_ROWS;
+    for (int64_t r = 0; r < xs[i].rows && s == TPLA_SUCCESS; r++)
+      for (int64_t c = 0; c < xs[i].cols; c++)
+        b->out[i][(rows ? off[i] + r : r) * b->mats[i].n + (rows ? c : off[i] + c)] =
+            tpla_load_elem(xs[i].data, b->mats[i].dtype, (size_t)(r * xs[i].ld + c));
+    free(xs[i].data);
+  }
+  tpla_ns_batch_plan_destroy(plan);
+  return s != TPLA_SUCCESS;
+}
+
+static uint64_t seed;
+
+static void setup(batch_t *b, int P, int count, const mat_t *mats) {
+  memset(b, 0, sizeof *b);
+  b->P = P;
+  b->count = count;
+  for (int i = 0; i < count; i++) {
+    b->mats[i] = mats[i];
+    split(mats[i].shard == TPLA_SHARD_ROWS ? mats[i].m : mats[i].n, P, i % 2 == 0, b->sizes[i]);
+    b->x[i] = random_matrix(mats[i].m, mats[i].n, mats[i].dtype, seed + (uint64_t)i);
+    b->out[i] = calloc((size_t)(mats[i].m * mats[i].n), sizeof(double));
+  }
+}
+
+static void teardown(batch_t *b) {
+  for (int i = 0; i < b->count; i++) {
+    free(b->x[i]);
+    free(b->out[i]);
+  }
+}
+
+/* Largest relative difference to each matrix alone on one rank. */
+static double worst_vs_single(batch_t *b, double *worst_half) {
+  double worst = 0.0;
+  *worst_half = 0.0;
+  for (int i = 0; i < b->count; i++) {
+    mat_t *mt = &b->mats[i];
+    double *one = calloc((size_t)(mt->m * mt->n), sizeof(double));
+    ns_run_t run = {.P = 1, .desc = TPLA_NS_DESC_INIT, .m = mt->m, .n = mt->n, .x = b->x[i],
+                    .out = one};
+    run.desc.dtype = mt->dtype;
+    run.desc.preset = mt->preset;
+    run.desc.steps = mt->steps;
+    run.sizes[0] = mt->m;
+    double e = ns_run(&run) == 0 ? rel_diff(b->out[i], one, (size_t)(mt->m * mt->n)) : 1.0;
+    if (mt->dtype == TPLA_FLOAT32)
+      worst = e > worst ? e : worst;
+    else
+      *worst_half = e > *worst_half ? e : *worst_half;
+    free(one);
+  }
+  return worst;
+}
+
+static const mat_t mixed[] = {
+    {20, 12, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
+    {12, 30, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_MUON_SCHEDULE5, 5},
+    {16, 16, TPLA_SHARD_ROWS, TPLA_BFLOAT16, TPLA_NS_MUON, 5},
+    {40, 8, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_POLAR_EXPRESS, 8},
+    {9, 9, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_CUBIC, 12},
+    {10, 44, TPLA_SHARD_ROWS, TPLA_FLOAT16, TPLA_NS_MUON, 4},
+    {33, 17, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_MUON, 5}};
+
+/* Owners (LOCAL forced), per-matrix distributed (each algorithm forced) and
+ * AUTO all equal each matrix alone. */
+static void test_batch_matches_single_rank(void) {
+  static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_AUTO,
+                                              TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+  for (int P = 1; P <= 4; P += 3)
+    for (int mode = 0; mode < 5; mode++) {
+      batch_t b;
+      setup(&b, P, 7, mixed);
+      b.algo = modes[mode];
+      ASSERT_EQ_INT(run_host_ranks(P, batch_body, &b), 0);
+      for (int i = 0; i < b.count; i++) { /* LOCAL: whole matrices on ranks */
+        bool owned = modes[mode] == TPLA_NS_ALGO_LOCAL && P > 1;
+        if (owned ? b.owner[i] < 0 || b.owner[i] >= P
+                  : modes[mode] != TPLA_NS_ALGO_AUTO && b.owner[i] != -1)
+          ASSERT_TRUE(!"unexpected owner");
+      }
+      double half, e = worst_vs_single(&b, &half);
+      printf("  P=%d mode %d: fp32 %.2e, half %.2e\n", P, modes[mode], e, half);
+      teardown(&b);
+      ASSERT_LE(e, 2e-5);
+      ASSERT_LE(half, 5e-2);
+    }
+}
+
+/* Many small matrices go to owners, balanced; one large one stays
+ * distributed. */
+static void test_batch_auto_choice(void) {
+  mat_t small[12];
+  for (int i = 0; i < 12; i++)
+    small[i] = (mat_t){8 + i, 20 - i, i % 2 ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, TPLA_FLOAT32,
+                       TPLA_NS_MUON, 5};
+  batch_t b;
+  setup(&b, 4, 12, small);
+  ASSERT_EQ_INT(run_host_ranks(4, batch_body, &b), 0);
+  int per_rank[4] = {0};
+  for (int i = 0; i < 12; i++) {
+    ASSERT_TRUE(b.owner[i] >= 0 && b.owner[i] < 4);
+    per_rank[b.owner[i]]++;
+  }
+  for (int q = 0; q < 4; q++)
+    ASSERT_TRUE(per_rank[q] >= 2);
+  double half, e = worst_vs_single(&b, &half);
+  teardown(&b);
+  ASSERT_LE(e, 2e-5);
+  mat_t big = {96, 96, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5};
+  setup(&b, 2, 1, &big);
+  ASSERT_EQ_INT(run_host_ranks(2, batch_body, &b), 0);
+  ASSERT_EQ_INT(b.owner[0], -1);
+  e = worst_vs_single(&b, &half);
+  teardown(&b);
+  ASSERT_LE(e, 2e-5);
+}
+
+/* 1000 calls: the context's scratch and the plan's workspace do not grow. */
+static void test_batch_memory_is_stable(void) {
+  static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_GRAM_ALLREDUCE};
+  for (int mode = 0; mode < 2; mode++) {
+    batch_t b;
+    setup(&b, 2, 3, mixed);
+    b.algo = modes[mode];
+    b.loops = 1000;
+    ASSERT_EQ_INT(run_host_ranks(2, batch_body, &b), 0);
+    teardown(&b);
+    for (int r = 0; r < 2; r++) {
+      printf("  mode %d rank %d: context scratch %zu -> %zu bytes, plan workspace %zu -> %zu "
+             "bytes\n", modes[mode], r, b.ctx_ws[r][0], b.ctx_ws[r][1], b.plan_ws[r][0],
+             b.plan_ws[r][1]);
+      ASSERT_TRUE(b.ctx_ws[r][0] == b.ctx_ws[r][1]);
+      ASSERT_TRUE(b.plan_ws[r][0] == b.plan_ws[r][1] && b.plan_ws[r][0] > 0);
+    }
+  }
+}
+
+int main(void) {
+  seed = fresh_seed("test_ns_batch");
+  TEST(test_batch_matches_single_rank);
+  TEST(test_batch_auto_choice);
+  TEST(test_batch_memory_is_stable);
+  return test_summary();
+}

@@ -1,0 +1,219 @@
+/*
+ * test_ns_common.h - helpers of the Newton-Schulz tests (test_ns_*.c):
+ * the coefficient sets typed in again from their sources (so the library's
+ * tables are checked, not reused), a float64 reference iteration, uneven
+ * shard layouts, and a runner that orthogonalizes a global matrix on N host
+ * ranks through the public API and returns the global result in float64.
+ */
+#ifndef TEST_NS_COMMON_H
+#define TEST_NS_COMMON_H
+
+#include "ranks.h"
+#include "test.h"
+
+#include "internal.h" /* tpla_load_elem / tpla_store_elem */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- coefficient sets, independent of src/core/ns_coeffs.c ---------------- */
+
+static const double muon_t[][3] = {{3.4445, -4.7750, 2.0315}};
+static const double muon5_t[][3] = {{4.0848, -6.8946, 2.9270}, {3.9505, -6.3029, 2.6377},
+                                    {3.7418, -5.5913, 2.3037}, {2.8769, -3.1427, 1.2046},
+                                    {2.8366, -3.0525, 1.2012}};
+/* arXiv:2505.16932, Algorithm 1 (degree 5) */
+static const double pe_t[][3] = {{8.28721201814563, -23.595886519098837, 17.300387312530933},
+                                 {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
+                                 {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
+                                 {3.3184196573706015, -2.488488024314874, 0.51004894012372},
+                                 {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
+                                 {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
+                                 {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
+                                 {1.875, -1.25, 0.375}};
+static const double cubic_t[][3] = {{1.5, -0.5, 0.0}};
+
+/* table[3*steps] (float, as the library stores it) and the safety factor. */
+static inline double preset_table(tpla_ns_preset_t p, int steps, float *table) {
+  const double(*t)[3] = muon_t;
+  int n = 1;
+  double safety = 1.0;
+  bool deflate = false;
+  switch (p) {
+  case TPLA_NS_MUON: break;
+  case TPLA_NS_MUON_SCHEDULE5: t = muon5_t, n = 5; break;
+  case TPLA_NS_POLAR_EXPRESS: t = pe_t, n = 8, safety = 1.01, deflate = true; break;
+  case TPLA_NS_CUBIC: t = cubic_t; break;
+  default: break;
+  }
+  double s = (float)safety; /* the library keeps the safety factor as a float */
+  for (int k = 0; k < steps; k++) {
+    int j = k < n ? k : n - 1;
+    double d = deflate && j < n - 1 ? s : 1.0;
+    table[3 * k] = (float)(t[j][0] / d);
+    table[3 * k + 1] = (float)(t[j][1] / (d * d * d));
+    table[3 * k + 2] = (float)(t[j][2] / (d * d * d * d * d));
+  }
+  return s;
+}
+
+static inline double poly(const float *abc, double x) {
+  double x2 = x * x;
+  return x * (abc[0] + x2 * (abc[1] + x2 * abc[2]));
+}
+
+/* ---- float64 reference ------------------------------------------------------ */
+
+/* x (m x n, row-major) <- Newton-Schulz of x, with the short-side Gram. */
+static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, int steps, double safety,
+                   double eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < m * n; i++)
+    ss += x[i] * x[i];
+  double scale = 1.0 / (safety * sqrt(ss) + eps);
+  for (int64_t i = 0; i < m * n; i++)
+    x[i] *= scale;
+  bool wide = m <= n;
+  int64_t s = wide ? m : n, l = wide ? n : m;
+  /* element (i, j) of the s x l matrix Z = wide ? X : X^T */
+#define Z(i, j) x[wide ? (i) * n + (j) : (j) * n + (i)]
+  double *A = malloc(sizeof(double) * (size_t)(s * s)), *B = malloc(sizeof(double) * (size_t)(s * s));
+  double *Y = malloc(sizeof(double) * (size_t)(s * l));
+  for (int k = 0; k < steps; k++) {
+    double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < l; t++)
+          acc += Z(i, t) * Z(j, t);
+        A[i * s + j] = acc;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < s; t++)
+          acc += A[i * s + t] * A[t * s + j];
+        B[i * s + j] = b * A[i * s + j] + c * acc;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < l; j++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < s; t++)
+          acc += B[i * s + t] * Z(t, j);
+        Y[i * l + j] = a * Z(i, j) + acc;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < l; j++)
+        Z(i, j) = Y[i * l + j];
+  }
+#undef Z
+  free(A);
+  free(B);
+  free(Y);
+}
+
+/* ||a - b||_F / ||b||_F */
+static inline double rel_diff(const double *a, const double *b, size_t n) {
+  double d = 0.0, r = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    d += (a[i] - b[i]) * (a[i] - b[i]);
+    r += b[i] * b[i];
+  }
+  return sqrt(d / (r > 0 ? r : 1.0));
+}
+
+/* ---- shards and the distributed runner ------------------------------------- */
+
+/* Split g into P parts: even, or uneven with rank 1 (when P > 1) empty. */
+static inline void split(int64_t g, int P, bool uneven, int64_t *sizes) {
+  if (!uneven) {
+    for (int r = 0; r < P; r++)
+      sizes[r] = g / P + (r < g % P);
+    return;
+  }
+  int64_t left = g, wsum = 0;
+  for (int r = 0; r < P; r++)
+    wsum += r == 1 ? 0 : r + 2;
+  for (int r = 0; r < P; r++) {
+    sizes[r] = r == 1 ? 0 : g * (r + 2) / wsum;
+    left -= sizes[r];
+  }
+  sizes[0] += left;
+}
+
+typedef struct {
+  int P;
+  tpla_ns_desc_t desc; /* shard, dtype, steps, preset ...; local sizes set per rank */
+  int64_t m, n;
+  int64_t sizes[8];    /* of the sharded dimension */
+  int ld_pad;          /* ld = cols + ld_pad */
+  bool use_out;        /* tpla_ns_execute_out into a second buffer */
+  const double *x;     /* global input, m x n (rounded to dtype on the way in) */
+  double *out;         /* global output */
+  tpla_ns_algorithm_t algo[8];
+  size_t ws[8];
+} ns_run_t;
+
+static inline int ns_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  ns_run_t *run = arg;
+  bool rows = run->desc.shard == TPLA_SHARD_ROWS;
+  int64_t off = 0;
+  for (int r = 0; r < rank; r++)
+    off += run->sizes[r];
+  int64_t lr = rows ? run->sizes[rank] : run->m, lc = rows ? run->n : run->sizes[rank];
+  int64_t ld = (lc > 0 ? lc : 1) + run->ld_pad;
+  tpla_dtype_t dt = run->desc.dtype;
+  size_t bytes = (size_t)((lr > 0 ? lr : 1) * ld) * tpla_dtype_size(dt);
+  void *buf = calloc(1, bytes), *out = calloc(1, bytes);
+  for (int64_t i = 0; i < lr; i++)
+    for (int64_t j = 0; j < lc; j++) {
+      int64_t gi = rows ? off + i : i, gj = rows ? j : off + j;
+      tpla_store_elem(buf, dt, (size_t)(i * ld + j), run->x[gi * run->n + gj]);
+    }
+  tpla_ns_desc_t d = run->desc;
+  d.local_rows = lr;
+  d.local_cols = lc;
+  tpla_ns_plan_t plan = NULL;
+  int fail = 0;
+  tpla_status_t s = tpla_ns_plan_create(&plan, ctx, &d);
+  if (s == TPLA_SUCCESS) {
+    tpla_matrix_t x = {lr > 0 ? buf : NULL, lr, lc, ld, dt};
+    tpla_matrix_t o = {lr > 0 ? out : NULL, lr, lc, ld, dt};
+    tpla_ns_plan_algorithm(plan, &run->algo[rank]);
+    tpla_ns_plan_workspace_bytes(plan, &run->ws[rank]);
+    s = run->use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
+  }
+  if (s != TPLA_SUCCESS) {
+    fprintf(stderr, "  rank %d: %s: %s\n", rank, tpla_status_string(s), tpla_last_error());
+    fail = 1;
+  }
+  const void *res = run->use_out ? out : buf;
+  for (int64_t i = 0; i < lr && !fail; i++)
+    for (int64_t j = 0; j < lc; j++) {
+      int64_t gi = rows ? off + i : i, gj = rows ? j : off + j;
+      run->out[gi * run->n + gj] = tpla_load_elem(res, dt, (size_t)(i * ld + j));
+    }
+  tpla_ns_plan_destroy(plan);
+  free(buf);
+  free(out);
+  return fail;
+}
+
+/* Orthogonalize run->x on run->P ranks; 0 on success. */
+static inline int ns_run(ns_run_t *run) { return run_host_ranks(run->P, ns_rank_body, run); }
+
+/* A random m x n matrix in [-1, 1), rounded to dtype. */
+static inline double *random_matrix(int64_t m, int64_t n, tpla_dtype_t dt, uint64_t seed) {
+  rng_t r;
+  rng_seed(&r, seed);
+  double *x = malloc(sizeof(double) * (size_t)(m * n));
+  for (int64_t i = 0; i < m * n; i++) {
+    float v = (float)rng_uniform(&r);
+    tpla_store_elem(&v, dt, 0, v);
+    x[i] = tpla_load_elem(&v, dt, 0);
+  }
+  return x;
+}
+
+#endif /* TEST_NS_COMMON_H */

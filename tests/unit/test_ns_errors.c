@@ -1,0 +1,341 @@
+/*
+ * test_ns_errors.c - every bad input of the Newton-Schulz API gets its own
+ * status and message, on every rank, without hanging, and leaves the
+ * caller's matrices untouched (compared byte for byte): coefficient counts,
+ * descriptors that disagree across ranks (REMOTE everywhere, one message),
+ * unsupported dtypes, bad values, NULLs, empty matrices, wrong struct
+ * sizes, and bad views at execute.
+ *
+ *   ./test_ns_errors      (CTest: test_ns_errors)
+ */
+#include "test_ns_common.h"
+
+#define MAXR 4
+
+typedef struct {
+  tpla_ns_desc_t desc[MAXR];
+  bool null_plan[MAXR], null_desc[MAXR];
+  tpla_status_t st[MAXR];
+  char msg[MAXR][400];
+  bool leaked[MAXR]; /* a failed create that set *plan */
+} create_case_t;
+
+static int create_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  create_case_t *c = arg;
+  tpla_ns_plan_t plan = (tpla_ns_plan_t)(uintptr_t)1; /* must be reset to NULL */
+  c->st[rank] = tpla_ns_plan_create(c->null_plan[rank] ? NULL : &plan, ctx,
+                                    c->null_desc[rank] ? NULL : &c->desc[rank]);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", tpla_last_error());
+  if (c->st[rank] == TPLA_SUCCESS)
+    tpla_ns_plan_destroy(plan);
+  else
+    c->leaked[rank] = !c->null_plan[rank] && plan != NULL;
+  return 0;
+}
+
+/* A valid 12 x 8 fp32 descriptor for rank r of P (rows sharded). */
+static tpla_ns_desc_t good_desc(int r, int P) {
+  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
+  d.local_rows = 12 / P + (r < 12 % P);
+  d.local_cols = 8;
+  return d;
+}
+
+static void init_case(create_case_t *c, int P) {
+  memset(c, 0, sizeof *c);
+  for (int r = 0; r < P; r++)
+    c->desc[r] = good_desc(r, P);
+}
+
+/* Runs the case; every rank must fail, with `want` on the ranks in
+ * own_mask and REMOTE elsewhere (own_mask 0: everyone gets `want`). */
+static int expect(create_case_t *c, int P, tpla_status_t want, unsigned own_mask,
+                  const char *needle) {
+  if (run_host_ranks(P, create_body, c) != 0)
+    return 1;
+  int bad = 0;
+  for (int r = 0; r < P; r++) {
+    tpla_status_t w = (own_mask == 0 || (own_mask >> r & 1)) ? want : TPLA_ERROR_REMOTE;
+    if (c->st[r] != w || c->leaked[r] || (needle && !strstr(c->msg[r], needle))) {
+      fprintf(stderr, "  rank %d: got %s \"%s\", want %s containing \"%s\"%s\n", r,
+              tpla_status_string(c->st[r]), c->msg[r], tpla_status_string(w),
+              needle ? needle : "", c->leaked[r] ? " (plan not reset)" : "");
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+static void test_user_coefficient_count(void) {
+  create_case_t c;
+  float coef[14] = {0};
+  init_case(&c, 1);
+  c.desc[0].preset = TPLA_NS_USER;
+  c.desc[0].coefficients = coef;
+  c.desc[0].ncoefficients = 14;
+  ASSERT_EQ_INT(expect(&c, 1, TPLA_ERROR_INVALID_ARGUMENT, 0,
+                       "ncoefficients is 14, expected 3 * steps = 15"), 0);
+  /* only rank 1 is wrong: it says why, the others name it */
+  init_case(&c, 3);
+  for (int r = 0; r < 3; r++) {
+    c.desc[r].preset = TPLA_NS_USER;
+    c.desc[r].coefficients = coef;
+    c.desc[r].ncoefficients = r == 1 ? 14 : 15;
+  }
+  float full[15] = {3, -4, 2, 3, -4, 2, 3, -4, 2, 3, -4, 2, 3, -4, 2};
+  for (int r = 0; r < 3; r++)
+    c.desc[r].coefficients = r == 1 ? coef : full;
+  ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_INVALID_ARGUMENT, 1u << 1, NULL), 0);
+  ASSERT_CONTAINS(c.msg[0], "rank 1 rejected its arguments");
+  ASSERT_CONTAINS(c.msg[2], "ncoefficients is 14");
+  init_case(&c, 1);
+  c.desc[0].preset = TPLA_NS_USER;
+  c.desc[0].ncoefficients = 15;
+  ASSERT_EQ_INT(expect(&c, 1, TPLA_ERROR_INVALID_ARGUMENT, 0, "coefficients is NULL"), 0);
+  full[4] = NAN;
+  init_case(&c, 1);
+  c.desc[0].preset = TPLA_NS_USER;
+  c.desc[0].coefficients = full;
+  c.desc[0].ncoefficients = 15;
+  ASSERT_EQ_INT(expect(&c, 1, TPLA_ERROR_INVALID_ARGUMENT, 0, "coefficients[4] is not finite"),
+                0);
+}
+
+/* One field differs on one rank: REMOTE on every rank, the same message. */
+static void test_disagreement_is_remote_everywhere(void) {
+  for (int field = 0; field < 8; field++) {
+    create_case_t c;
+    init_case(&c, 3);
+    tpla_ns_desc_t *d = &c.desc[2];
+    const char *needle = NULL;
+    switch (field) {
+    case 0: d->local_cols = 9, needle = "rank 2 has local_cols (not sharded) = 9, rank 0 has 8"; break;
+    case 1: d->dtype = TPLA_BFLOAT16, needle = "rank 2 has dtype = bf16, rank 0 has fp32"; break;
+    case 2: d->preset = TPLA_NS_CUBIC, needle = "rank 2 has coefficients"; break;
+    case 3: d->steps = 4, needle = "rank 2 has steps = 4"; break;
+    case 4: d->shard = TPLA_SHARD_COLS, d->local_rows = 8, d->local_cols = 4,
+            needle = "rank 2 has shard = COLS"; break;
+    case 5: d->algorithm = TPLA_NS_ALGO_GATHER, needle = "rank 2 has algorithm = GATHER"; break;
+    case 6: d->eps = 1e-6f, needle = "rank 2 has eps"; break;
+    case 7: d->gram_dtype = TPLA_BFLOAT16, d->dtype = TPLA_BFLOAT16, c.desc[1] = *d,
+            c.desc[1].local_rows = 4, needle = "rank 1 has dtype = bf16"; break;
+    }
+    ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_REMOTE, 0, needle), 0);
+    ASSERT_TRUE(strcmp(c.msg[0], c.msg[1]) == 0 && strcmp(c.msg[0], c.msg[2]) == 0);
+  }
+}
+
+static void test_unsupported_dtypes(void) {
+  static const tpla_dtype_t bad[] = {TPLA_FLOAT64, TPLA_UINT8, (tpla_dtype_t)99};
+  for (int i = 0; i < 3; i++) {
+    create_case_t c;
+    init_case(&c, 2);
+    c.desc[0].dtype = c.desc[1].dtype = bad[i];
+    ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, "is not supported"), 0);
+  }
+  create_case_t c;
+  init_case(&c, 2);
+  c.desc[0].gram_dtype = c.desc[1].gram_dtype = TPLA_BFLOAT16; /* input fp32 */
+  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, "gram_dtype bf16 must be fp32"), 0);
+}
+
+static void test_bad_values(void) {
+  struct {
+    int field;
+    const char *needle;
+  } cases[] = {{0, "steps 0 is not in [1, 1000]"},    {1, "steps 1001"},
+               {2, "eps -1 must be finite"},          {3, "eps nan"},
+               {4, "safety -2"},                      {5, "unknown coefficient preset 9"},
+               {6, "unknown algorithm 9"},            {7, "shard 5 is neither"},
+               {8, "negative shard size -3x8"},       {9, "coefficients given (3) with a preset"},
+               {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
+               {12, "has 0 columns"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    create_case_t c;
+    init_case(&c, 2);
+    for (int r = 0; r < 2; r++) {
+      tpla_ns_desc_t *d = &c.desc[r];
+      static const float three[3] = {1, 2, 3};
+      switch (cases[i].field) {
+      case 0: d->steps = 0; break;
+      case 1: d->steps = 1001; break;
+      case 2: d->eps = -1.0f; break;
+      case 3: d->eps = NAN; break;
+      case 4: d->safety = -2.0f; break;
+      case 5: d->preset = (tpla_ns_preset_t)9; break;
+      case 6: d->algorithm = (tpla_ns_algorithm_t)9; break;
+      case 7: d->shard = (tpla_shard_t)5; break;
+      case 8: d->local_rows = -3; break;
+      case 9: d->coefficients = three, d->ncoefficients = 3; break;
+      case 10: d->algorithm = TPLA_NS_ALGO_LOCAL; break;
+      case 11: d->size = 8; break;
+      case 12: d->local_cols = 0; break;
+      }
+    }
+    if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))
+      ASSERT_TRUE(!"bad value accepted or misreported");
+  }
+}
+
+static void test_null_arguments(void) {
+  tpla_ns_desc_t d = good_desc(0, 1);
+  tpla_ns_plan_t plan = NULL;
+  ASSERT_STATUS(tpla_ns_plan_create(&plan, NULL, &d), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "argument 'ctx' is NULL");
+  create_case_t c;
+  init_case(&c, 2);
+  c.null_plan[0] = true;
+  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 1u << 0, NULL), 0);
+  ASSERT_CONTAINS(c.msg[0], "argument 'plan' is NULL");
+  ASSERT_CONTAINS(c.msg[1], "rank 0 rejected its arguments: argument 'plan' is NULL");
+  init_case(&c, 2);
+  c.null_desc[1] = true;
+  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 1u << 1, NULL), 0);
+  ASSERT_CONTAINS(c.msg[1], "argument 'desc' is NULL");
+  ASSERT_STATUS(tpla_ns_plan_destroy(NULL), TPLA_SUCCESS);
+  size_t bytes;
+  tpla_ns_algorithm_t algo;
+  ASSERT_STATUS(tpla_ns_plan_workspace_bytes(NULL, &bytes), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_ns_plan_algorithm(NULL, &algo), TPLA_ERROR_INVALID_ARGUMENT);
+  float buf[4] = {0};
+  tpla_matrix_t x = {buf, 2, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_ns_execute(NULL, x, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_ns_execute_out(NULL, x, x, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+}
+
+static void test_zero_size(void) {
+  create_case_t c;
+  init_case(&c, 2);
+  c.desc[0].local_rows = c.desc[1].local_rows = 0;
+  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, "every rank's shard is empty"), 0);
+  ASSERT_CONTAINS(c.msg[0], "0x8");
+}
+
+/* ---- execute ---------------------------------------------------------------- */
+
+enum { X_NULL_DATA, X_LD, X_SHAPE, X_DTYPE, X_OUT_OVERLAP, X_OUT_SHAPE, X_CASES };
+
+typedef struct {
+  int which;
+  int bad; /* ranks that failed the check */
+} exec_case_t;
+
+static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  exec_case_t *c = arg;
+  tpla_ns_desc_t d = good_desc(rank, nranks);
+  tpla_ns_plan_t plan = NULL;
+  if (tpla_ns_plan_create(&plan, ctx, &d) != TPLA_SUCCESS)
+    return 1;
+  enum { LD = 10, N = 16 * LD };
+  float buf[N], copy[N], out[N], out_copy[N];
+  rng_t r;
+  rng_seed(&r, 42 + (uint64_t)rank);
+  for (int i = 0; i < N; i++)
+    buf[i] = out[i] = (float)rng_uniform(&r);
+  memcpy(copy, buf, sizeof buf);
+  memcpy(out_copy, out, sizeof out);
+  tpla_matrix_t x = {buf, d.local_rows, d.local_cols, LD, TPLA_FLOAT32}, o = x;
+  o.data = out;
+  const char *needle = "";
+  switch (c->which) {
+  case X_NULL_DATA: x.data = NULL, needle = "data is NULL"; break;
+  case X_LD: x.ld = 7, needle = "ld (7) < max(cols, 1) (8)"; break;
+  case X_SHAPE: x.cols = 7, needle = "the plan's shard is"; break;
+  case X_DTYPE: x.dtype = TPLA_BFLOAT16, needle = "dtype bf16, the plan's is fp32"; break;
+  case X_OUT_OVERLAP: o.data = buf + 1, needle = "argument 'out' overlaps 'x'"; break;
+  case X_OUT_SHAPE: o.rows += 1, needle = "argument 'out'"; break;
+  }
+  bool use_out = c->which >= X_OUT_OVERLAP;
+  tpla_status_t s = use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
+  int bad = s != TPLA_ERROR_INVALID_ARGUMENT || !strstr(tpla_last_error(), needle) ||
+            memcmp(buf, copy, sizeof buf) != 0 || memcmp(out, out_copy, sizeof out) != 0;
+  if (bad)
+    fprintf(stderr, "  case %d rank %d: %s \"%s\" (want \"%s\"), input %s\n", c->which, rank,
+            tpla_status_string(s), tpla_last_error(), needle,
+            memcmp(buf, copy, sizeof buf) ? "MODIFIED" : "untouched");
+  tpla_ns_plan_destroy(plan);
+  return bad;
+}
+
+/* Every rank passes the same bad view (a rank alone would leave the others
+ * waiting in the collective until the timeout). */
+static void test_execute_rejects_bad_views(void) {
+  for (int P = 1; P <= 2; P++)
+    for (int which = 0; which < X_CASES; which++) {
+      exec_case_t c = {which, 0};
+      ASSERT_EQ_INT(run_host_ranks(P, exec_body, &c), 0);
+    }
+}
+
+/* ---- batched ---------------------------------------------------------------- */
+
+typedef struct {
+  int which;
+} batch_case_t;
+
+static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  batch_case_t *c = arg;
+  tpla_ns_desc_t d[3] = {good_desc(rank, nranks), good_desc(rank, nranks), good_desc(rank, nranks)};
+  tpla_ns_batch_plan_t plan = NULL;
+  int count = 3, bad = 0;
+  tpla_status_t want = TPLA_ERROR_INVALID_ARGUMENT, s;
+  const char *needle = "";
+  switch (c->which) {
+  case 0: count = 0, needle = "argument 'count': 0 is not in"; break;
+  case 1: count = rank == 1 ? 2 : 3, want = TPLA_ERROR_REMOTE, needle = "rank 1 has count = 2";
+    break;
+  case 2: d[1].steps = 0, needle = "argument 'descs[1]': steps 0"; break;
+  case 3: d[2].local_cols = rank == 0 ? 8 : 6, want = TPLA_ERROR_REMOTE,
+          needle = "rank 1 has local_cols"; break;
+  }
+  if (c->which < 4) {
+    s = tpla_ns_batch_plan_create(&plan, ctx, count, d);
+    bad = s != want || plan != NULL || !strstr(tpla_last_error(), needle);
+  } else {
+    if (tpla_ns_batch_plan_create(&plan, ctx, 3, d) != TPLA_SUCCESS)
+      return 1;
+    float buf[3][128], copy[3][128];
+    for (int i = 0; i < 3 * 128; i++)
+      buf[i / 128][i % 128] = (float)i;
+    memcpy(copy, buf, sizeof buf);
+    tpla_matrix_t xs[3];
+    for (int i = 0; i < 3; i++)
+      xs[i] = (tpla_matrix_t){buf[i], d[i].local_rows, 8, 8, TPLA_FLOAT32};
+    if (c->which == 4)
+      xs[1].rows += 1, needle = "argument 'xs[1]'";
+    else
+      xs[2].data = buf[0] + 8, needle = "argument 'xs[2]' overlaps xs[0]";
+    s = tpla_ns_batch_execute(plan, xs, NULL);
+    bad = s != want || !strstr(tpla_last_error(), needle) || memcmp(buf, copy, sizeof buf);
+    int owner = 0;
+    bad |= tpla_ns_batch_plan_owner(plan, 3, &owner) != TPLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (bad)
+    fprintf(stderr, "  batch case %d rank %d: %s \"%s\" (want \"%s\")\n", c->which, rank,
+            tpla_status_string(s), tpla_last_error(), needle);
+  tpla_ns_batch_plan_destroy(plan);
+  return bad;
+}
+
+static void test_batch_errors(void) {
+  for (int which = 0; which < 6; which++) {
+    batch_case_t c = {which};
+    ASSERT_EQ_INT(run_host_ranks(2, batch_body, &c), 0);
+  }
+  tpla_ns_batch_plan_t plan = NULL;
+  ASSERT_STATUS(tpla_ns_batch_plan_create(&plan, NULL, 1, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_ns_batch_execute(NULL, NULL, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_ns_batch_plan_destroy(NULL), TPLA_SUCCESS);
+}
+
+int main(void) {
+  TEST(test_user_coefficient_count);
+  TEST(test_disagreement_is_remote_everywhere);
+  TEST(test_unsupported_dtypes);
+  TEST(test_bad_values);
+  TEST(test_null_arguments);
+  TEST(test_zero_size);
+  TEST(test_execute_rejects_bad_views);
+  TEST(test_batch_errors);
+  return test_summary();
+}
