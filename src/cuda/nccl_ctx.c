@@ -54,18 +54,18 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
     if (impl->side[i])
       KEEP_FIRST(tpla_cuda_status(cudaStreamSynchronize(impl->side[i]), fn,
                                   "cudaStreamSynchronize (side stream)"));
-  tpla_cuda_ops_fini(impl->ops_state); /* cudaFree: waits for the device */
+  /* cudaFree waits for the device, so work still running on the caller's
+   * streams finishes with our buffers (the scratch included) first. */
+  if (impl->gemm_ws)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm_ws), fn, "cudaFree (GEMM workspace)"));
+  if (impl->barrier_buf)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->barrier_buf), fn, "cudaFree (barrier buffer)"));
+  tpla_cuda_ops_fini(impl->ops_state);
   if (impl->internal) {
     KEEP_FIRST(tpla_cuda_workspace_release(&impl->scratch, impl->internal, fn));
     KEEP_FIRST(tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn,
                                 "cudaStreamSynchronize (internal stream)"));
   }
-  /* cudaFree waits for the device, so GEMMs still running on the caller's
-   * streams finish with the workspace before it goes. */
-  if (impl->gemm_ws)
-    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm_ws), fn, "cudaFree (GEMM workspace)"));
-  if (impl->barrier_buf)
-    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->barrier_buf), fn, "cudaFree (barrier buffer)"));
   tpla_lt_cache_destroy(impl->gemm_cache);
   if (impl->lt)
     KEEP_FIRST(tpla_cublas_status(cublasLtDestroy(impl->lt), fn, "cublasLtDestroy"));

@@ -223,7 +223,9 @@ static void test_setup_failure_is_remote_on_other_ranks(void) {
 static int same_device_body(struct ncclComm *comm, int rank, int nranks, void *arg) {
   create_outcome_t *out = arg;
   tpla_ctx_t ctx = NULL;
-  out->status[rank] = tpla_ctx_create_nccl(&ctx, comm, NULL);
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = 20000; /* NCCL may hang with two ranks on one GPU */
+  out->status[rank] = tpla_ctx_create_nccl(&ctx, comm, &cfg);
   snprintf(out->error[rank], sizeof out->error[rank], "%s", tpla_last_error());
   if (ctx)
     tpla_ctx_destroy(ctx);
@@ -231,7 +233,8 @@ static int same_device_body(struct ncclComm *comm, int rank, int nranks, void *a
 }
 
 /* Two ranks of one communicator on GPU 0. NCCL usually refuses to build
- * such a communicator ("Duplicate GPU"); if it does build it, tpla must. */
+ * such a communicator ("Duplicate GPU"); if it does build it, tpla must
+ * refuse it on both ranks. Either way nothing may hang. */
 static void test_two_ranks_one_gpu(void) {
   int devices[2] = {0, 0};
   rank_thread_t threads[2];
@@ -245,6 +248,10 @@ static void test_two_ranks_one_gpu(void) {
     SKIP("NCCL does not create a 2-rank communicator on one GPU: %s: %s",
          tpla_status_string(threads[0].comm_status), threads[0].comm_error);
   }
+  if (out.status[0] == TPLA_ERROR_TIMEOUT || out.status[1] == TPLA_ERROR_TIMEOUT)
+    SKIP("NCCL built the communicator but its all-gather with two ranks on one GPU timed "
+         "out (NCCL does not support that), so tpla's check could not run: %s",
+         out.error[out.status[0] == TPLA_ERROR_TIMEOUT ? 0 : 1]);
   for (int r = 0; r < 2; r++) {
     ASSERT_STATUS(out.status[r], TPLA_ERROR_REMOTE);
     ASSERT_CONTAINS(out.error[r], "ranks 0 and 1 are both on GPU");
