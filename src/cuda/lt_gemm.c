@@ -160,8 +160,9 @@ static tpla_status_t plan_create(plan_t *p, cublasLtHandle_t lt, size_t ws_bytes
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->lay_a, p->lay_b, p->lay_d,
                                                        p->lay_d, pref, 1, &result, &returned);
     char shape[400];
-    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS &&
-                                              (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS))) {
+    bool none = hs == CUBLAS_STATUS_SUCCESS &&
+                (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS);
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || none) {
       describe(shape, sizeof shape, g, key->tf32);
       s = tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
                     "cuBLASLt found no algorithm for %s (alignments A %u, B %u, D %u bytes; "

@@ -178,8 +178,9 @@ static tpla_status_t check_records(const rank_record_t *recs, int nranks, const 
     return TPLA_SUCCESS;
   if (len >= sizeof msg)
     snprintf(msg + sizeof msg - 5, 5, "...");
-  return tpla_fail(TPLA_ERROR_REMOTE, fn, "the %d ranks of the communicator disagree (%d problem%s): %s",
-                   nranks, problems, problems == 1 ? "" : "s", msg);
+  return tpla_fail(TPLA_ERROR_REMOTE, fn,
+                   "the %d ranks of the communicator disagree (%d problem%s): %s", nranks,
+                   problems, problems == 1 ? "" : "s", msg);
 }
 
 /* recv (nranks * bytes, host) = every rank's `bytes` of host memory at

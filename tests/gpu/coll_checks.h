@@ -85,7 +85,8 @@ static int check_allreduce(rank_env_t *e, tpla_dtype_t dt, size_t count, int in_
   if (send && recv) {
     failures += TPLA_FAILED(tpla_allreduce(e->ctx, recv, send, count, dt, e->stream));
     failures += sync_env(e, "allreduce");
-    failures += expect(recv, count, dt, want, e->rank, in_place ? "allreduce in place" : "allreduce");
+    failures +=
+        expect(recv, count, dt, want, e->rank, in_place ? "allreduce in place" : "allreduce");
   }
   if (recv != send)
     cudaFree(recv);
@@ -263,7 +264,8 @@ static int check_gemm(rank_env_t *e) {
   for (int64_t i = 0; i < k * n; i++)
     b[i] = value(e->rank + 3, (size_t)i, 7);
   gemm_ref_f64(ref, absr, n, m, n, k, a, k, TPLA_OP_N, b, n, TPLA_OP_N);
-  void *da = upload(a, (size_t)(m * k), TPLA_BFLOAT16), *db = upload(b, (size_t)(k * n), TPLA_BFLOAT16);
+  void *da = upload(a, (size_t)(m * k), TPLA_BFLOAT16);
+  void *db = upload(b, (size_t)(k * n), TPLA_BFLOAT16);
   void *dd = upload(ref, (size_t)(m * n), TPLA_FLOAT32);
   CHECK(&failures, da && db && dd, "upload");
   if (da && db && dd) {

@@ -44,7 +44,11 @@ fail_step() { FAILED=$((FAILED + 1)); FAILURES+=("$1"); }
 show_tail() { echo "---- last lines of $1 ----"; tail -n "${2:-40}" "$1"; echo "----"; }
 
 with_all_gpus() {
-  if [ -n "$ALL_GPUS_SET" ]; then CUDA_VISIBLE_DEVICES="$ALL_GPUS" "$@"; else env -u CUDA_VISIBLE_DEVICES "$@"; fi
+  if [ -n "$ALL_GPUS_SET" ]; then
+    CUDA_VISIBLE_DEVICES="$ALL_GPUS" "$@"
+  else
+    env -u CUDA_VISIBLE_DEVICES "$@"
+  fi
 }
 
 finish() {
@@ -157,8 +161,9 @@ if [ "$MEMCHECK" -eq 1 ]; then
     SKIPPED=$((SKIPPED + 1))
   else
     note "memcheck: compute-sanitizer --tool memcheck test_gpu_gemm (slow)"
-    CUDA_VISIBLE_DEVICES=0 TPLA_TEST_NO_WATCHDOG=1 timeout 1800 "$SAN" --tool memcheck --error-exitcode 99 \
-      "$BUILD/tests/test_gpu_gemm" > "$LOGS/memcheck.log" 2>&1
+    CUDA_VISIBLE_DEVICES=0 TPLA_TEST_NO_WATCHDOG=1 timeout 1800 \
+      "$SAN" --tool memcheck --error-exitcode 99 "$BUILD/tests/test_gpu_gemm" \
+      > "$LOGS/memcheck.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
       PASSED=$((PASSED + 1)); note "memcheck: clean"

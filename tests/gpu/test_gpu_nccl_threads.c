@@ -7,8 +7,9 @@
  * (the values are quarter-integers, so every sum is exact), plus a sendrecv
  * ring, broadcast from every root, barrier and a GEMM per rank. Then the
  * failure paths: a version disagreement (TPLA_ERROR_REMOTE on both ranks),
- * two ranks on one GPU, and a communicator whose other rank never joins
- * (TPLA_ERROR_TIMEOUT).
+ * a rank whose own setup fails (OUT_OF_MEMORY there, REMOTE at once on the
+ * other), two ranks on one GPU, and a communicator whose other rank never
+ * joins (TPLA_ERROR_TIMEOUT).
  *
  * Run: build-gpu/tests/test_gpu_nccl_threads (exits 77 without a GPU).
  */
