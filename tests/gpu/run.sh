@@ -155,8 +155,12 @@ fi
 
 # ---- compute-sanitizer ------------------------------------------------------------------
 if [ "$MEMCHECK" -eq 1 ]; then
-  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  if [ ! -x "$SAN" ]; then
+  SAN=$(command -v compute-sanitizer)
+  for c in /usr/local/cuda/bin/compute-sanitizer \
+           /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
+  done
+  if [ -z "$SAN" ]; then
     note "memcheck: compute-sanitizer not found: skipped"
     SKIPPED=$((SKIPPED + 1))
   else
