@@ -244,6 +244,9 @@ static void test_two_ranks_one_gpu(void) {
   ASSERT_EQ_INT(run_ranks(2, devices, 30000, same_device_body, &out, threads), 0);
   if (threads[0].comm_status != TPLA_SUCCESS || threads[1].comm_status != TPLA_SUCCESS) {
     /* Both must have failed cleanly (no hang), with a message. */
+    for (int r = 0; r < 2; r++)
+      printf("# rank %d: tpla_nccl_comm_create: %s: %s\n", r,
+             tpla_status_string(threads[r].comm_status), threads[r].comm_error);
     ASSERT_TRUE(threads[0].comm_status != TPLA_SUCCESS);
     ASSERT_TRUE(threads[1].comm_status != TPLA_SUCCESS);
     SKIP("NCCL does not create a 2-rank communicator on one GPU: %s: %s",
