@@ -149,6 +149,9 @@ typedef struct {
   int64_t sizes[8];    /* of the sharded dimension */
   int ld_pad;          /* ld = cols + ld_pad */
   bool use_out;        /* tpla_ns_execute_out into a second buffer */
+  bool alias_out;      /* tpla_ns_execute_out with out == x */
+  int user_rank;       /* this rank (if > 0) passes the preset's table as TPLA_NS_USER */
+  const float *user_table;
   const double *x;     /* global input, m x n (rounded to dtype on the way in) */
   double *out;         /* global output */
   tpla_ns_algorithm_t algo[8];
@@ -174,6 +177,11 @@ static inline int ns_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
   tpla_ns_desc_t d = run->desc;
   d.local_rows = lr;
   d.local_cols = lc;
+  if (run->user_rank > 0 && rank == run->user_rank) {
+    d.preset = TPLA_NS_USER;
+    d.coefficients = run->user_table;
+    d.ncoefficients = 3 * (size_t)d.steps;
+  }
   tpla_ns_plan_t plan = NULL;
   int fail = 0;
   tpla_status_t s = tpla_ns_plan_create(&plan, ctx, &d);
@@ -182,7 +190,10 @@ static inline int ns_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
     tpla_matrix_t o = {lr > 0 ? out : NULL, lr, lc, ld, dt};
     tpla_ns_plan_algorithm(plan, &run->algo[rank]);
     tpla_ns_plan_workspace_bytes(plan, &run->ws[rank]);
-    s = run->use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
+    if (run->alias_out)
+      s = tpla_ns_execute_out(plan, x, x, NULL);
+    else
+      s = run->use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
   }
   if (s != TPLA_SUCCESS) {
     fprintf(stderr, "  rank %d: %s: %s\n", rank, tpla_status_string(s), tpla_last_error());

@@ -9,6 +9,8 @@
  */
 #include "test_ns_common.h"
 
+#include "ns.h" /* the cost model */
+
 static uint64_t seed;
 
 /* Distributed vs single-rank (and single-rank vs float64) for one config. */
@@ -36,6 +38,21 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
     tpla_ns_algorithm_t want = P == 1 ? TPLA_NS_ALGO_LOCAL : algo;
     if (run.algo[r] != run.algo[0] || (want != TPLA_NS_ALGO_AUTO && run.algo[r] != want)) {
       fprintf(stderr, "  rank %d runs algorithm %d, expected %d\n", r, run.algo[r], want);
+      bad = 1;
+    }
+  }
+  /* DESIGN.md budget: two shard copies + three Gram matrices (the Gram of
+   * the non-sharded dimension for a forced GRAM_ALLREDUCE), or the gathered
+   * matrix. Checked for even shards, where "the shard" is well defined. */
+  for (int r = 0; r < P && !bad && !uneven; r++) {
+    int64_t g = shard == TPLA_SHARD_ROWS ? m : n, k = shard == TPLA_SHARD_ROWS ? n : m;
+    int64_t shard_elems = (g + P - 1) / P * k, moved = g * ((k + P - 1) / P);
+    int64_t big = m > n ? m : n, most = shard_elems > moved ? shard_elems : moved;
+    size_t allowed = (size_t)(2 * most + 3 * big * big) * 4 + 4096;
+    if (run.algo[r] == TPLA_NS_ALGO_GATHER)
+      allowed += (size_t)(m * n) * 4;
+    if (run.ws[r] > allowed) {
+      fprintf(stderr, "  rank %d: workspace %zu bytes > budget %zu\n", r, run.ws[r], allowed);
       bad = 1;
     }
   }
@@ -108,6 +125,22 @@ static void test_every_preset(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* A non-sharded dimension smaller than the rank count: some ranks get no
+ * columns after the redistribution. */
+static void test_tiny_dims(void) {
+  double worst[2] = {0, 0};
+  int failures = 0;
+  for (int a = TPLA_NS_ALGO_GRAM_ALLREDUCE; a <= TPLA_NS_ALGO_GATHER; a++) {
+    failures += check_config(8, TPLA_SHARD_ROWS, 30, 5, false, (tpla_ns_algorithm_t)a,
+                             TPLA_NS_MUON, 5, a, worst);
+    failures += check_config(7, TPLA_SHARD_COLS, 3, 29, true, (tpla_ns_algorithm_t)a,
+                             TPLA_NS_MUON, 5, a + 1, worst);
+    failures += check_config(6, TPLA_SHARD_ROWS, 1, 17, false, (tpla_ns_algorithm_t)a,
+                             TPLA_NS_CUBIC, 3, a, worst);
+  }
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* Larger Gram dims (several symmetric blocks, both update variants). */
 static void test_larger(void) {
   double worst[2] = {0, 0};
@@ -121,11 +154,158 @@ static void test_larger(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* Runs x (m x n) on P ranks (rows sharded, uneven) with run's options;
+ * returns the result or NULL. */
+static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int P) {
+  double *out = calloc((size_t)(m * n), sizeof(double));
+  run.P = P;
+  run.m = m;
+  run.n = n;
+  run.x = x;
+  run.out = out;
+  split(run.desc.shard == TPLA_SHARD_ROWS ? m : n, P, true, run.sizes);
+  if (ns_run(&run) != 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* A rank passing the preset's own table as TPLA_NS_USER agrees with the
+ * others (the ranks compare tables, not names) and changes nothing. */
+static void test_user_table_equals_preset(void) {
+  double *x = random_matrix(30, 18, TPLA_FLOAT32, seed + 11);
+  float table[3 * 6];
+  preset_table(TPLA_NS_MUON_SCHEDULE5, 6, table);
+  ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+  run.desc.preset = TPLA_NS_MUON_SCHEDULE5;
+  run.desc.steps = 6;
+  double *a = run_with(run, x, 30, 18, 3);
+  run.user_rank = 2;
+  run.user_table = table;
+  double *b = run_with(run, x, 30, 18, 3);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(memcmp(a, b, sizeof(double) * 30 * 18) == 0);
+  free(x);
+  free(a);
+  free(b);
+}
+
+/* safety and eps as given, against the float64 reference. */
+static void test_custom_safety_and_eps(void) {
+  double *x = random_matrix(26, 40, TPLA_FLOAT32, seed + 12);
+  ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+  run.desc.safety = 2.5f;
+  run.desc.eps = 1e-2f;
+  run.desc.preset = TPLA_NS_POLAR_EXPRESS;
+  run.desc.steps = 6;
+  run.desc.shard = TPLA_SHARD_COLS;
+  double *got = run_with(run, x, 26, 40, 3);
+  ASSERT_TRUE(got != NULL);
+  float table[18], rescaled[18];
+  preset_table(TPLA_NS_POLAR_EXPRESS, 6, table);
+  /* Polar Express divides its triples by powers of the safety factor: redo
+   * it for 2.5 from the 1.01 table. */
+  double r = 1.01f / 2.5f;
+  for (int k = 0; k < 6; k++) {
+    rescaled[3 * k] = (float)(table[3 * k] * r);
+    rescaled[3 * k + 1] = (float)(table[3 * k + 1] * r * r * r);
+    rescaled[3 * k + 2] = (float)(table[3 * k + 2] * r * r * r * r * r);
+  }
+  double *ref = malloc(sizeof(double) * 26 * 40);
+  memcpy(ref, x, sizeof(double) * 26 * 40);
+  ref_ns(ref, 26, 40, rescaled, 6, 2.5f, 1e-2f);
+  double e = rel_diff(got, ref, 26 * 40);
+  printf("  safety 2.5, eps 1e-2: vs float64 %.2e\n", e);
+  ASSERT_LE(e, 1e-4);
+  free(x);
+  free(got);
+  free(ref);
+}
+
+/* gram_dtype = the input dtype: within bf16 rounding of the fp32 Gram, and
+ * distributed equals one rank to bf16 rounding. */
+static void test_half_gram(void) {
+  double *x = random_matrix(36, 20, TPLA_BFLOAT16, seed + 13);
+  ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+  run.desc.dtype = TPLA_BFLOAT16;
+  double *f32gram = run_with(run, x, 36, 20, 1);
+  run.desc.gram_dtype = TPLA_BFLOAT16;
+  double *one = run_with(run, x, 36, 20, 1);
+  run.desc.algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE;
+  double *dist = run_with(run, x, 36, 20, 3);
+  run.desc.shard = TPLA_SHARD_COLS;
+  run.desc.algorithm = TPLA_NS_ALGO_REDISTRIBUTE;
+  double *redist = run_with(run, x, 36, 20, 4);
+  ASSERT_TRUE(f32gram && one && dist && redist);
+  double e1 = rel_diff(one, f32gram, 720), e2 = rel_diff(dist, one, 720);
+  double e3 = rel_diff(redist, one, 720);
+  printf("  bf16 Gram vs fp32 Gram %.2e; distributed vs 1 rank %.2e, %.2e\n", e1, e2, e3);
+  ASSERT_LE(e1, 6e-2); /* ~15 bf16 units: Muon's steps amplify rounding */
+  ASSERT_LE(e2, 6e-2);
+  ASSERT_LE(e3, 6e-2);
+  ASSERT_TRUE(e1 > 0.0); /* the bf16 Gram really was used */
+  free(x);
+  free(f32gram);
+  free(one);
+  free(dist);
+  free(redist);
+}
+
+/* execute_out with out == x is in place. */
+static void test_execute_out_in_place(void) {
+  double *x = random_matrix(24, 24, TPLA_FLOAT32, seed + 14);
+  ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+  double *a = run_with(run, x, 24, 24, 2);
+  run.alias_out = true;
+  double *b = run_with(run, x, 24, 24, 2);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(memcmp(a, b, sizeof(double) * 24 * 24) == 0);
+  free(x);
+  free(a);
+  free(b);
+}
+
+/* The cost model with the CUDA executor's constants on the DESIGN.md 2-GPU
+ * shapes (rows sharded, bf16, 5 steps): the long-dimension Gram all-reduce
+ * of a wide matrix is never chosen; tall matrices use the Gram all-reduce. */
+static void test_cost_model_choices(void) {
+  struct tpla_ctx cuda = {0};
+  cuda.executor = TPLA_EXECUTOR_CUDA;
+  const ns_machine_t *mach = ns_machine(&cuda);
+  struct {
+    int64_t m, n;
+    tpla_ns_algorithm_t want;
+  } cases[] = {{16384, 4096, TPLA_NS_ALGO_GRAM_ALLREDUCE},
+               {14336, 4096, TPLA_NS_ALGO_GRAM_ALLREDUCE},
+               {4096, 14336, TPLA_NS_ALGO_REDISTRIBUTE}};
+  for (int i = 0; i < 3; i++) {
+    int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
+    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+    ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
+  }
+  int64_t rows[2] = {4096, 4096};
+  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+  ASSERT_TRUE(ns_choose(mach, &sq, NULL) != TPLA_NS_ALGO_GATHER);
+  /* the update that avoids the redundant square on a short shard */
+  ns_update_t u;
+  ns_step_time(mach, 8192, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
+  ASSERT_EQ_INT(u, NS_UPDATE_CHAIN);
+  ns_step_time(mach, 4096, 8192, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
+  ASSERT_EQ_INT(u, NS_UPDATE_SQUARE);
+}
+
 int main(void) {
   seed = fresh_seed("test_ns_dist");
   TEST(test_every_algorithm);
   TEST(test_rank_counts);
   TEST(test_every_preset);
+  TEST(test_tiny_dims);
   TEST(test_larger);
+  TEST(test_user_table_equals_preset);
+  TEST(test_custom_safety_and_eps);
+  TEST(test_half_gram);
+  TEST(test_execute_out_in_place);
+  TEST(test_cost_model_choices);
   return test_summary();
 }
