@@ -1,0 +1,133 @@
+/*
+ * host.h - internals of the host executor, shared by its files:
+ *   group.c       the thread-rank group: per-rank slots, timed rendezvous,
+ *                 point-to-point mailboxes, broken-group bookkeeping;
+ *   host_ctx.c    tpla_ctx_create_host, the backend table, scratch;
+ *   host_coll.c   the collectives;
+ *   host_gemm.c   the CPU GEMM (Fortran BLAS sgemm_ or a blocked C loop);
+ *   host_kernels.c the elementwise building blocks (axpby, sumsq, ...).
+ *
+ * Ranks are threads of one process, so a collective is: every rank posts a
+ * description of its call (pointers included) in its slot, a timed
+ * rendezvous, every rank checks that the posts agree and then reads the
+ * other ranks' memory directly, and an untimed rendezvous so that nobody's
+ * buffers change while others still read them.
+ */
+#ifndef TPLA_HOST_H
+#define TPLA_HOST_H
+
+#include "internal.h"
+
+/* ---- grow-only scratch (one per purpose, per context) ------------------- */
+
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} host_scratch_t;
+
+/* Make s->ptr hold at least `bytes` (64-byte aligned; old contents are
+ * lost). OUT_OF_MEMORY, reported as coming from `fn`, on failure. */
+tpla_status_t host_scratch_reserve(host_scratch_t *s, size_t bytes, const char *fn);
+void host_scratch_free(host_scratch_t *s);
+
+/* ---- the group (group.c) ------------------------------------------------ */
+
+typedef enum {
+  HOST_OP_BARRIER = 1,
+  HOST_OP_ALLREDUCE,
+  HOST_OP_ALLGATHERV,
+  HOST_OP_REDUCE_SCATTERV,
+  HOST_OP_BROADCAST,
+  HOST_OP_ALLTOALLV
+} host_op_kind_t;
+
+/* What a rank posts when it enters a group-wide collective. Fields that an
+ * operation does not use stay zero, so posts compare field by field. */
+typedef struct {
+  host_op_kind_t kind;
+  tpla_dtype_t dtype;
+  size_t count;           /* allreduce/broadcast: count; allgatherv: own counts[rank] */
+  size_t total;           /* *v: sum of counts */
+  uint64_t counts_hash;   /* *v: fingerprint of the whole counts array */
+  int root;               /* broadcast */
+  const void *send;       /* send buffer (broadcast: buf) */
+  void *recv;
+  const void *scratch;    /* allreduce: this rank's reduced slice */
+  const size_t *counts;   /* alltoallv: send counts; read only between rendezvous */
+  const size_t *displs;   /* alltoallv: send displacements */
+  tpla_status_t local_status; /* not SUCCESS: this rank rejected its own call */
+} host_post_t;
+
+int host_group_nranks(tpla_host_group_t g);
+/* The group's configuration (defaults applied). */
+const tpla_config_t *host_group_config(tpla_host_group_t g);
+
+/* Register / unregister the context of `rank` (INVALID_USAGE if the rank
+ * already has one). */
+tpla_status_t host_group_join(tpla_host_group_t g, int rank, const char *fn);
+void host_group_leave(tpla_host_group_t g, int rank);
+
+/* Post `post` in the slot of `rank` and wait, at most timeout_ms, until
+ * every rank has posted. TIMEOUT (and the group breaks) when time runs out,
+ * REMOTE if the group is or becomes broken. On SUCCESS every post of this
+ * operation can be read with host_group_post() until the next
+ * host_group_sync(). */
+tpla_status_t host_group_enter(tpla_host_group_t g, int rank, const host_post_t *post,
+                               int64_t timeout_ms, const char *fn);
+const host_post_t *host_group_post(tpla_host_group_t g, int rank);
+/* Wait until every rank reaches this point; returns the OR of every rank's
+ * `flag`. Untimed: it is only used after a successful host_group_enter,
+ * when every rank is inside the same operation and only finite local work
+ * remains before each arrives. */
+int host_group_sync(tpla_host_group_t g, int flag);
+
+/* Point-to-point: send `send_count` elements to `dst` and receive
+ * `recv_count` from `src` (-1: none; both differ from `rank`). A rank that
+ * rejected its own call passes that status as local_status: the transfer
+ * then moves no data, its peers get REMOTE and it gets local_status back. */
+tpla_status_t host_group_sendrecv(tpla_host_group_t g, int rank, int64_t timeout_ms,
+                                  const char *fn, tpla_dtype_t dtype, const void *send,
+                                  size_t send_count, int dst, void *recv, size_t recv_count,
+                                  int src, tpla_status_t local_status);
+
+/* ---- contexts (host_ctx.c) and collectives (host_coll.c) ---------------- */
+
+/* ctx->impl of a host context. Scratch is per context and grow-only, so no
+ * group-wide allocation has to be coordinated. */
+typedef struct {
+  tpla_host_group_t group;
+  host_scratch_t coll; /* collectives: this rank's reduced slice */
+  host_scratch_t gemm; /* GEMM: fp32 copies of half operands, packed panels */
+} host_ctx_t;
+
+tpla_status_t host_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
+                             tpla_dtype_t dtype, void *stream);
+tpla_status_t host_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, const size_t *counts,
+                              tpla_dtype_t dtype, void *stream);
+tpla_status_t host_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
+                                   const size_t *counts, tpla_dtype_t dtype, void *stream);
+tpla_status_t host_broadcast(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype_t dtype,
+                             int root, void *stream);
+tpla_status_t host_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
+                            void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
+                            void *stream);
+tpla_status_t host_barrier(tpla_ctx_t ctx, void *stream);
+tpla_status_t host_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_counts,
+                             const size_t *recv_displs, const void *send,
+                             const size_t *send_counts, const size_t *send_displs,
+                             tpla_dtype_t dtype, void *stream);
+
+/* ---- GEMM (host_gemm.c) ------------------------------------------------- */
+
+/* Run a validated GEMM; scratch holds fp32 copies of half operands. */
+tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *call);
+
+/* ---- elementwise building blocks (host_kernels.c) ----------------------- */
+
+tpla_status_t host_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta);
+tpla_status_t host_sumsq(float *sumsq, tpla_matrix_t x);
+tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+                                 float safety, float eps);
+tpla_status_t host_mirror_upper(tpla_matrix_t a);
+
+#endif /* TPLA_HOST_H */

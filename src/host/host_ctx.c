@@ -1,0 +1,152 @@
+/*
+ * host_ctx.c - contexts of the host executor: tpla_ctx_create_host, the
+ * backend table (collectives in host_coll.c, GEMM in host_gemm.c, building
+ * blocks in host_kernels.c, the plan-time exchange in host_ops.c),
+ * per-context grow-only scratch, plan memory.
+ */
+#include "host.h"
+#include "host_ops.h"
+
+#include <stdlib.h>
+
+/* ---- scratch ------------------------------------------------------------- */
+
+tpla_status_t host_scratch_reserve(host_scratch_t *s, size_t bytes, const char *fn) {
+  if (bytes <= s->bytes)
+    return TPLA_SUCCESS;
+  size_t rounded = (bytes + 63) & ~(size_t)63;
+  if (rounded < bytes)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "host scratch of %zu bytes is too large",
+                     bytes);
+  void *p = aligned_alloc(64, rounded);
+  if (p == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate %zu bytes of host scratch",
+                     rounded);
+  free(s->ptr);
+  s->ptr = p;
+  s->bytes = rounded;
+  return TPLA_SUCCESS;
+}
+
+void host_scratch_free(host_scratch_t *s) {
+  free(s->ptr);
+  s->ptr = NULL;
+  s->bytes = 0;
+}
+
+/* ---- backend methods ----------------------------------------------------- */
+
+static host_ctx_t *impl(tpla_ctx_t ctx) { return (host_ctx_t *)ctx->impl; }
+
+static tpla_status_t host_destroy(tpla_ctx_t ctx) {
+  host_ctx_t *h = impl(ctx);
+  host_group_leave(h->group, ctx->rank);
+  host_scratch_free(&h->coll);
+  host_scratch_free(&h->gemm);
+  free(h);
+  ctx->impl = NULL;
+  return TPLA_SUCCESS;
+}
+
+static size_t host_workspace_bytes(tpla_ctx_t ctx) {
+  return impl(ctx)->coll.bytes + impl(ctx)->gemm.bytes;
+}
+
+static tpla_status_t host_gemm(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
+  return host_gemm_run(&impl(ctx)->gemm, call);
+}
+
+static tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
+  size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
+  void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
+  if (p == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "host executor",
+                     "cannot allocate %zu bytes of plan memory", bytes);
+  *ptr = p;
+  return TPLA_SUCCESS;
+}
+
+static void host_mem_free(tpla_ctx_t ctx, void *ptr) { free(ptr); }
+
+static tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
+                                  float beta, void *stream) {
+  return host_axpby(y, x, alpha, beta);
+}
+
+static tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
+  return host_sumsq(sumsq, x);
+}
+
+static tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
+                                          const float *sumsq, float safety, float eps,
+                                          void *stream) {
+  return host_scale_by_norm(y, x, sumsq, safety, eps);
+}
+
+static tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
+  return host_mirror_upper(a);
+}
+
+static const tpla_backend_t host_backend = {
+    .name = "host",
+    .destroy = host_destroy,
+    .allreduce = host_allreduce,
+    .allgatherv = host_allgatherv,
+    .reduce_scatterv = host_reduce_scatterv,
+    .broadcast = host_broadcast,
+    .sendrecv = host_sendrecv,
+    .barrier = host_barrier,
+    .gemm = host_gemm,
+    .workspace_bytes = host_workspace_bytes,
+    .mem_alloc = host_mem_alloc,
+    .mem_free = host_mem_free,
+    .axpby = host_axpby_m,
+    .sumsq = host_sumsq_m,
+    .scale_by_norm = host_scale_by_norm_m,
+    .mirror_upper = host_mirror_upper_m,
+    .alltoallv = host_alltoallv,
+    .exchange = tpla_host_exchange, /* host_ops.c */
+};
+
+/* ---- public: create ------------------------------------------------------ */
+
+tpla_status_t tpla_ctx_create_host(tpla_ctx_t *ctx, tpla_host_group_t group, int rank,
+                                   const tpla_config_t *cfg) {
+  static const char fn[] = "tpla_ctx_create_host";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  if (group == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'group' is NULL");
+  int nranks = host_group_nranks(group);
+  if (rank < 0 || rank >= nranks)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'rank': %d is not in [0, %d)",
+                     rank, nranks);
+  /* Without a configuration of its own a context inherits the group's. */
+  tpla_config_t conf = *host_group_config(group);
+  if (cfg != NULL)
+    TPLA_TRY(tpla_check_config(fn, cfg, &conf));
+  struct tpla_ctx *c = calloc(1, sizeof *c);
+  host_ctx_t *h = calloc(1, sizeof *h);
+  if (c == NULL || h == NULL) {
+    free(c);
+    free(h);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate a context");
+  }
+  tpla_status_t s = host_group_join(group, rank, fn);
+  if (s != TPLA_SUCCESS) {
+    free(c);
+    free(h);
+    return s;
+  }
+  h->group = group;
+  c->backend = &host_backend;
+  c->executor = TPLA_EXECUTOR_HOST;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = -1;
+  c->cfg = conf;
+  c->impl = h;
+  *ctx = c;
+  return TPLA_SUCCESS;
+}

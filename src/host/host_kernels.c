@@ -1,0 +1,86 @@
+/*
+ * host_kernels.c - the elementwise building blocks of the algorithms on the
+ * host executor (the backend's axpby, sumsq, scale_by_norm, mirror_upper;
+ * see internal.h). Views are validated by their callers. Math is fp32 like
+ * the CUDA kernels', except that sumsq accumulates in fp64 so that the
+ * result does not depend on the summation order.
+ */
+#include "host.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline float load(const tpla_matrix_t *m, int64_t i, int64_t j) {
+  size_t at = (size_t)(i * m->ld + j);
+  switch (m->dtype) {
+  case TPLA_FLOAT32: return ((const float *)m->data)[at];
+  case TPLA_FLOAT16: return tpla_half_to_float(((const uint16_t *)m->data)[at]);
+  case TPLA_BFLOAT16: return tpla_bf16_to_float(((const uint16_t *)m->data)[at]);
+  case TPLA_FLOAT64: return (float)((const double *)m->data)[at];
+  case TPLA_UINT8: return ((const uint8_t *)m->data)[at];
+  }
+  return 0.0f;
+}
+
+static inline void store(const tpla_matrix_t *m, int64_t i, int64_t j, float v) {
+  size_t at = (size_t)(i * m->ld + j);
+  switch (m->dtype) {
+  case TPLA_FLOAT32: ((float *)m->data)[at] = v; break;
+  case TPLA_FLOAT16: ((uint16_t *)m->data)[at] = tpla_float_to_half(v); break;
+  case TPLA_BFLOAT16: ((uint16_t *)m->data)[at] = tpla_float_to_bf16(v); break;
+  case TPLA_FLOAT64: ((double *)m->data)[at] = v; break;
+  case TPLA_UINT8: ((uint8_t *)m->data)[at] = (uint8_t)v; break;
+  }
+}
+
+tpla_status_t host_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta) {
+  if (y.rows == 0 || y.cols == 0)
+    return TPLA_SUCCESS; /* data may be NULL */
+  for (int64_t i = 0; i < y.rows; i++) {
+    if (beta == 0.0f && x.dtype == TPLA_FLOAT32 && y.dtype == TPLA_FLOAT32 && alpha == 1.0f) {
+      memmove((float *)y.data + i * y.ld, (const float *)x.data + i * x.ld,
+              (size_t)y.cols * sizeof(float));
+      continue;
+    }
+    for (int64_t j = 0; j < y.cols; j++) {
+      float v = alpha * load(&x, i, j);
+      if (beta != 0.0f) /* beta = 0 never reads y */
+        v += beta * load(&y, i, j);
+      store(&y, i, j, v);
+    }
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_sumsq(float *sumsq, tpla_matrix_t x) {
+  double acc = 0.0;
+  for (int64_t i = 0; i < x.rows; i++)
+    for (int64_t j = 0; j < x.cols; j++) {
+      double v = load(&x, i, j);
+      acc += v * v;
+    }
+  *sumsq = (float)acc;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+                                 float safety, float eps) {
+  if (y.rows == 0 || y.cols == 0)
+    return TPLA_SUCCESS;
+  float scale = 1.0f / (safety * sqrtf(*sumsq) + eps);
+  for (int64_t i = 0; i < y.rows; i++)
+    for (int64_t j = 0; j < y.cols; j++)
+      store(&y, i, j, load(&x, i, j) * scale);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_mirror_upper(tpla_matrix_t a) {
+  if (a.rows == 0 || a.cols == 0)
+    return TPLA_SUCCESS;
+  size_t es = tpla_dtype_size(a.dtype);
+  char *base = a.data;
+  for (int64_t i = 1; i < a.rows; i++)
+    for (int64_t j = 0; j < i && j < a.cols; j++)
+      memcpy(base + (size_t)(i * a.ld + j) * es, base + (size_t)(j * a.ld + i) * es, es);
+  return TPLA_SUCCESS;
+}

@@ -1,0 +1,144 @@
+/*
+ * test_host_kernels.c - the host executor's algorithm building blocks
+ * (backend axpby, sumsq, scale_by_norm, mirror_upper, mem_alloc/free)
+ * against float64 references, over dtype combinations and padded views.
+ * Run: ./test_host_kernels
+ */
+#include "test.h"
+
+#include "internal.h"
+#include "ranks.h"
+
+#include <stdlib.h>
+
+static tpla_host_group_t group;
+static tpla_ctx_t ctx;
+static rng_t rng;
+
+static const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16};
+
+/* Unit roundoff of a dtype's storage (fp32 math on top). */
+static double unit(tpla_dtype_t t) {
+  return t == TPLA_FLOAT16 ? 0x1p-11 : t == TPLA_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+}
+
+static tpla_matrix_t view(int64_t rows, int64_t cols, int64_t ld, tpla_dtype_t t) {
+  tpla_matrix_t m = {calloc((size_t)(rows * ld + 1), tpla_dtype_size(t)), rows, cols, ld, t};
+  fill_random(m, &rng);
+  return m;
+}
+
+static double at(const tpla_matrix_t *m, int64_t i, int64_t j) {
+  return tpla_load_elem(m->data, m->dtype, (size_t)(i * m->ld + j));
+}
+
+static void test_axpby_every_dtype_pair(void) {
+  rng_seed(&rng, fresh_seed("test_axpby_every_dtype_pair"));
+  for (int ty = 0; ty < 3; ty++)
+    for (int tx = 0; tx < 3; tx++)
+      for (int b = 0; b < 2; b++) {
+        const int64_t rows = 9, cols = 13;
+        float alpha = -1.25f, beta = b ? 0.5f : 0.0f;
+        tpla_matrix_t y = view(rows, cols, cols + 3, types[ty]), x = view(rows, cols, cols,
+                                                                          types[tx]);
+        size_t ybytes = (size_t)(rows * y.ld + 1) * tpla_dtype_size(y.dtype);
+        unsigned char *y0 = malloc(ybytes);
+        if (!b) /* beta = 0 must not read y */
+          for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+              tpla_store_elem(y.data, y.dtype, (size_t)(i * y.ld + j), NAN);
+        memcpy(y0, y.data, ybytes);
+        ASSERT_OK(ctx->backend->axpby(ctx, y, x, alpha, beta, NULL));
+        tpla_matrix_t yref = y;
+        yref.data = y0;
+        for (int64_t i = 0; i < rows; i++) {
+          for (int64_t j = 0; j < cols; j++) {
+            double ax = alpha * at(&x, i, j), by = b ? beta * at(&yref, i, j) : 0.0;
+            /* rounding of the result, fp32 math on the terms, fp16 subnormals */
+            double tol = (2 * unit(types[ty]) + 4 * 0x1p-24) * (fabs(ax) + fabs(by)) + 0x1p-24;
+            ASSERT_NEAR(at(&y, i, j), ax + by, tol);
+          }
+          size_t pad = (size_t)(i * y.ld + cols) * tpla_dtype_size(y.dtype);
+          ASSERT_TRUE(memcmp((char *)y.data + pad, y0 + pad, 3 * tpla_dtype_size(y.dtype)) == 0);
+        }
+        free(y.data), free(x.data), free(y0);
+      }
+}
+
+static void test_sumsq_and_scale_by_norm(void) {
+  rng_seed(&rng, fresh_seed("test_sumsq_and_scale_by_norm"));
+  for (int t = 0; t < 3; t++) {
+    tpla_matrix_t x = view(17, 23, 30, types[t]);
+    double want = 0;
+    for (int64_t i = 0; i < x.rows; i++)
+      for (int64_t j = 0; j < x.cols; j++)
+        want += at(&x, i, j) * at(&x, i, j);
+    float got = -1.0f;
+    ASSERT_OK(ctx->backend->sumsq(ctx, &got, x, NULL));
+    ASSERT_NEAR(got, want, 1e-6 * want);
+    /* in place: x / (1.01 * ||x|| + 1e-7) has norm just under 1/1.01 */
+    tpla_matrix_t x0 = view(17, 23, 30, types[t]);
+    memcpy(x0.data, x.data, (size_t)(17 * 30) * tpla_dtype_size(types[t]));
+    ASSERT_OK(ctx->backend->scale_by_norm(ctx, x, x, &got, 1.01f, 1e-7f, NULL));
+    double scale = 1.0 / (1.01 * sqrt((double)got) + 1e-7), norm = 0;
+    for (int64_t i = 0; i < x.rows; i++)
+      for (int64_t j = 0; j < x.cols; j++) {
+        double w = at(&x0, i, j) * scale;
+        ASSERT_NEAR(at(&x, i, j), w, (2 * unit(types[t]) + 4 * 0x1p-24) * fabs(w) + 0x1p-24);
+        norm += at(&x, i, j) * at(&x, i, j);
+      }
+    ASSERT_NEAR(sqrt(norm), 1 / 1.01, 4 * unit(types[t]));
+    free(x.data), free(x0.data);
+  }
+}
+
+static void test_mirror_upper(void) {
+  rng_seed(&rng, fresh_seed("test_mirror_upper"));
+  for (int t = 0; t < 3; t++) {
+    tpla_matrix_t a = view(11, 11, 14, types[t]);
+    size_t bytes = (size_t)(11 * 14 + 1) * tpla_dtype_size(types[t]);
+    unsigned char *a0 = malloc(bytes);
+    memcpy(a0, a.data, bytes);
+    tpla_matrix_t before = a;
+    before.data = a0;
+    ASSERT_OK(ctx->backend->mirror_upper(ctx, a, NULL));
+    for (int64_t i = 0; i < 11; i++)
+      for (int64_t j = 0; j < 14; j++) {
+        double want = j >= 11 ? at(&before, i, j) /* padding untouched */
+                      : j >= i ? at(&before, i, j) /* upper kept */
+                               : at(&before, j, i); /* lower mirrored */
+        ASSERT_TRUE(at(&a, i, j) == want);
+      }
+    free(a.data), free(a0);
+  }
+}
+
+static void test_mem_alloc_and_free(void) {
+  void *p = NULL;
+  ASSERT_OK(ctx->backend->mem_alloc(ctx, 1000, &p));
+  ASSERT_TRUE(p != NULL && ((uintptr_t)p % 64) == 0);
+  memset(p, 1, 1000);
+  ctx->backend->mem_free(ctx, p);
+  ASSERT_OK(ctx->backend->mem_alloc(ctx, 0, &p)); /* zero bytes: a valid pointer */
+  ASSERT_TRUE(p != NULL);
+  ctx->backend->mem_free(ctx, p);
+  ctx->backend->mem_free(ctx, NULL);
+  void *q = (void *)&p;
+  ASSERT_STATUS(ctx->backend->mem_alloc(ctx, SIZE_MAX - 8, &q), TPLA_ERROR_OUT_OF_MEMORY);
+  ASSERT_TRUE(q == (void *)&p);
+}
+
+int main(void) {
+  if (tpla_host_group_create(&group, 1, NULL) != TPLA_SUCCESS ||
+      tpla_ctx_create_host(&ctx, group, 0, NULL) != TPLA_SUCCESS) {
+    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+    return 1;
+  }
+  TEST(test_axpby_every_dtype_pair);
+  TEST(test_sumsq_and_scale_by_norm);
+  TEST(test_mirror_upper);
+  TEST(test_mem_alloc_and_free);
+  tpla_ctx_destroy(ctx);
+  tpla_host_group_destroy(group);
+  return test_summary();
+}
