@@ -1,0 +1,323 @@
+/*
+ * gemm.c - `tpla gemm`: the local GEMM D = alpha op(A) op(B) + beta D on
+ * every rank at once (no communication), checked against a float64 host
+ * reference and timed.
+ *
+ *   tpla gemm -d bf16 -t NT 8192 8192 8192      one shape on every GPU
+ *   tpla gemm -x host -g 2 -b 64 -e 512 -f 2    a square sweep on 2 host ranks
+ *
+ * Each call is timed alone (CUDA events on the GPU, the wall clock on the
+ * host); the table shows the median over -n calls after -w warm-up calls,
+ * the slowest rank's (time) and the fastest rank's (tmin). The inputs rotate
+ * over enough buffer sets to exceed twice the last-level cache, so the
+ * timed GEMMs read their operands from memory, not from L2.
+ */
+#include "tool.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SETS 32
+#define MAX_ROTATION_BYTES ((size_t)8 << 30) /* per rank, all sets together */
+
+typedef struct {
+  double time_us;
+  size_t workspace;
+  int sets;
+  tool_check_t check;
+} gemm_result_t;
+
+typedef struct {
+  const tool_opts_t *opts;
+  int64_t (*shapes)[3]; /* M N K */
+  int nshapes;
+  gemm_result_t *results; /* [shape][rank] */
+  uint64_t seed;
+} gemm_job_t;
+
+/* The matrices of one rank and shape: host copies plus `sets` executor sets. */
+typedef struct {
+  tpla_matrix_t a, b, d;         /* shapes and dtypes; data unused */
+  tpla_matrix_t host_a, host_b, host_d_in, host_d_out;
+  void *dev_a[MAX_SETS], *dev_b[MAX_SETS], *dev_d[MAX_SETS];
+  int sets;
+  tpla_gemm_args_t args;
+  tpla_op_t op_a, op_b;
+} gemm_bufs_t;
+
+static tpla_matrix_t view(int64_t rows, int64_t cols, tpla_dtype_t dtype, void *data) {
+  tpla_matrix_t m = {data, rows, cols, cols > 0 ? cols : 1, dtype};
+  return m;
+}
+
+static size_t view_bytes(tpla_matrix_t m) {
+  return (size_t)m.rows * (size_t)m.ld * tpla_dtype_size(m.dtype);
+}
+
+static tpla_matrix_t with_data(tpla_matrix_t m, void *data) {
+  m.data = data;
+  return m;
+}
+
+static tpla_status_t gemm_body(tool_rank_t *r, int iter, void *arg) {
+  gemm_bufs_t *g = arg;
+  int set = iter % g->sets;
+  return tpla_gemm(r->ctx, with_data(g->d, g->dev_d[set]), with_data(g->a, g->dev_a[set]),
+                   g->op_a, with_data(g->b, g->dev_b[set]), g->op_b, &g->args, r->stream);
+}
+
+static void free_bufs(tool_rank_t *r, gemm_bufs_t *g) {
+  for (int s = 0; s < MAX_SETS; s++) {
+    tool_free(r, g->dev_a[s]);
+    tool_free(r, g->dev_b[s]);
+    tool_free(r, g->dev_d[s]);
+  }
+  free(g->host_a.data);
+  free(g->host_b.data);
+  free(g->host_d_in.data);
+  free(g->host_d_out.data);
+}
+
+/* Enough sets that A and B of all sets together exceed twice the cache. */
+static int rotation_sets(tool_rank_t *r, size_t input_bytes, size_t set_bytes) {
+  size_t want = 2 * tool_cache_bytes(r);
+  size_t sets = input_bytes > 0 ? (want + input_bytes - 1) / input_bytes : 1;
+  if (sets < 1)
+    sets = 1;
+  if (sets > MAX_SETS)
+    sets = MAX_SETS;
+  while (sets > 1 && sets * set_bytes > MAX_ROTATION_BYTES)
+    sets--;
+  return (int)sets;
+}
+
+static int alloc_bufs(tool_rank_t *r, gemm_bufs_t *g, const tool_opts_t *o, const int64_t *mnk,
+                      tool_rng_t *rng) {
+  int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  tpla_dtype_t in = o->dtype, out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  g->op_a = o->op_a;
+  g->op_b = o->op_b;
+  g->a = o->op_a == TPLA_OP_N ? view(m, k, in, NULL) : view(k, m, in, NULL);
+  g->b = o->op_b == TPLA_OP_N ? view(k, n, in, NULL) : view(n, k, in, NULL);
+  g->d = view(m, n, out, NULL);
+  tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
+  args.alpha = o->alpha;
+  args.beta = o->beta;
+  args.allow_tf32 = o->allow_tf32;
+  g->args = args;
+  size_t a_bytes = view_bytes(g->a), b_bytes = view_bytes(g->b), d_bytes = view_bytes(g->d);
+  g->host_a = with_data(g->a, malloc(a_bytes + 1));
+  g->host_b = with_data(g->b, malloc(b_bytes + 1));
+  g->host_d_in = with_data(g->d, malloc(d_bytes + 1));
+  g->host_d_out = with_data(g->d, malloc(d_bytes + 1));
+  if (!g->host_a.data || !g->host_b.data || !g->host_d_in.data || !g->host_d_out.data)
+    return tool_rank_error(r, "out of host memory for a %" PRId64 "x%" PRId64 "x%" PRId64
+                              " GEMM", m, n, k);
+  tool_fill_random(g->host_a, rng);
+  tool_fill_random(g->host_b, rng);
+  tool_fill_random(g->host_d_in, rng);
+  g->sets = rotation_sets(r, a_bytes + b_bytes, a_bytes + b_bytes + d_bytes);
+  for (int s = 0; s < g->sets; s++) {
+    g->dev_a[s] = tool_alloc(r, a_bytes);
+    g->dev_b[s] = tool_alloc(r, b_bytes);
+    g->dev_d[s] = tool_alloc(r, d_bytes);
+    if (!g->dev_a[s] || !g->dev_b[s] || !g->dev_d[s])
+      return 1;
+    int failed = s == 0 ? tool_upload(r, g->dev_a[0], g->host_a.data, a_bytes) ||
+                              tool_upload(r, g->dev_b[0], g->host_b.data, b_bytes) ||
+                              tool_upload(r, g->dev_d[0], g->host_d_in.data, d_bytes)
+                        : tool_copy(r, g->dev_a[s], g->dev_a[0], a_bytes) ||
+                              tool_copy(r, g->dev_b[s], g->dev_b[0], b_bytes) ||
+                              tool_copy(r, g->dev_d[s], g->dev_d[0], d_bytes);
+    if (failed)
+      return 1;
+  }
+  return 0;
+}
+
+static int run_shape(tool_rank_t *r, const gemm_job_t *job, int shape, gemm_result_t *res) {
+  const tool_opts_t *o = job->opts;
+  tool_rng_t rng;
+  tool_rng_seed(&rng, job->seed + 1000003ull * (uint64_t)r->rank + 7919ull * (uint64_t)shape);
+  gemm_bufs_t g;
+  memset(&g, 0, sizeof g);
+  int failed = alloc_bufs(r, &g, o, job->shapes[shape], &rng);
+  res->sets = g.sets;
+  if (!failed && o->check) {
+    /* set 0 still holds the uploaded inputs and D */
+    tpla_status_t s = gemm_body(r, 0, &g);
+    if (s != TPLA_SUCCESS)
+      failed = tool_rank_fail(r, "tpla_gemm", s);
+    else
+      failed = tool_stream_sync(r) ||
+               tool_download(r, g.host_d_out.data, g.dev_d[0], view_bytes(g.d));
+    if (!failed)
+      tool_check_gemm(&res->check, g.host_d_out, g.host_d_in, g.host_a, g.op_a, g.host_b, g.op_b,
+                      o->alpha, o->beta, o->allow_tf32, &rng);
+  }
+  if (!failed)
+    failed = tool_time(r, o->warmup, o->iters, gemm_body, &g, &res->time_us);
+  if (!failed) {
+    tpla_status_t s = tpla_ctx_workspace_bytes(r->ctx, &res->workspace);
+    if (s != TPLA_SUCCESS)
+      failed = tool_rank_fail(r, "tpla_ctx_workspace_bytes", s);
+  }
+  tool_stream_sync(r);
+  free_bufs(r, &g);
+  return failed;
+}
+
+static const char *op_name(tpla_op_t op_a, tpla_op_t op_b) {
+  static const char *names[2][2] = {{"NN", "NT"}, {"TN", "TT"}};
+  return names[op_a == TPLA_OP_T][op_b == TPLA_OP_T];
+}
+
+static void print_header(const gemm_job_t *job) {
+  const tool_opts_t *o = job->opts;
+  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  printf("# tpla gemm: D = alpha op(A) op(B) + beta D, on every rank alone (no communication)\n");
+  printf("# executor %s, %d rank%s%s, %s x %s -> %s, op %s, alpha %g, beta %g, tf32 %d\n",
+         tool_executor_name(o->executor), o->ranks, o->ranks == 1 ? "" : "s",
+         o->executor == TOOL_EXEC_CUDA ? " (rank r on GPU r)" : " (threads)",
+         tpla_dtype_name(o->dtype), tpla_dtype_name(o->dtype), tpla_dtype_name(out),
+         op_name(o->op_a, o->op_b), (double)o->alpha, (double)o->beta, o->allow_tf32);
+  printf("# iters %d, warmup %d, check %d, seed %" PRIu64 "\n", o->iters, o->warmup, o->check,
+         job->seed);
+  printf("# time: median of each call alone (%s), slowest rank; tmin: fastest rank\n",
+         o->executor == TOOL_EXEC_CUDA ? "CUDA events" : "wall clock");
+  printf("# TFLOP/s: 2 M N K / time, per rank; sets: input buffers rotated (> 2x cache);\n"
+         "# ws: context workspace; #wrong: elements outside the rounding-error bound of a\n"
+         "# float64 reference (all up to 512 rows/cols, else 256x256 sampled), summed over\n"
+         "# ranks; maxrel: max |d - ref| / (|ref| + rms(ref))\n#\n");
+  printf("# %5s %5s %5s %3s %7s %7s %7s %4s %8s %10s %10s %8s %7s %8s\n", "ranks", "dtype",
+         "out", "op", "M", "N", "K", "sets", "ws(MiB)", "time(us)", "tmin(us)", "TFLOP/s",
+         "#wrong", "maxrel");
+  tool_flush();
+}
+
+static void print_line(const gemm_job_t *job, int shape, int64_t *wrong_total) {
+  const tool_opts_t *o = job->opts;
+  const gemm_result_t *res = job->results + (size_t)shape * (size_t)o->ranks;
+  const int64_t *mnk = job->shapes[shape];
+  double tmax = 0, tmin = INFINITY, maxrel = 0;
+  int64_t wrong = 0;
+  size_t ws = 0;
+  for (int i = 0; i < o->ranks; i++) {
+    tmax = fmax(tmax, res[i].time_us);
+    tmin = fmin(tmin, res[i].time_us);
+    wrong += res[i].check.wrong;
+    if (isnan(res[i].check.max_rel) || res[i].check.max_rel > maxrel)
+      maxrel = res[i].check.max_rel;
+    if (res[i].workspace > ws)
+      ws = res[i].workspace;
+  }
+  *wrong_total += wrong;
+  double tflops = 2.0 * (double)mnk[0] * (double)mnk[1] * (double)mnk[2] / (tmax * 1e-6) / 1e12;
+  printf("  %5d %5s %5s %3s %7" PRId64 " %7" PRId64 " %7" PRId64 " %4d %8.2f %10.2f %10.2f",
+         o->ranks, tpla_dtype_name(o->dtype),
+         tpla_dtype_name(o->out_fp32 ? TPLA_FLOAT32 : o->dtype), op_name(o->op_a, o->op_b),
+         mnk[0], mnk[1], mnk[2], res[0].sets, (double)ws / 1048576.0, tmax, tmin);
+  printf(tflops >= 10 ? " %8.2f" : " %8.4f", tflops); /* host GEMMs: GFLOP/s digits */
+  if (o->check)
+    printf(" %7" PRId64 " %8.1e\n", wrong, maxrel);
+  else
+    printf(" %7s %8s\n", "N/A", "N/A");
+  tool_flush();
+}
+
+typedef struct {
+  gemm_job_t *job;
+  int64_t wrong_total;
+} gemm_run_t;
+
+static int gemm_rank(tool_rank_t *r, void *arg) {
+  gemm_run_t *run = arg;
+  gemm_job_t *job = run->job;
+  for (int shape = 0; shape < job->nshapes; shape++) {
+    gemm_result_t *res = job->results + (size_t)shape * (size_t)r->nranks + (size_t)r->rank;
+    int failed = run_shape(r, job, shape, res);
+    if (tool_team_sync(r, failed))
+      return failed;
+    if (r->rank == 0)
+      print_line(job, shape, &run->wrong_total);
+  }
+  return 0;
+}
+
+/* The shapes to run: M N K from the command line, or a square sweep. */
+static int make_shapes(const tool_opts_t *o, int64_t (**shapes)[3], int *count) {
+  *shapes = NULL;
+  if (o->npos == 3) {
+    *shapes = malloc(sizeof **shapes);
+    if (*shapes == NULL)
+      return 1;
+    memcpy(**shapes, o->pos, sizeof **shapes);
+    *count = 1;
+    return 0;
+  }
+  if (o->npos != 0) {
+    fprintf(stderr, "tpla gemm: give M N K (three sizes) or none for a -b/-e/-f sweep\n");
+    return 2;
+  }
+  int n = 0;
+  for (double s = (double)o->min_size; s <= (double)o->max_size && n < 64; s *= o->step_factor)
+    n++;
+  *shapes = calloc((size_t)(n > 0 ? n : 1), sizeof **shapes);
+  if (*shapes == NULL)
+    return 1;
+  double s = (double)o->min_size;
+  for (int i = 0; i < n; i++, s *= o->step_factor)
+    (*shapes)[i][0] = (*shapes)[i][1] = (*shapes)[i][2] = (int64_t)llround(s);
+  *count = n;
+  return 0;
+}
+
+int tool_mode_gemm(tool_opts_t *opts) {
+  if (!tool_pick_executor(opts, NULL))
+    return 2;
+  bool cuda = opts->executor == TOOL_EXEC_CUDA;
+  if (!opts->set_sizes) {
+    opts->min_size = cuda ? 1024 : 64;
+    opts->max_size = cuda ? 8192 : 256;
+  }
+  if (!opts->set_iters)
+    opts->iters = cuda ? 20 : 5;
+  if (!opts->set_warmup)
+    opts->warmup = cuda ? 5 : 1;
+  if (!opts->set_dtype)
+    opts->dtype = TPLA_BFLOAT16;
+  if (opts->dtype != TPLA_FLOAT32 && opts->dtype != TPLA_FLOAT16 &&
+      opts->dtype != TPLA_BFLOAT16) {
+    fprintf(stderr, "tpla gemm: -d %s: GEMM inputs are fp32, fp16 or bf16\n",
+            tpla_dtype_name(opts->dtype));
+    return 2;
+  }
+  gemm_job_t job = {opts, NULL, 0, NULL, opts->seed ? opts->seed : tool_fresh_seed()};
+  int rc = make_shapes(opts, &job.shapes, &job.nshapes);
+  if (rc != 0) {
+    if (rc == 1)
+      fprintf(stderr, "tpla gemm: out of host memory\n");
+    return rc;
+  }
+  job.results = calloc((size_t)job.nshapes * (size_t)opts->ranks, sizeof *job.results);
+  if (job.results == NULL) {
+    free(job.shapes);
+    fprintf(stderr, "tpla gemm: out of host memory\n");
+    return 1;
+  }
+  print_header(&job);
+  gemm_run_t run = {&job, 0};
+  int failures = tool_team_run(opts->executor, opts->ranks, 0, gemm_rank, &run);
+  if (failures)
+    printf("# FAILED: %d rank%s reported an error (see above)\n", failures,
+           failures == 1 ? "" : "s");
+  else if (opts->check)
+    printf("# wrong elements: %" PRId64 " %s\n", run.wrong_total,
+           run.wrong_total ? "FAILED" : "OK");
+  tool_flush();
+  free(job.results);
+  free(job.shapes);
+  return failures || run.wrong_total ? 1 : 0;
+}
