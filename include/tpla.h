@@ -388,9 +388,10 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
 TPLA_API tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
                                            const tpla_ns_desc_t *desc);
 /* Release a plan and its workspace. Not collective. Accepts NULL. The
- * context must outlive its plans. */
+ * context must outlive its plans. Always SUCCESS. */
 TPLA_API tpla_status_t tpla_ns_plan_destroy(tpla_ns_plan_t plan);
-/* Executor memory (device or host) the plan holds, in bytes. */
+/* Executor memory (device or host) the plan holds, in bytes; fixed for the
+ * plan's life. INVALID_ARGUMENT for a NULL argument (as for the next). */
 TPLA_API tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes);
 /* The algorithm the plan runs (never AUTO; LOCAL on one rank). */
 TPLA_API tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan,
@@ -424,12 +425,15 @@ TPLA_API tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t ou
  * other forced algorithm runs that matrix distributed. The matrices may
  * differ in shape, sharding, dtype, steps and coefficients. One workspace
  * serves the whole batch.
- * Errors: as tpla_ns_plan_create, naming the matrix index; count must be
- * 1..65536 and descs non-NULL. */
+ * Errors: as tpla_ns_plan_create, naming the matrix ("descs[3]");
+ * INVALID_ARGUMENT for a count outside 1..65536 or NULL descs; REMOTE when
+ * the ranks' counts differ. */
 typedef struct tpla_ns_batch_plan *tpla_ns_batch_plan_t;
 TPLA_API tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx,
                                                  int count, const tpla_ns_desc_t *descs);
+/* Accepts NULL; always SUCCESS. */
 TPLA_API tpla_status_t tpla_ns_batch_plan_destroy(tpla_ns_batch_plan_t plan);
+/* The batch's one workspace, in bytes. INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t plan,
                                                           size_t *bytes);
 /* *owner = the rank that orthogonalizes matrix `index` whole, or -1 when it
@@ -437,8 +441,10 @@ TPLA_API tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t p
 TPLA_API tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index,
                                                 int *owner);
 /* Orthogonalize xs[0..count) (this rank's shards, each as in
- * tpla_ns_execute) in place. All views are validated before anything is
- * written; INVALID_ARGUMENT names the index of a bad one. */
+ * tpla_ns_execute) in place. Collective. All views are validated before
+ * anything is written: INVALID_ARGUMENT (NULL plan or xs, a bad view,
+ * naming its index, or two views that share memory); then the executor's
+ * statuses as for tpla_ns_execute. */
 TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix_t *xs,
                                              void *stream);
 

@@ -66,8 +66,8 @@ static inline double poly(const float *abc, double x) {
 /* ---- float64 reference ------------------------------------------------------ */
 
 /* x (m x n, row-major) <- Newton-Schulz of x, with the short-side Gram. */
-static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, int steps, double safety,
-                   double eps) {
+static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, int steps,
+                          double safety, double eps) {
   double ss = 0.0;
   for (int64_t i = 0; i < m * n; i++)
     ss += x[i] * x[i];
@@ -78,7 +78,8 @@ static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, i
   int64_t s = wide ? m : n, l = wide ? n : m;
   /* element (i, j) of the s x l matrix Z = wide ? X : X^T */
 #define Z(i, j) x[wide ? (i) * n + (j) : (j) * n + (i)]
-  double *A = malloc(sizeof(double) * (size_t)(s * s)), *B = malloc(sizeof(double) * (size_t)(s * s));
+  double *A = malloc(sizeof(double) * (size_t)(s * s));
+  double *B = malloc(sizeof(double) * (size_t)(s * s));
   double *Y = malloc(sizeof(double) * (size_t)(s * l));
   for (int k = 0; k < steps; k++) {
     double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];

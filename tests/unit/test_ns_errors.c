@@ -109,7 +109,9 @@ static void test_disagreement_is_remote_everywhere(void) {
     tpla_ns_desc_t *d = &c.desc[2];
     const char *needle = NULL;
     switch (field) {
-    case 0: d->local_cols = 9, needle = "rank 2 has local_cols (not sharded) = 9, rank 0 has 8"; break;
+    case 0:
+      d->local_cols = 9, needle = "rank 2 has local_cols (not sharded) = 9, rank 0 has 8";
+      break;
     case 1: d->dtype = TPLA_BFLOAT16, needle = "rank 2 has dtype = bf16, rank 0 has fp32"; break;
     case 2: d->preset = TPLA_NS_CUBIC, needle = "rank 2 has coefficients"; break;
     case 3: d->steps = 4, needle = "rank 2 has steps = 4"; break;
@@ -246,7 +248,8 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   case X_OUT_SHAPE: o.rows += 1, needle = "argument 'out'"; break;
   }
   bool use_out = c->which >= X_OUT_OVERLAP;
-  tpla_status_t s = use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
+  tpla_status_t s =
+      use_out ? tpla_ns_execute_out(plan, o, x, NULL) : tpla_ns_execute(plan, x, NULL);
   int bad = s != TPLA_ERROR_INVALID_ARGUMENT || !strstr(tpla_last_error(), needle) ||
             memcmp(buf, copy, sizeof buf) != 0 || memcmp(out, out_copy, sizeof out) != 0;
   if (bad)

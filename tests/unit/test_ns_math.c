@@ -52,7 +52,8 @@ static spectral_t make_matrix(int m, int n, const double *sigma, uint64_t s) {
   rng_t r;
   rng_seed(&r, s);
   double *u = random_orthogonal(m, &r), *v = random_orthogonal(n, &r);
-  spectral_t out = {calloc((size_t)(m * n), sizeof(double)), calloc((size_t)(m * n), sizeof(double))};
+  spectral_t out = {calloc((size_t)(m * n), sizeof(double)),
+                    calloc((size_t)(m * n), sizeof(double))};
   int k = m < n ? m : n;
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++)
