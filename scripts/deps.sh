@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# deps.sh - install what tpla needs to build and test on a Debian/Ubuntu
-# machine, and only what is missing: cmake (>= 3.25), a C/C++ toolchain,
-# BLAS and LAPACK (with their link-time .so), pkg-config and valgrind.
-# Non-interactive and quiet; works as root (no sudo needed) or through
-# `sudo -n`. Does nothing when everything is present (the GPU machines, which
-# cannot install anything). If an optional tool (valgrind, pkg-config) is
-# missing and cannot be installed, it warns and succeeds; a missing required
-# one is an error.
+# deps.sh - install what tpla needs on a Debian/Ubuntu machine, and only what
+# is missing: cmake (>= 3.25), a C/C++ toolchain, BLAS and LAPACK (with their
+# link-time .so); under CI (CI=true) also valgrind and pkg-config, which only
+# .ci/run uses. Non-interactive and quiet; works as root (no sudo needed) or
+# through `sudo -n`. Does nothing when everything is present (the GPU
+# machines, which cannot install anything). A missing required package that
+# cannot be installed is an error; a missing optional one is a warning.
 #
 #   scripts/deps.sh            (called by scripts/run.sh, scripts/test.sh, .ci/run)
+#   TPLA_DEPS_ALL=1 scripts/deps.sh    also valgrind and pkg-config outside CI
 set -euo pipefail
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
-# A library the linker can find by -l<name>: its unversioned .so is known to
-# ldconfig (the -dev package installs that link).
-have_lib() { /sbin/ldconfig -p 2>/dev/null | grep -Eq "[[:space:]]lib($1)\.so[[:space:]]"; }
+# A library the linker can find by -l<name> (names separated by '|'): its
+# unversioned .so, which the -dev package installs, is known to ldconfig or
+# lies in a standard directory.
+have_lib() {
+  { /sbin/ldconfig -p || ldconfig -p; } 2>/dev/null |
+    grep -Eq "[[:space:]]lib($1)\.so[[:space:]]" && return 0
+  local dir name
+  for dir in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib \
+             /usr/local/lib; do
+    for name in ${1//|/ }; do
+      [ -e "$dir/lib$name.so" ] && return 0
+    done
+  done
+  return 1
+}
 
 required=() # packages without which nothing builds
 optional=() # packages only some checks need (valgrind, install test)
 have_cmd cmake || required+=(cmake)
-{ have_cmd cc && have_cmd c++ && have_cmd make; } || required+=(build-essential)
+{ { have_cmd cc || have_cmd gcc; } && { have_cmd c++ || have_cmd g++; } && have_cmd make; } ||
+  required+=(build-essential)
 have_lib 'openblas|blas' || required+=(libblas-dev)
 have_lib lapack || required+=(liblapack-dev)
-have_cmd pkg-config || optional+=(pkg-config)
-have_cmd valgrind || optional+=(valgrind)
+if [ "${CI:-}" = true ] || [ "${TPLA_DEPS_ALL:-0}" = 1 ]; then
+  have_cmd pkg-config || optional+=(pkg-config)
+  have_cmd valgrind || optional+=(valgrind)
+fi
 
 missing=("${required[@]}" "${optional[@]}")
 if [ ${#missing[@]} -eq 0 ]; then
@@ -45,7 +60,7 @@ trap 'rm -f "$log"' EXIT
 apt_ok=0
 if have_cmd apt-get && [ "${sudo_cmd[0]:-}" != false ]; then
   export DEBIAN_FRONTEND=noninteractive
-  timeout 600 "${sudo_cmd[@]}" apt-get update -qq >"$log" 2>&1 && apt_ok=1
+  timeout 300 "${sudo_cmd[@]}" apt-get update -qq >"$log" 2>&1 && apt_ok=1
 fi
 # Install the required packages, then the optional ones, so a missing
 # optional package cannot stop the required ones.
@@ -55,7 +70,7 @@ install() {
       >>"$log" 2>&1
 }
 if [ ${#required[@]} -gt 0 ] && ! install "${required[@]}"; then
-  echo "deps.sh: could not install ${required[*]} (needed to build tpla); install them" \
+  echo "deps.sh: could not install ${required[*]} (needed to build tpla); install" \
        "by hand (Debian: apt-get install ${required[*]})" >&2
   tail -n 20 "$log" >&2
   exit 1

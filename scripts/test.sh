@@ -11,4 +11,5 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 scripts/build.sh build
-ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
+# Serially: the GPU tests each use every GPU, and the CPU tests take seconds.
+ctest --test-dir build --output-on-failure "$@"
