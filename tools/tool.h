@@ -84,7 +84,7 @@ typedef struct {
 } tool_rank_t;
 
 /* Per-rank body: returns 0 on success, nonzero on failure (after printing
- * why with tool_rank_error). */
+ * why with tool_rank_fail or tool_rank_error). */
 typedef int (*tool_rank_fn_t)(tool_rank_t *r, void *arg);
 
 /* Run `fn` on `nranks` ranks of `executor`, one thread each. CUDA: rank r
@@ -95,10 +95,11 @@ typedef int (*tool_rank_fn_t)(tool_rank_t *r, void *arg);
 int tool_team_run(tool_exec_t executor, int nranks, int64_t timeout_ms, tool_rank_fn_t fn,
                   void *arg);
 
-/* A rendezvous of every rank of the team that also ORs a failure flag: it
+/* A rendezvous of the ranks of the team that also ORs a failure flag: it
  * returns nonzero on every rank if any rank passed failed != 0 (now or at an
- * earlier sync). Every rank must call it the same number of times until it
- * returns nonzero; then each rank should return from its body. */
+ * earlier sync) or returned failure from its body; each rank should then
+ * return from its body. A rank that has returned from its body no longer
+ * counts, so no rank waits for one that left (failing or not). */
 int tool_team_sync(tool_rank_t *r, int failed);
 
 /* Print "# rank R: <what>: <status> (<tpla_last_error()>)" to stderr and
