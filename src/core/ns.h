@@ -105,7 +105,7 @@ typedef enum {
   NS_OP_CAST_POLY,      /* g3 = g2 in the input dtype                      */
   NS_OP_CAST_GRAM,      /* g3 = g1 in the input dtype                      */
   NS_OP_UPDATE_SQUARE,  /* per chunk: T = X_c; X_c = a X_c + P T           */
-  NS_OP_UPDATE_CHAIN    /* per chunk: Y = G X_c; X_c = a X_c + c G Y + b Y */
+  NS_OP_UPDATE_CHAIN    /* per chunk: Y = G X_c; X_c = a X_c + G (b X_c + c Y) */
 } ns_op_t;
 #define NS_MAX_OPS 8
 

@@ -9,8 +9,8 @@
  * (ns_op_t) built at plan time:
  *   SQUARE update: GRAM, MIRROR, [ALLREDUCE], SQUARE, POLY, [CAST], UPDATE
  *   CHAIN update:  GRAM, MIRROR, [ALLREDUCE], [CAST], UPDATE_CHAIN
- * The CHAIN update never forms A^2: Y = A X, X = a X + b Y + c A Y, cheaper
- * when a rank's l is small next to s (see ns_cost.c).
+ * The CHAIN update never forms A^2: Y = A X, X = a X + A (b X + c Y),
+ * cheaper when a rank's l is small next to s (see ns_cost.c).
  */
 #include "ns.h"
 
@@ -155,11 +155,16 @@ static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, f
       TPLA_TRY(ns_axpby(ctx, tc.v, xc.v, 1.0f, 0.0f, stream));
       TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
     } else {
-      /* Y = A X_c; X_c = a X_c + c A Y + b Y */
+      /* Horner: Y = A X_c; W = b X_c + c Y (in Y); X_c = a X_c + A W. One
+       * rounding of W instead of separate b Y and c A Y terms keeps the
+       * half-precision error near the SQUARE update's. c = 0: a X_c + b Y. */
       TPLA_TRY(ns_gemm(ctx, tc, plain(g), xc, 1.0f, 0.0f, stream));
-      if (c != 0.0f)
-        TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, c, a, stream));
-      TPLA_TRY(ns_axpby(ctx, xc.v, tc.v, b, c != 0.0f ? 1.0f : a, stream));
+      if (c != 0.0f) {
+        TPLA_TRY(ns_axpby(ctx, tc.v, xc.v, b, c, stream));
+        TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
+      } else {
+        TPLA_TRY(ns_axpby(ctx, xc.v, tc.v, b, a, stream));
+      }
     }
   }
   return TPLA_SUCCESS;
