@@ -114,25 +114,36 @@ void tool_check_gemm(tool_check_t *out, tpla_matrix_t d_out, tpla_matrix_t d_in,
     for (int64_t l = 0; l < k; l++)
       bcol[c * k + l] = op_elem(b, op_b, l, cols[c]);
 
-  double u_acc = allow_tf32 && a.dtype == TPLA_FLOAT32 ? 0x1.0p-11 : 0x1.0p-24;
+  /* Error model (see tool.h): with random inputs the fp32 rounding errors of
+   * a k-term sum add up like a random walk, about u32 sqrt(k) ||a b||_2 / 2.5
+   * for sequential summation (less for blocked or pairwise), and TF32
+   * rounds each input once, about u_tf32 ||a b||_2. The bound allows 8 times
+   * both, so a correct result passes by a wide margin while a dropped term,
+   * a wrong element or a wrong transpose does not. */
+  const double u32 = 0x1.0p-24;
+  double u_in = allow_tf32 && a.dtype == TPLA_FLOAT32 ? 0x1.0p-11 : 0.0;
   double u_d = unit_roundoff(d_out.dtype);
   double sumsq = 0;
   for (int64_t r = 0; r < nr; r++)
     for (int64_t c = 0; c < nc; c++) {
       const double *x = arow + r * k, *y = bcol + c * k;
-      double dot = 0, absdot = 0;
+      double dot = 0, norm2 = 0;
       for (int64_t l = 0; l < k; l++) {
-        dot += x[l] * y[l];
-        absdot += fabs(x[l] * y[l]);
+        double p = x[l] * y[l];
+        dot += p;
+        norm2 += p * p;
       }
       double cin = beta != 0.0f
                        ? tpla_load_elem(d_in.data, d_in.dtype,
                                         (size_t)(rows[r] * d_in.ld + cols[c]))
                        : 0.0;
       double v = (double)alpha * dot + (double)beta * cin;
-      double scale = fabs((double)alpha) * absdot + fabs((double)beta * cin);
+      double products = fabs((double)alpha) * sqrt(norm2); /* ||alpha a b||_2 */
+      double epilogue = fabs((double)alpha * dot) + fabs((double)beta * cin);
       ref[r * nc + c] = v;
-      bound[r * nc + c] = 2 * u_d * fabs(v) + (double)(k + 2) * u_acc * scale + 1e-300;
+      bound[r * nc + c] = 2 * u_d * fabs(v) +
+                          8 * (u_in + u32 * sqrt((double)k)) * products +
+                          4 * u32 * epilogue + 1e-300;
       sumsq += v * v;
     }
   double rms = sqrt(sumsq / (double)(nr * nc > 0 ? nr * nc : 1));

@@ -163,9 +163,13 @@ typedef struct {
  * computed in float64 from the (already rounded) inputs. All rows and
  * columns are checked when they number <= 512; otherwise a random sample
  * of 256 rows by 256 columns (first and last included). An element is wrong
- * when |d - ref| > 2 u_d |ref| + (k + 2) u_acc (|alpha| sum|a b| + |beta c|),
- * with u_d the unit roundoff of d's dtype and u_acc that of the fp32 (or TF32)
- * accumulation: the rounding-error bound of a correct result. */
+ * when |d - ref| > 2 u_d |ref| + 8 (u_in + u32 sqrt(k)) |alpha| ||a b||_2
+ *                  + 4 u32 (|alpha a.b| + |beta c|),
+ * where ||a b||_2 is the 2-norm of the k products, u_d the unit roundoff of
+ * d's dtype, u32 = 2^-24 (fp32 accumulation) and u_in = 2^-11 with TF32, else
+ * 0 (fp16/bf16 products are exact in fp32). For random inputs this is about
+ * 20 standard deviations of the rounding error of a correct fp32-accumulated
+ * result, and far below the error of one missing product. */
 void tool_check_gemm(tool_check_t *out, tpla_matrix_t d_out, tpla_matrix_t d_in, tpla_matrix_t a,
                      tpla_op_t op_a, tpla_matrix_t b, tpla_op_t op_b, float alpha, float beta,
                      int allow_tf32, tool_rng_t *rng);
