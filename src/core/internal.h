@@ -85,6 +85,12 @@ typedef struct tpla_backend {
                             void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
                             void *stream);
   tpla_status_t (*barrier)(tpla_ctx_t ctx, void *stream);
+  /* Overlap inside one rank: the executor's side stream i (0 or 1), or NULL
+   * where every call completes before returning (host). */
+  void *(*side_stream)(tpla_ctx_t ctx, int i);
+  /* Order `waiter` after the work enqueued so far on `signaler` (CUDA: one
+   * event record + stream wait); no-op on the host. */
+  tpla_status_t (*stream_wait)(tpla_ctx_t ctx, void *waiter, void *signaler);
   tpla_status_t (*gemm)(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
   size_t (*workspace_bytes)(tpla_ctx_t ctx);
 

@@ -97,9 +97,9 @@ static inline void *ns_at(void *base, size_t off) { return (char *)base + off; }
  * time (ns_iter_setup) so that an executor can reorder or split it, e.g.
  * into Gram block rows each all-reduced while the next one is computed. */
 typedef enum {
-  NS_OP_GRAM,           /* g1 = X X^T: upper block rows, one GEMM each      */
+  NS_OP_GRAM,           /* g1 = X X^T: upper block rows, one GEMM each,     */
+                        /* each all-reduced (gram dtype) when distributed */
   NS_OP_MIRROR_GRAM,    /* complete g1's lower triangle                    */
-  NS_OP_ALLREDUCE_GRAM, /* g1 = sum over ranks of g1 (gram dtype)          */
   NS_OP_SQUARE,         /* g2 = g1 g1 (symmetric, blocked) + mirror        */
   NS_OP_POLY,           /* g2 = b g1 + c g2                                */
   NS_OP_CAST_POLY,      /* g3 = g2 in the input dtype                      */

@@ -7,8 +7,9 @@
  *
  * One step, X <- a X + (b A + c A^2) X with A = X X^T, runs as a list of ops
  * (ns_op_t) built at plan time:
- *   SQUARE update: GRAM, MIRROR, [ALLREDUCE], SQUARE, POLY, [CAST], UPDATE
- *   CHAIN update:  GRAM, MIRROR, [ALLREDUCE], [CAST], UPDATE_CHAIN
+ *   SQUARE update: GRAM, MIRROR, SQUARE, POLY, [CAST], UPDATE
+ *   CHAIN update:  GRAM, MIRROR, [CAST], UPDATE_CHAIN
+ * (distributed, GRAM all-reduces each block row behind the next one)
  * The CHAIN update never forms A^2: Y = A X, X = a X + A (b X + c Y),
  * cheaper when a rank's l is small next to s (see ns_cost.c).
  */
@@ -80,15 +81,30 @@ tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, 
 }
 
 /* dst (s x s) = X X^T for op(x) s x k: one GEMM per block row of the upper
- * triangle (block row i times block rows i..nb-1), then the mirror. */
+ * triangle (block row i times block rows i..nb-1); the caller mirrors.
+ * With `allreduce`, each block row is summed over the ranks on a side
+ * stream while the next block row is computed, and the stream joins the
+ * side stream at the end: the per-step collective hides behind the Gram.
+ * A block row's reduction spans from its diagonal element to the end of
+ * its rows (contiguous); the stale lower-left part it carries along is
+ * overwritten by the mirror. */
 static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, int nb,
-                                 int tf32, void *stream) {
+                                 int tf32, bool allreduce, void *stream) {
   int64_t s = dst.rows, t = (s + nb - 1) / nb;
+  void *side = allreduce ? ctx->backend->side_stream(ctx, 0) : NULL;
   for (int64_t i0 = 0; i0 < s; i0 += t) {
     int64_t h = s - i0 < t ? s - i0 : t;
     TPLA_TRY(gemm_tf32(ctx, plain(ns_sub(dst, i0, h, i0, s - i0)), op_rows(x, i0, h),
                        op_transpose(op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
+    if (allreduce) {
+      void *span = (char *)dst.data + (size_t)(i0 * s + i0) * tpla_dtype_size(dst.dtype);
+      TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
+      TPLA_TRY(ctx->backend->allreduce(ctx, span, span, (size_t)(h * s - i0), dst.dtype,
+                                       side ? side : stream));
+    }
   }
+  if (allreduce)
+    TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   return TPLA_SUCCESS;
 }
 
@@ -109,10 +125,8 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
   }
   bool cast = gram_dtype != dtype;
   ns_op_t *op = it->ops;
-  *op++ = NS_OP_GRAM;
+  *op++ = NS_OP_GRAM; /* all-reduced block row by block row when distributed */
   *op++ = NS_OP_MIRROR_GRAM;
-  if (allreduce)
-    *op++ = NS_OP_ALLREDUCE_GRAM;
   if (it->update == NS_UPDATE_SQUARE) {
     *op++ = NS_OP_SQUARE;
     *op++ = NS_OP_POLY;
@@ -184,18 +198,14 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, cons
     for (int i = 0; i < it->nops; i++) {
       switch (it->ops[i]) {
       case NS_OP_GRAM:
-        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, stream));
+        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, it->allreduce, stream));
         break;
       case NS_OP_MIRROR_GRAM:
         TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
         break;
-      case NS_OP_ALLREDUCE_GRAM:
-        TPLA_TRY(ctx->backend->allreduce(ctx, g1.data, g1.data, (size_t)(s * s), it->gram_dtype,
-                                         stream));
-        break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* c = 0 (cubic): P = b A, no square */
-          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, stream));
+          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, false, stream));
           TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
         }
         break;

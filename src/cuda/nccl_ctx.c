@@ -373,6 +373,23 @@ static tpla_status_t nccl_exchange(tpla_ctx_t ctx, void *recv, const void *send,
   return s;
 }
 
+/* Side streams and cross-stream order, for overlap inside one rank. One
+ * event serves every wait: cudaStreamWaitEvent captures the record at the
+ * time of the call, so the event can be recorded again at once. */
+static void *nccl_side_stream(tpla_ctx_t ctx, int i) {
+  return tpla_cuda_impl(ctx)->side[i % TPLA_CUDA_SIDE_STREAMS];
+}
+
+static tpla_status_t nccl_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
+  static const char fn[] = "tpla (stream join)";
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  if (waiter == signaler)
+    return TPLA_SUCCESS;
+  CUDA_TRY(fn, cudaEventRecord(impl->events[0], (cudaStream_t)signaler));
+  CUDA_TRY(fn, cudaStreamWaitEvent((cudaStream_t)waiter, impl->events[0], 0));
+  return TPLA_SUCCESS;
+}
+
 /* The collectives (nccl_coll.c). */
 tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
                                   tpla_dtype_t dtype, void *stream);
@@ -396,6 +413,8 @@ const tpla_backend_t tpla_nccl_backend = {
     .broadcast = tpla_nccl_broadcast,
     .sendrecv = tpla_nccl_sendrecv,
     .barrier = tpla_nccl_barrier,
+    .side_stream = nccl_side_stream,
+    .stream_wait = nccl_stream_wait,
     .gemm = tpla_cuda_gemm,
     .workspace_bytes = nccl_workspace_bytes,
     .mem_alloc = tpla_cuda_mem_alloc,

@@ -87,6 +87,13 @@ static tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *
   return host_mirror_upper(a);
 }
 
+/* Host calls complete before they return: there is nothing to overlap or
+ * to order. */
+static void *host_side_stream(tpla_ctx_t ctx, int i) { return NULL; }
+static tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
+  return TPLA_SUCCESS;
+}
+
 static const tpla_backend_t host_backend = {
     .name = "host",
     .destroy = host_destroy,
@@ -96,6 +103,8 @@ static const tpla_backend_t host_backend = {
     .broadcast = host_broadcast,
     .sendrecv = host_sendrecv,
     .barrier = host_barrier,
+    .side_stream = host_side_stream,
+    .stream_wait = host_stream_wait,
     .gemm = host_gemm,
     .workspace_bytes = host_workspace_bytes,
     .mem_alloc = host_mem_alloc,
