@@ -448,6 +448,302 @@ TPLA_API tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int i
 TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix_t *xs,
                                              void *stream);
 
+/* ------------------------------------------------------------------------ */
+/* Tensor parallelism: communication + GEMM, overlapped                      */
+/* ------------------------------------------------------------------------ */
+/* The three products of tensor-parallel linear layers (PyTorch layouts,
+ * y = x W^T, row-major), each a plan created collectively once and executed
+ * many times on the caller's stream:
+ *
+ *   AllGather+GEMM     D = alpha allgather_rows(A_local) op(B) + beta D + bias
+ *                      column-parallel forward AG(x) W_p^T, row-parallel
+ *                      dgrad AG(dy) W_p. The gathered A stays in the plan
+ *                      (tpla_ag_gemm_gathered) so the wgrad GEMM AG(dy)^T x_p
+ *                      needs no second all-gather.
+ *   GEMM+ReduceScatter D_local = alpha reduce_scatter_rows(A op(B)) + beta D_local + bias
+ *                      row-parallel forward, column-parallel dgrad. A is
+ *                      M x K_local on every rank; each rank reduces only its
+ *                      own slice of rows.
+ *   GEMM+AllReduce     D = alpha allreduce(A op(B)) + beta D + bias
+ *
+ * beta and bias are applied by each rank to its own output only (they are
+ * not summed over ranks). Row slices may be uneven (and empty).
+ *
+ * Modes. OVERLAP (the default) cuts every rank's slice into row chunks and
+ * pipelines their transfers with the GEMMs of the chunks already present:
+ * AllGather+GEMM pushes A_local into every peer's gathered buffer while the
+ * GEMM of the own rows runs, then multiplies each peer's chunk as it lands,
+ * alternating two compute streams; GEMM+ReduceScatter computes the partial
+ * for each peer in ring order (rank+1 first), sends it while the next one is
+ * computed, computes its own rows last and folds every received partial in
+ * one pass; GEMM+AllReduce is GEMM+ReduceScatter followed by an all-gather
+ * of the reduced slices. SERIAL runs one collective then one GEMM (the
+ * reference and fallback).
+ *
+ * Transports (OVERLAP). PEER: on the CUDA executor the copy engines write
+ * into peer buffers mapped once at plan creation (CUDA peer access inside a
+ * process, CUDA IPC between processes) and stream memory operations order
+ * the GPUs; no SMs move data and NVLink multicast is never used. SENDRECV:
+ * NCCL send/recv with the same schedule, for peers that cannot map each
+ * other (another node). AUTO takes PEER when every pair of ranks can.
+ * The host executor runs the same schedules with threads (memcpy and
+ * atomic flags with timed waits; SENDRECV on its point-to-point exchange).
+ *
+ * Ordering. A call is collective: every rank calls it, in the same order
+ * relative to the plan's other calls (calls of different plans of a
+ * context may interleave). On the CUDA executor a call only enqueues work
+ * on `stream` and returns; internal streams join back before the call
+ * returns in stream order. Like an NCCL collective, a call whose peers never
+ * make their matching call waits on the device (no timeout there); on the
+ * host executor it fails with TPLA_ERROR_TIMEOUT after cfg.timeout_ms, the
+ * waiting peers get TIMEOUT or REMOTE, and the plan is unusable afterwards.
+ * A rank that rejects its arguments (INVALID_ARGUMENT) enqueues nothing and
+ * does not count the call, so a corrected retry matches the peers' call.
+ * Destroy plans only after every rank's calls have completed.
+ *
+ * Memory (tpla_*_plan_workspace_bytes): AllGather+GEMM holds the gathered
+ * A (M x K); GEMM+ReduceScatter one receive slot and one send slot per peer
+ * (two output chunks per peer); GEMM+AllReduce those plus one slice. SERIAL
+ * plans hold the collective's buffers instead. GEMMs use the context's GEMM
+ * workspace. Nothing is allocated by a call. */
+
+#define TPLA_OVERLAP_MAX_CHUNKS 16
+
+typedef enum {
+  TPLA_OVERLAP_AUTO = 0,    /* OVERLAP */
+  TPLA_OVERLAP_OVERLAP = 1, /* chunked transfers hidden behind chunked GEMMs */
+  TPLA_OVERLAP_SERIAL = 2   /* one collective (NCCL), then one GEMM */
+} tpla_overlap_mode_t;
+
+typedef enum {
+  TPLA_TRANSPORT_AUTO = 0,     /* PEER if every pair of ranks can map each other, else SENDRECV */
+  TPLA_TRANSPORT_PEER = 1,     /* copy engines into peer-mapped buffers (host: shared memory) */
+  TPLA_TRANSPORT_SENDRECV = 2, /* two-sided point-to-point (NCCL send/recv) */
+  TPLA_TRANSPORT_NONE = 3      /* reported by SERIAL plans: collectives only */
+} tpla_transport_t;
+
+/* Arguments of one call. bias: NULL, or (plans created with bias = 1) a
+ * vector of n elements of the plan's d_dtype in executor memory, added to
+ * every row of this rank's output. */
+typedef struct {
+  size_t size;      /* sizeof(tpla_overlap_args_t); set by the INIT macro */
+  float alpha;
+  float beta;       /* 1 accumulates into D; 0 never reads D */
+  const void *bias;
+} tpla_overlap_args_t;
+#define TPLA_OVERLAP_ARGS_INIT {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL}
+
+/* Fields every descriptor below shares:
+ *   op_b       B is k x n (TPLA_OP_N) or n x k (TPLA_OP_T, e.g. a weight W
+ *              stored n x k for x W^T)
+ *   dtype      A and B: TPLA_FLOAT32, TPLA_FLOAT16 or TPLA_BFLOAT16
+ *   d_dtype    D: dtype or TPLA_FLOAT32 (products accumulate in fp32; the
+ *              partials a reduction exchanges have d_dtype)
+ *   bias       1: calls pass args->bias (n elements of d_dtype); 0: none
+ *   allow_tf32 fp32 inputs only: the tensor cores may use TF32
+ *   mode, transport  see above
+ *   chunks     row chunks per rank's slice, 1..TPLA_OVERLAP_MAX_CHUNKS, or
+ *              0: chosen from the shape (more chunks when the transfer is
+ *              long next to the GEMM); ignored by SERIAL */
+
+/* AllGather+GEMM. Rank r holds A_local (local_rows x k); the gathered A is
+ * the rows of ranks 0, 1, ... in order (m = sum of local_rows). D is m x n
+ * on every rank; n, op_b, bias and allow_tf32 may differ between ranks
+ * (each rank multiplies by its own B), k, dtype, d_dtype, mode, transport
+ * and chunks must agree. */
+typedef struct {
+  size_t size;          /* sizeof(tpla_ag_gemm_desc_t); set by the INIT macro */
+  int64_t local_rows;   /* >= 0; may differ between ranks */
+  int64_t k;            /* > 0 */
+  int64_t n;            /* >= 0 */
+  tpla_op_t op_b;
+  tpla_dtype_t dtype;
+  tpla_dtype_t d_dtype;
+  int bias;
+  int allow_tf32;
+  tpla_overlap_mode_t mode;
+  tpla_transport_t transport; /* AUTO, PEER or SENDRECV */
+  int chunks;
+} tpla_ag_gemm_desc_t;
+#define TPLA_AG_GEMM_DESC_INIT                                                               \
+  {sizeof(tpla_ag_gemm_desc_t), 0, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,       \
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+
+/* GEMM+ReduceScatter. A is m x k (k = this rank's K_local, may differ
+ * between ranks and be 0), D_local is local_rows x n: rows
+ * [o_r, o_r + local_rows) of the reduced m x n product, o_r the sum of the
+ * lower ranks' local_rows. local_rows = -1 (the INIT value) on every rank
+ * splits m evenly (the first m % P ranks get one row more). m, n, dtype,
+ * d_dtype, mode, transport and chunks must agree; the local_rows must sum
+ * to m. */
+typedef struct {
+  size_t size;          /* sizeof(tpla_gemm_rs_desc_t); set by the INIT macro */
+  int64_t m;            /* > 0 */
+  int64_t local_rows;   /* >= 0, or -1 on every rank: even split */
+  int64_t k;            /* >= 0 */
+  int64_t n;            /* > 0 */
+  tpla_op_t op_b;
+  tpla_dtype_t dtype;
+  tpla_dtype_t d_dtype;
+  int bias;
+  int allow_tf32;
+  tpla_overlap_mode_t mode;
+  tpla_transport_t transport;
+  int chunks;
+} tpla_gemm_rs_desc_t;
+#define TPLA_GEMM_RS_DESC_INIT                                                               \
+  {sizeof(tpla_gemm_rs_desc_t), 0, -1, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,   \
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+
+/* GEMM+AllReduce. A is m x k (k local, may be 0), D is m x n on every rank.
+ * Internally the rows are split evenly for the reduction. m, n, dtype,
+ * d_dtype, bias, mode, transport and chunks must agree. */
+typedef struct {
+  size_t size;          /* sizeof(tpla_gemm_ar_desc_t); set by the INIT macro */
+  int64_t m;            /* > 0 */
+  int64_t k;            /* >= 0 */
+  int64_t n;            /* > 0 */
+  tpla_op_t op_b;
+  tpla_dtype_t dtype;
+  tpla_dtype_t d_dtype;
+  int bias;
+  int allow_tf32;
+  tpla_overlap_mode_t mode;
+  tpla_transport_t transport;
+  int chunks;
+} tpla_gemm_ar_desc_t;
+#define TPLA_GEMM_AR_DESC_INIT                                                               \
+  {sizeof(tpla_gemm_ar_desc_t), 0, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,       \
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+
+/* What a plan resolved to. */
+typedef struct {
+  size_t size;                /* sizeof(tpla_overlap_info_t); set by the INIT macro */
+  tpla_overlap_mode_t mode;   /* OVERLAP or SERIAL */
+  tpla_transport_t transport; /* PEER or SENDRECV; NONE for SERIAL */
+  int chunks;                 /* row chunks per slice (1 for SERIAL) */
+  int64_t m;                  /* global rows */
+  int64_t row_offset;         /* this rank's slice: rows [row_offset, row_offset + rows) */
+  int64_t rows;
+  size_t workspace_bytes;     /* as tpla_*_plan_workspace_bytes */
+} tpla_overlap_info_t;
+#define TPLA_OVERLAP_INFO_INIT {sizeof(tpla_overlap_info_t), 0, 0, 0, 0, 0, 0, 0}
+
+typedef struct tpla_ag_gemm_plan *tpla_ag_gemm_plan_t;
+typedef struct tpla_gemm_rs_plan *tpla_gemm_rs_plan_t;
+typedef struct tpla_gemm_ar_plan *tpla_gemm_ar_plan_t;
+
+/* Create a plan (collective over the context's ranks, in the same order as
+ * the context's other collectives). The ranks exchange their descriptors
+ * once; the plan sizes its buffers, allocates them and, for the PEER
+ * transport, maps every peer's buffers and flags (CUDA peer access or IPC
+ * handles), so calls allocate and exchange nothing.
+ * Errors (*plan is set to NULL):
+ *   INVALID_ARGUMENT  this rank's arguments are bad: NULL plan/ctx/desc, a
+ *                     wrong size field, an unknown enum, a dtype that is not
+ *                     fp32/fp16/bf16 (d_dtype: dtype or fp32), a negative or
+ *                     out-of-range size, chunks out of range.
+ *   REMOTE            another rank rejected its arguments, or the ranks
+ *                     disagree (the message names the first disagreeing rank
+ *                     and field, the same on every rank), or the row slices
+ *                     do not add up; or another rank failed below.
+ *   NOT_SUPPORTED     sizes above 2^31-1; transport PEER forced where a pair
+ *                     of ranks cannot map each other (the message says why).
+ *   OUT_OF_MEMORY     the buffers could not be allocated.
+ *   CUDA/NCCL/TIMEOUT the exchange or the mapping failed. */
+TPLA_API tpla_status_t tpla_ag_gemm_plan_create(tpla_ag_gemm_plan_t *plan, tpla_ctx_t ctx,
+                                                const tpla_ag_gemm_desc_t *desc);
+TPLA_API tpla_status_t tpla_gemm_rs_plan_create(tpla_gemm_rs_plan_t *plan, tpla_ctx_t ctx,
+                                                const tpla_gemm_rs_desc_t *desc);
+TPLA_API tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_ctx_t ctx,
+                                                const tpla_gemm_ar_desc_t *desc);
+/* Release a plan (not collective; accepts NULL). Every rank's calls of the
+ * plan must have completed (peers write into this rank's buffers). The
+ * context must outlive its plans. */
+TPLA_API tpla_status_t tpla_ag_gemm_plan_destroy(tpla_ag_gemm_plan_t plan);
+TPLA_API tpla_status_t tpla_gemm_rs_plan_destroy(tpla_gemm_rs_plan_t plan);
+TPLA_API tpla_status_t tpla_gemm_ar_plan_destroy(tpla_gemm_ar_plan_t plan);
+/* Executor memory the plan holds, in bytes. INVALID_ARGUMENT for NULL. */
+TPLA_API tpla_status_t tpla_ag_gemm_plan_workspace_bytes(tpla_ag_gemm_plan_t plan, size_t *bytes);
+TPLA_API tpla_status_t tpla_gemm_rs_plan_workspace_bytes(tpla_gemm_rs_plan_t plan, size_t *bytes);
+TPLA_API tpla_status_t tpla_gemm_ar_plan_workspace_bytes(tpla_gemm_ar_plan_t plan, size_t *bytes);
+/* Mode, transport, chunks and this rank's slice. INVALID_ARGUMENT for
+ * NULL or a wrong size field. */
+TPLA_API tpla_status_t tpla_ag_gemm_plan_get_info(tpla_ag_gemm_plan_t plan,
+                                                  tpla_overlap_info_t *info);
+TPLA_API tpla_status_t tpla_gemm_rs_plan_get_info(tpla_gemm_rs_plan_t plan,
+                                                  tpla_overlap_info_t *info);
+TPLA_API tpla_status_t tpla_gemm_ar_plan_get_info(tpla_gemm_ar_plan_t plan,
+                                                  tpla_overlap_info_t *info);
+
+/* D (m x n) = alpha allgather_rows(A_local) op(B) + beta D + bias. a_local
+ * is local_rows x k, b is k x n (op_b N) or n x k (T), every view of the
+ * plan's dtypes with any ld >= cols; d must not overlap a_local or b.
+ * a_local and b must stay unchanged, and d untouched, until the call
+ * completes in stream order. Errors: INVALID_ARGUMENT (NULL plan, a bad
+ * view, shapes or dtypes other than the plan's, overlapping d, a bias
+ * pointer missing or unexpected, a bad args size, non-finite alpha/beta;
+ * nothing is written and the call does not count), INVALID_USAGE (the plan
+ * failed in an earlier call), TIMEOUT/REMOTE (host: a peer did not make the
+ * call), CUDA/NCCL/CUBLAS (D and the gathered view then hold unspecified
+ * values and the plan is unusable). */
+TPLA_API tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d,
+                                    tpla_matrix_t a_local, tpla_matrix_t b,
+                                    const tpla_overlap_args_t *args, void *stream);
+/* *available = 1 when the plan's buffer holds the gathered A of its last
+ * call (after a successful tpla_ag_gemm; both modes keep it), 0 before the
+ * first call and after a failed one. A plain field read: never fails on a
+ * valid plan and never synchronizes. INVALID_ARGUMENT for NULL. */
+TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *available);
+/* *gathered = a dense view (m x k, ld k, the plan's dtype) of the gathered
+ * A of the last call, in the plan's executor memory. Read it only in stream
+ * order after that call and before the plan's next call (which overwrites
+ * it; peers write into it from the start of their next call, which cannot
+ * start before this rank's next call begins). Do not write into it.
+ * Errors: INVALID_ARGUMENT (NULL), INVALID_USAGE (not available: see
+ * tpla_ag_gemm_plan_has_gathered; fall back to tpla_allgather_rows). */
+TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered);
+
+/* D_local (local_rows x n) = alpha [reduce_scatter_rows(sum over ranks of
+ * A op(B))]_rank + beta D_local + bias. a is m x k (this rank's k), b is
+ * k x n or n x k. Errors as tpla_ag_gemm. */
+TPLA_API tpla_status_t tpla_gemm_rs(tpla_gemm_rs_plan_t plan, tpla_matrix_t d_local,
+                                    tpla_matrix_t a, tpla_matrix_t b,
+                                    const tpla_overlap_args_t *args, void *stream);
+/* D (m x n) = alpha (sum over ranks of A op(B)) + beta D + bias. Errors as
+ * tpla_ag_gemm. */
+TPLA_API tpla_status_t tpla_gemm_ar(tpla_gemm_ar_plan_t plan, tpla_matrix_t d, tpla_matrix_t a,
+                                    tpla_matrix_t b, const tpla_overlap_args_t *args,
+                                    void *stream);
+
+/* The plain row gather, for when no gathered operand is available (e.g.
+ * delayed wgrad): gathered (sum of rows[] x cols, dense: ld == cols) = the
+ * a_local of every rank stacked in rank order. rows has nranks entries,
+ * identical on every rank, with rows[rank] == a_local.rows; a_local (any
+ * ld) may already sit at its place inside gathered. Collective (one
+ * all-gather, counted in tpla_counters_t.allgathers). Errors:
+ * INVALID_ARGUMENT (NULL, bad views, shapes that do not add up, a dtype
+ * that is not fp32/fp16/bf16, a_local overlapping gathered elsewhere than
+ * at its place), and the collectives' errors. */
+TPLA_API tpla_status_t tpla_allgather_rows(tpla_ctx_t ctx, tpla_matrix_t gathered,
+                                           tpla_matrix_t a_local, const int64_t *rows,
+                                           void *stream);
+
+/* Operations issued on a context since its creation, for tests and
+ * benchmarks (e.g. that a tensor-parallel backward gathers dy once). */
+typedef struct {
+  size_t size;              /* sizeof(tpla_counters_t); set by the INIT macro */
+  uint64_t allgathers;      /* tpla_allgatherv, tpla_allgather_rows, tpla_ag_gemm calls */
+  uint64_t reduce_scatters; /* tpla_reduce_scatterv, tpla_gemm_rs calls */
+  uint64_t allreduces;      /* tpla_allreduce, tpla_gemm_ar calls */
+  uint64_t overlap_calls;   /* calls of the three plans (either mode) */
+  uint64_t gathered_views;  /* successful tpla_ag_gemm_gathered calls */
+} tpla_counters_t;
+#define TPLA_COUNTERS_INIT {sizeof(tpla_counters_t), 0, 0, 0, 0, 0}
+
+/* Successful calls only. INVALID_ARGUMENT for NULL or a wrong size field. */
+TPLA_API tpla_status_t tpla_ctx_get_counters(tpla_ctx_t ctx, tpla_counters_t *counters);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,7 +97,10 @@ tpla_status_t tpla_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_
   TPLA_TRY(check_buffer(fn, "send", send, count, dtype));
   if (count == 0)
     return TPLA_SUCCESS;
-  return ctx->backend->allreduce(ctx, recv, send, count, dtype, stream);
+  tpla_status_t s = ctx->backend->allreduce(ctx, recv, send, count, dtype, stream);
+  if (s == TPLA_SUCCESS)
+    ctx->counters.allreduces++; /* tpla_ctx_get_counters */
+  return s;
 }
 
 tpla_status_t tpla_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, const size_t *counts,
@@ -111,7 +114,10 @@ tpla_status_t tpla_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, cons
   TPLA_TRY(check_buffer(fn, "send", send, counts[ctx->rank], dtype));
   if (total == 0)
     return TPLA_SUCCESS;
-  return ctx->backend->allgatherv(ctx, recv, send, counts, dtype, stream);
+  tpla_status_t s = ctx->backend->allgatherv(ctx, recv, send, counts, dtype, stream);
+  if (s == TPLA_SUCCESS)
+    ctx->counters.allgathers++; /* tpla_ctx_get_counters */
+  return s;
 }
 
 tpla_status_t tpla_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
@@ -125,7 +131,10 @@ tpla_status_t tpla_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   TPLA_TRY(check_buffer(fn, "send", send, total, dtype));
   if (total == 0)
     return TPLA_SUCCESS;
-  return ctx->backend->reduce_scatterv(ctx, recv, send, counts, dtype, stream);
+  tpla_status_t s = ctx->backend->reduce_scatterv(ctx, recv, send, counts, dtype, stream);
+  if (s == TPLA_SUCCESS)
+    ctx->counters.reduce_scatters++; /* tpla_ctx_get_counters */
+  return s;
 }
 
 tpla_status_t tpla_broadcast(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype_t dtype,

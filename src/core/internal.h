@@ -127,7 +127,16 @@ typedef struct tpla_backend {
    * data is in recv on return); used at plan creation only, never on an
    * execute path. CUDA: copy to the device, ncclAllGather, copy back. */
   tpla_status_t (*exchange)(tpla_ctx_t ctx, void *recv, const void *send, size_t bytes);
+
+  /* The transport of the overlap plans (src/core/overlap.h): peer-mapped
+   * windows, flags, lanes, GEMMs on lanes. NULL: overlap plans unsupported. */
+  const struct tpla_xport_ops *xport;
 } tpla_backend_t;
+
+/* Operations issued on a context (tpla_ctx_get_counters); zero at creation. */
+typedef struct {
+  uint64_t allgathers, reduce_scatters, allreduces, overlap_calls, gathered_views;
+} tpla_ctx_counters_t;
 
 struct tpla_ctx {
   const tpla_backend_t *backend;
@@ -137,6 +146,7 @@ struct tpla_ctx {
   int device; /* CUDA ordinal, -1 on the host executor */
   tpla_config_t cfg;
   void *impl; /* the executor's own state */
+  tpla_ctx_counters_t counters;
 };
 
 #endif /* TPLA_INTERNAL_H */

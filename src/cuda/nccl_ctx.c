@@ -10,6 +10,7 @@
 #include "cuda_ctx.h"
 #include "cuda_ops.h"
 #include "lt_gemm.h"
+#include "overlap.h" /* tpla_cuda_xport_ops */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -425,4 +426,5 @@ const tpla_backend_t tpla_nccl_backend = {
     .mirror_upper = tpla_cuda_mirror_upper,
     .alltoallv = tpla_cuda_alltoallv,
     .exchange = nccl_exchange,
+    .xport = &tpla_cuda_xport_ops, /* transport.c (overlap plans) */
 };

@@ -6,6 +6,7 @@
  */
 #include "host.h"
 #include "host_ops.h"
+#include "overlap.h" /* tpla_host_xport_ops */
 
 #include <stdlib.h>
 
@@ -115,6 +116,7 @@ static const tpla_backend_t host_backend = {
     .mirror_upper = host_mirror_upper_m,
     .alltoallv = host_alltoallv,
     .exchange = tpla_host_exchange, /* host_ops.c */
+    .xport = &tpla_host_xport_ops,  /* host_transport.c (overlap plans) */
 };
 
 /* ---- public: create ------------------------------------------------------ */

@@ -1,0 +1,213 @@
+/*
+ * overlap.h - internals of the tensor-parallel communication + GEMM plans
+ * (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce), shared by
+ * src/core/overlap_*.c and by the two executors' transports.
+ *
+ *   overlap_plan.c   descriptors, the collective agreement, chunking, layout,
+ *                    plan creation and the plan queries
+ *   overlap_exec.c   the schedules (overlapped and serial) of the three plans,
+ *                    written once on the transport operations below
+ *   overlap_api.c    execute-time validation, the gathered-operand view, the
+ *                    plain row gather, the context counters
+ *
+ * The schedules only call a transport (struct tpla_xport_ops, reached through
+ * ctx->backend->xport), so the CUDA executor (src/cuda/transport*.c: copy
+ * engines, stream memory operations, cuBLASLt on side streams) and the host
+ * executor (src/host/host_transport.c: threads, memcpy, atomics with timed
+ * waits) run the same schedule, and CI tests it on the CPU.
+ *
+ * Model. Work goes onto "lanes": ordered queues (CUDA streams; the host
+ * runs every lane in program order). A schedule is written so that program
+ * order is itself a valid execution (every send is issued before the waits
+ * that could depend on it), which is what makes the host run deadlock-free.
+ * Each rank's transport owns a "window": memory its peers can write into
+ * (PEER) or that it posts receives into (SENDRECV), plus flags. Calls are
+ * numbered (seq, from 1, wrapping, compared cyclically); flags are never
+ * reset: a step's flag holds the seq of the last call whose piece arrived.
+ * Back-pressure: at the start of call seq every rank announces "ready for
+ * seq" to every peer; a rank writes into a peer's window (or overwrites a
+ * region peers read from) only after that peer announced the same call.
+ */
+#ifndef TPLA_OVERLAP_H
+#define TPLA_OVERLAP_H
+
+#include "internal.h"
+
+#define OVL_MAX_CHUNKS 16 /* TPLA_OVERLAP_MAX_CHUNKS */
+#define OVL_ALIGN 256     /* byte alignment of every buffer in a window or staging area */
+
+/* ---- the transport (implemented by each executor) ------------------------ */
+
+typedef struct tpla_xport tpla_xport_t;
+
+/* How a transport moves pieces between ranks. */
+typedef enum {
+  OVL_XPORT_AUTO = 0,    /* create: PEER if every rank can map every peer, else SENDRECV */
+  OVL_XPORT_PEER = 1,    /* one-sided: copy into / out of peer-mapped windows + flags */
+  OVL_XPORT_SENDRECV = 2, /* two-sided point-to-point (NCCL send/recv, host sendrecv) */
+  OVL_XPORT_LOCAL = 3    /* no peer traffic (serial mode): memory, lanes, GEMM only */
+} ovl_xport_kind_t;
+
+/* Lanes a schedule names. The transport adds its own copy/communication
+ * lanes for steps (one per peer, or one NCCL lane). */
+enum { OVL_LANE_COMPUTE0 = 0, OVL_LANE_COMPUTE1 = 1, OVL_LANE_COPY = 2, OVL_LANES = 3 };
+
+typedef struct {
+  ovl_xport_kind_t kind;
+  size_t window_bytes; /* this rank's window (may differ between ranks; may be 0) */
+  int nflags;          /* step flags (0 <= flag < nflags) */
+  const char *fn;      /* the public function, for messages */
+} ovl_xport_desc_t;
+
+/* One transfer step, described alike by both ranks of each pair: this rank
+ * sends `send` to rank `to` and receives a piece from rank `from` (at step
+ * i of a ring schedule, to = rank + i and from = rank - i). -1: no piece.
+ *   PEER push (pull == 0): after `to` announced `seq`, `send` is copied to
+ *     `to`'s window at to_offset (dense rows, ld = send.cols) and `to`'s
+ *     flag `flag` set to seq; the receiving side does nothing here and
+ *     waits with arrival().
+ *   PEER pull (pull == 1): this rank sets `to`'s flag (its piece, which
+ *     must be in this rank's window, is ready) and, once `from` set ours,
+ *     copies `from`'s window at from_offset (dense) into `recv`.
+ *   SENDRECV: `send` to `to` and `recv` from `from` as one point-to-point
+ *     exchange; both views dense.
+ * The step runs on a lane of the transport's choice after the work already
+ * enqueued on lane `after` (-1: none). */
+typedef struct {
+  int to;
+  tpla_matrix_t send;
+  size_t to_offset;
+  int from;
+  tpla_matrix_t recv;
+  size_t from_offset;
+  int pull;
+  int flag;
+  int after;
+} ovl_step_t;
+
+/* y = beta * y + s + bias and, when y2.data != NULL, y2 = s, where
+ * s = sum of nslots dense slots (y's shape and dtype, ld = y.cols) starting
+ * at `slots`, slot_stride elements apart. bias: NULL or y.cols elements of
+ * y's dtype added to every row. beta == 0 never reads y. y2 may be slot 0. */
+typedef struct {
+  tpla_matrix_t y;
+  float beta;
+  const void *slots;
+  size_t slot_stride;
+  int nslots;
+  const void *bias;
+  tpla_matrix_t y2;
+} ovl_fold_t;
+
+struct tpla_xport_ops {
+  /* Collective over the context's ranks: allocate and (PEER) map the
+   * windows, resolve AUTO identically on every rank. Every rank reaches the
+   * same verdict: a rank whose own part failed returns its status, the
+   * others REMOTE naming it. */
+  tpla_status_t (*create)(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport_t **out);
+  /* Not collective; call only when no call of the plan is in flight on any
+   * rank (synchronizes this rank's lanes). Accepts NULL. */
+  void (*destroy)(tpla_xport_t *xp);
+  ovl_xport_kind_t (*kind)(const tpla_xport_t *xp);
+  void *(*window)(const tpla_xport_t *xp);
+  size_t (*bytes)(const tpla_xport_t *xp); /* executor memory held (window + flags) */
+  void *(*stream)(const tpla_xport_t *xp, int lane); /* CUDA: the lane's stream; host: NULL */
+  /* Start call `seq` of public function `fn` (named by the messages of the
+   * call's operations): lanes follow the work on `stream`; PEER: announce
+   * "ready for seq" to every peer. REMOTE once a peer aborted. */
+  tpla_status_t (*begin)(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn);
+  /* End the call: `stream` follows all lanes. Run even after a failure. */
+  tpla_status_t (*end)(tpla_xport_t *xp, void *stream);
+  tpla_status_t (*step)(tpla_xport_t *xp, const ovl_step_t *step, uint32_t seq);
+  /* `lane` waits until the piece of step `flag` of call seq is in place. */
+  tpla_status_t (*arrival)(tpla_xport_t *xp, int lane, int flag, uint32_t seq);
+  /* `lane` waits until `peer` announced call seq (PEER; no-op otherwise). */
+  tpla_status_t (*wait_ready)(tpla_xport_t *xp, int lane, int peer, uint32_t seq);
+  /* `lane` waits for the work enqueued so far on every other lane. */
+  tpla_status_t (*sync_lanes)(tpla_xport_t *xp, int lane);
+  /* A validated GEMM (m, n > 0; k may be 0) on `lane`, D += bias per row
+   * when bias != NULL (n elements of D's dtype). */
+  tpla_status_t (*gemm)(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
+                        const void *bias);
+  tpla_status_t (*fold)(tpla_xport_t *xp, int lane, const ovl_fold_t *fold);
+  /* dst = src, equal shapes and dtypes, any lds. */
+  tpla_status_t (*copy)(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src);
+};
+
+/* The executors' tables (src/cuda/transport.c, src/host/host_transport.c). */
+extern const struct tpla_xport_ops tpla_cuda_xport_ops;
+extern const struct tpla_xport_ops tpla_host_xport_ops;
+
+/* Cyclic "a is at or after b" for call numbers. */
+static inline bool ovl_seq_reached(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
+
+/* ---- plans ------------------------------------------------------------------ */
+
+typedef enum { OVL_AG = 0, OVL_RS = 1, OVL_AR = 2 } ovl_kind_t;
+
+typedef struct {
+  ovl_kind_t kind;
+  tpla_ctx_t ctx;
+  const struct tpla_xport_ops *ops;
+  int rank, nranks;
+  tpla_overlap_mode_t mode;   /* OVERLAP or SERIAL */
+  ovl_xport_kind_t xkind;     /* resolved transport */
+  int chunks;                 /* row chunks per rank's slice */
+
+  /* AG: m = sum of rows, k agreed, n local. RS/AR: m agreed, k local, n agreed. */
+  int64_t m, k, n;
+  int64_t *offs;              /* nranks + 1 row offsets of the slices */
+  tpla_op_t op_b;
+  tpla_dtype_t dtype, d_dtype;
+  bool bias;
+  int allow_tf32;
+
+  tpla_xport_t *xp;
+  void *staging;              /* local executor memory (RS/AR partials, serial buffers) */
+  size_t staging_bytes;
+  size_t *stage_off;          /* RS/AR overlapped: byte offset of the send slot for rank q */
+  size_t *counts;             /* SERIAL: elements of each rank's slice (AG: rows k, else rows n) */
+  size_t window_bytes;
+  uint32_t seq;               /* calls issued */
+  bool has_gathered;          /* AG: the window holds the last call's gathered A */
+  bool broken;                /* an execute failed after it started: unusable */
+} ovl_plan_t;
+
+struct tpla_ag_gemm_plan { ovl_plan_t p; };
+struct tpla_gemm_rs_plan { ovl_plan_t p; };
+struct tpla_gemm_ar_plan { ovl_plan_t p; };
+
+static inline int64_t ovl_rows(const ovl_plan_t *p, int r) { return p->offs[r + 1] - p->offs[r]; }
+
+/* Rows [*r0, *r0 + *nr) of chunk c of a slice of `rows` rows cut into
+ * `chunks` pieces (the same on every rank for a given slice). */
+void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr);
+/* The chunk count AUTO chooses from agreed values (see overlap_plan.c). */
+int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
+                    tpla_dtype_t dtype);
+/* Flag of step (i, c) of phase `phase` (AR has two). */
+static inline int ovl_flag(const ovl_plan_t *p, int phase, int i, int c) {
+  return (phase * (p->nranks - 1) + (i - 1)) * p->chunks + c;
+}
+
+/* overlap_plan.c */
+void ovl_plan_free(ovl_plan_t *p);
+void ovl_plan_info(const ovl_plan_t *p, tpla_overlap_info_t *info);
+size_t ovl_plan_bytes(const ovl_plan_t *p);
+
+/* overlap_exec.c: run a validated call (views checked against the plan). */
+typedef struct {
+  tpla_matrix_t d, a, b;
+  float alpha, beta;
+  const void *bias;
+  void *stream;
+} ovl_call_t;
+tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn);
+
+/* A view of rows [r0, r0 + nr) of m (data NULL when empty). */
+tpla_matrix_t ovl_rows_of(tpla_matrix_t m, int64_t r0, int64_t nr);
+/* A dense rows x cols view at base + offset bytes. */
+tpla_matrix_t ovl_dense(void *base, size_t offset, int64_t rows, int64_t cols,
+                        tpla_dtype_t dtype);
+
+#endif /* TPLA_OVERLAP_H */

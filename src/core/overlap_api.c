@@ -1,0 +1,232 @@
+/*
+ * overlap_api.c - the calls of the tensor-parallel plans (tpla_ag_gemm,
+ * tpla_gemm_rs, tpla_gemm_ar): complete validation of every view and
+ * argument against the plan before anything is enqueued (a rejected call
+ * writes nothing and does not count), then the schedule (overlap_exec.c).
+ * Also the gathered-operand view, the plain row gather that is its
+ * fallback, and the context counters.
+ */
+#include "overlap.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+/* A view of the plan's shape and dtype. */
+static tpla_status_t check_view(const char *fn, const char *arg, const tpla_matrix_t *v,
+                                int64_t rows, int64_t cols, tpla_dtype_t dtype) {
+  TPLA_TRY(tpla_check_matrix(fn, arg, v));
+  if (v->dtype != dtype)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s': dtype %s, the plan's is %s",
+                     arg, tpla_dtype_name(v->dtype), tpla_dtype_name(dtype));
+  if (v->rows != rows || v->cols != cols)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument '%s': %" PRId64 "x%" PRId64 ", the plan expects %" PRId64
+                     "x%" PRId64, arg, v->rows, v->cols, rows, cols);
+  return TPLA_SUCCESS;
+}
+
+/* Everything of one call, checked; fills *call. `a_rows` is the rows of the
+ * plan's A on this rank, (d_rows x p->n) D's shape. */
+static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
+                                const tpla_matrix_t *d, const char *d_name,
+                                const tpla_matrix_t *a, const char *a_name, int64_t a_rows,
+                                int64_t d_rows, const tpla_matrix_t *b,
+                                const tpla_overlap_args_t *args, void *stream) {
+  if (p->broken)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                     "the plan failed in an earlier call (rank %d of %d, call %" PRIu32 "); "
+                     "destroy it on every rank and create a new one",
+                     p->rank, p->nranks, p->seq);
+  TPLA_TRY(check_view(fn, d_name, d, d_rows, p->n, p->d_dtype));
+  TPLA_TRY(check_view(fn, a_name, a, a_rows, p->k, p->dtype));
+  int64_t b_rows = p->op_b == TPLA_OP_N ? p->k : p->n, b_cols = p->op_b == TPLA_OP_N ? p->n : p->k;
+  TPLA_TRY(check_view(fn, "b", b, b_rows, b_cols, p->dtype));
+  tpla_overlap_args_t def = TPLA_OVERLAP_ARGS_INIT;
+  if (args == NULL)
+    args = &def;
+  else if (args->size != sizeof *args)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': size field is %zu, expected %zu (initialize with "
+                     "TPLA_OVERLAP_ARGS_INIT)", args->size, sizeof *args);
+  if (!isfinite(args->alpha) || !isfinite(args->beta))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': alpha (%g) and beta (%g) must be finite",
+                     (double)args->alpha, (double)args->beta);
+  if (p->bias && args->bias == NULL && p->n > 0)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': bias is NULL but the plan was created with bias = 1 "
+                     "(a vector of %" PRId64 " %s elements)", p->n, tpla_dtype_name(p->d_dtype));
+  if (!p->bias && args->bias != NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': bias given but the plan was created with bias = 0");
+  if (tpla_matrices_overlap(d, a) || tpla_matrices_overlap(d, b))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s': output memory overlaps "
+                     "argument '%s' or 'b'", d_name, a_name);
+  tpla_matrix_t bias = {(void *)args->bias, 1, p->n, p->n > 0 ? p->n : 1, p->d_dtype};
+  if (p->bias && tpla_matrices_overlap(d, &bias))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': bias overlaps the output '%s'", d_name);
+  *call = (ovl_call_t){*d, *a, *b, args->alpha, args->beta, p->bias ? args->bias : NULL, stream};
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d, tpla_matrix_t a_local,
+                           tpla_matrix_t b, const tpla_overlap_args_t *args, void *stream) {
+  static const char fn[] = "tpla_ag_gemm";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  ovl_plan_t *p = &plan->p;
+  ovl_call_t call;
+  TPLA_TRY(check_call(fn, p, &call, &d, "d", &a_local, "a_local", ovl_rows(p, p->rank), p->m, &b,
+                      args, stream));
+  TPLA_TRY(ovl_run(p, &call, fn));
+  p->ctx->counters.allgathers++;
+  p->ctx->counters.overlap_calls++;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_gemm_rs(tpla_gemm_rs_plan_t plan, tpla_matrix_t d_local, tpla_matrix_t a,
+                           tpla_matrix_t b, const tpla_overlap_args_t *args, void *stream) {
+  static const char fn[] = "tpla_gemm_rs";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  ovl_plan_t *p = &plan->p;
+  ovl_call_t call;
+  TPLA_TRY(check_call(fn, p, &call, &d_local, "d_local", &a, "a", p->m, ovl_rows(p, p->rank), &b,
+                      args, stream));
+  TPLA_TRY(ovl_run(p, &call, fn));
+  p->ctx->counters.reduce_scatters++;
+  p->ctx->counters.overlap_calls++;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_gemm_ar(tpla_gemm_ar_plan_t plan, tpla_matrix_t d, tpla_matrix_t a,
+                           tpla_matrix_t b, const tpla_overlap_args_t *args, void *stream) {
+  static const char fn[] = "tpla_gemm_ar";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  ovl_plan_t *p = &plan->p;
+  ovl_call_t call;
+  TPLA_TRY(check_call(fn, p, &call, &d, "d", &a, "a", p->m, p->m, &b, args, stream));
+  TPLA_TRY(ovl_run(p, &call, fn));
+  p->ctx->counters.allreduces++;
+  p->ctx->counters.overlap_calls++;
+  return TPLA_SUCCESS;
+}
+
+/* ---- the gathered operand ---------------------------------------------------------- */
+
+tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *available) {
+  static const char fn[] = "tpla_ag_gemm_plan_has_gathered";
+  tpla_clear_error();
+  if (plan == NULL || available == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
+                     plan == NULL ? "plan" : "available");
+  *available = plan->p.has_gathered;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered) {
+  static const char fn[] = "tpla_ag_gemm_gathered";
+  tpla_clear_error();
+  if (plan == NULL || gathered == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
+                     plan == NULL ? "plan" : "gathered");
+  ovl_plan_t *p = &plan->p;
+  if (!p->has_gathered)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                     "the plan holds no gathered operand (%s); check "
+                     "tpla_ag_gemm_plan_has_gathered and fall back to tpla_allgather_rows",
+                     p->broken ? "its last call failed" : "no call has run yet");
+  *gathered = ovl_dense(p->ops->window(p->xp), 0, p->m, p->k, p->dtype);
+  p->ctx->counters.gathered_views++;
+  return TPLA_SUCCESS;
+}
+
+/* ---- the plain row gather ------------------------------------------------------------ */
+
+tpla_status_t tpla_allgather_rows(tpla_ctx_t ctx, tpla_matrix_t gathered, tpla_matrix_t a_local,
+                                  const int64_t *rows, void *stream) {
+  static const char fn[] = "tpla_allgather_rows";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  if (rows == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'rows' is NULL");
+  TPLA_TRY(tpla_check_matrix(fn, "gathered", &gathered));
+  TPLA_TRY(tpla_check_matrix(fn, "a_local", &a_local));
+  tpla_dtype_t t = gathered.dtype;
+  if (t != TPLA_FLOAT32 && t != TPLA_FLOAT16 && t != TPLA_BFLOAT16)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'gathered': dtype %s is not fp32, fp16 or bf16",
+                     tpla_dtype_name(t));
+  if (a_local.dtype != t)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'a_local': dtype %s differs from gathered's %s",
+                     tpla_dtype_name(a_local.dtype), tpla_dtype_name(t));
+  if (a_local.cols != gathered.cols)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'a_local': %" PRId64 " columns, gathered has %" PRId64,
+                     a_local.cols, gathered.cols);
+  if (gathered.rows > 0 && gathered.cols > 0 && gathered.ld != gathered.cols)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'gathered': ld %" PRId64 " must equal cols %" PRId64
+                     " (a dense buffer)", gathered.ld, gathered.cols);
+  int64_t total = 0, offset = 0;
+  for (int q = 0; q < ctx->nranks; q++) {
+    if (rows[q] < 0 || rows[q] > INT32_MAX)
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'rows': rows[%d] = %" PRId64
+                       " is out of range", q, rows[q]);
+    if (q == ctx->rank)
+      offset = total;
+    total += rows[q];
+  }
+  if (rows[ctx->rank] != a_local.rows || total != gathered.rows)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'rows': rows[%d] = %" PRId64 " (a_local has %" PRId64
+                     "), sum %" PRId64 " (gathered has %" PRId64 ")", ctx->rank, rows[ctx->rank],
+                     a_local.rows, total, gathered.rows);
+  tpla_matrix_t place = ovl_rows_of(gathered, offset, a_local.rows);
+  bool in_place = place.data == a_local.data && a_local.ld == place.ld;
+  if (!in_place && tpla_matrices_overlap(&gathered, &a_local))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'a_local' overlaps 'gathered' away from its place (row %" PRId64
+                     ")", offset);
+  size_t *counts = malloc(sizeof *counts * (size_t)ctx->nranks);
+  if (counts == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  for (int q = 0; q < ctx->nranks; q++)
+    counts[q] = (size_t)rows[q] * (size_t)gathered.cols;
+  tpla_status_t st = TPLA_SUCCESS;
+  if (!in_place && place.rows > 0 && place.cols > 0)
+    st = ctx->backend->axpby(ctx, place, a_local, 1.0f, 0.0f, stream);
+  if (st == TPLA_SUCCESS && total > 0 && gathered.cols > 0) {
+    char *send = (char *)gathered.data +
+                 (size_t)offset * (size_t)gathered.cols * tpla_dtype_size(t);
+    st = ctx->backend->allgatherv(ctx, gathered.data, send, counts, t, stream);
+  }
+  free(counts);
+  if (st == TPLA_SUCCESS)
+    ctx->counters.allgathers++;
+  return st;
+}
+
+tpla_status_t tpla_ctx_get_counters(tpla_ctx_t ctx, tpla_counters_t *counters) {
+  static const char fn[] = "tpla_ctx_get_counters";
+  tpla_clear_error();
+  if (ctx == NULL || counters == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
+                     ctx == NULL ? "ctx" : "counters");
+  if (counters->size != sizeof *counters)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'counters': size field is %zu, expected %zu (initialize with "
+                     "TPLA_COUNTERS_INIT)", counters->size, sizeof *counters);
+  const tpla_ctx_counters_t *c = &ctx->counters;
+  *counters = (tpla_counters_t){sizeof *counters, c->allgathers, c->reduce_scatters,
+                                c->allreduces, c->overlap_calls, c->gathered_views};
+  return TPLA_SUCCESS;
+}

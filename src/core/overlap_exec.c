@@ -1,0 +1,308 @@
+/*
+ * overlap_exec.c - the schedules of the three tensor-parallel plans, written
+ * once on the transport operations of overlap.h, so the CUDA executor
+ * (copy engines, streams) and the host executor (threads) run the same
+ * steps in the same order. Each schedule is issued in an order that is
+ * itself a valid sequential execution (sends before the waits that depend
+ * on them), which is what the host runs.
+ *
+ * Ring order: at step i (1..P-1) rank r sends to r+i and receives from r-i;
+ * every rank's slice is cut into the same number of row chunks, and step
+ * (i, c) moves chunk c. Both sides of a pair compute the same pieces from
+ * the agreed slices, so they skip the same empty ones.
+ *
+ * AllGather+GEMM (D = AG(A) op(B)): copy A_local into the own rows of the
+ * gathered buffer (the reusable view); push every chunk of A_local into
+ * every peer's gathered buffer (PEER: straight from A_local; SENDRECV: from
+ * the own rows); GEMM the own rows from A_local at once; then, chunk by
+ * chunk and peer by peer, wait for the chunk and GEMM its rows, alternating
+ * two compute lanes so one GEMM's tail overlaps the next one's start.
+ *
+ * GEMM+ReduceScatter: for each destination in ring order (rank+1 first),
+ * chunk by chunk: GEMM the partial of its rows into its send slot, send the
+ * chunk into the destination's receive slot for this rank (the send follows
+ * the GEMM; the next GEMM proceeds meanwhile). Then the own rows into
+ * D_local (alpha, beta, bias), which hides the last transfer, and after the
+ * last arrival one fold of all P-1 received partials into D_local.
+ *
+ * GEMM+AllReduce: GEMM+ReduceScatter with the own rows' partial written into
+ * a published slice of the window, folded as s = own + received, D's own
+ * rows = beta D + s + bias and the published slice = s; then every rank
+ * fetches every peer's published slice (PEER: a copy-engine read of the
+ * peer's window straight into D when beta = 0 and there is no bias, else
+ * into the send slot and folded; SENDRECV: send/recv into the send slot,
+ * then folded). The published slice is overwritten only after every peer
+ * announced the next call, i.e. finished reading it.
+ *
+ * SERIAL: one NCCL collective (the executor's allgatherv, reduce_scatterv
+ * or allreduce) and one GEMM, on one lane.
+ */
+#include "overlap.h"
+
+tpla_matrix_t ovl_rows_of(tpla_matrix_t m, int64_t r0, int64_t nr) {
+  tpla_matrix_t s = m;
+  s.rows = nr;
+  s.data = NULL;
+  if (nr > 0 && m.cols > 0 && m.data != NULL)
+    s.data = (char *)m.data + (size_t)(r0 * m.ld) * tpla_dtype_size(m.dtype);
+  return s;
+}
+
+tpla_matrix_t ovl_dense(void *base, size_t offset, int64_t rows, int64_t cols,
+                        tpla_dtype_t dtype) {
+  tpla_matrix_t m = {NULL, rows, cols, cols > 0 ? cols : 1, dtype};
+  if (rows > 0 && cols > 0 && base != NULL)
+    m.data = (char *)base + offset;
+  return m;
+}
+
+/* d = alpha a op(B) + beta d (+ bias) on a lane; skips empty products. */
+static tpla_status_t gemm(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
+                          tpla_matrix_t b, float alpha, float beta, const void *bias) {
+  if (d.rows == 0 || d.cols == 0)
+    return TPLA_SUCCESS;
+  tpla_gemm_call_t call = {d,        a,         b,    TPLA_OP_N, p->op_b,        d.rows,
+                           d.cols,   a.cols,    alpha, beta,     p->allow_tf32};
+  return p->ops->gemm(p->xp, lane, &call, bias);
+}
+
+static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float beta,
+                          const void *slots, size_t stride, int nslots, const void *bias,
+                          tpla_matrix_t y2) {
+  if (y.rows == 0 || y.cols == 0)
+    return TPLA_SUCCESS;
+  ovl_fold_t f = {y, beta, slots, stride, nslots, bias, y2};
+  return p->ops->fold(p->xp, lane, &f);
+}
+
+static const tpla_matrix_t no_view = {NULL, 0, 0, 1, TPLA_FLOAT32};
+
+/* ---- AllGather+GEMM ----------------------------------------------------------- */
+
+static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
+  const struct tpla_xport_ops *x = p->ops;
+  const int P = p->nranks, r = p->rank, C = p->chunks;
+  const bool peer = p->xkind == OVL_XPORT_PEER;
+  const size_t row_bytes = (size_t)p->k * tpla_dtype_size(p->dtype);
+  tpla_matrix_t gathered = ovl_dense(x->window(p->xp), 0, p->m, p->k, p->dtype);
+  tpla_matrix_t own = ovl_rows_of(gathered, p->offs[r], ovl_rows(p, r));
+  if (own.rows > 0)
+    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, own, c->a));
+  for (int ci = 0; ci < C; ci++)
+    for (int i = 1; i < P; i++) {
+      int to = (r + i) % P, from = (r - i + P) % P;
+      int64_t s0, sn, f0, fnr;
+      ovl_chunk(ovl_rows(p, r), C, ci, &s0, &sn);
+      ovl_chunk(ovl_rows(p, from), C, ci, &f0, &fnr);
+      if (sn == 0 && fnr == 0)
+        continue;
+      ovl_step_t st = {sn > 0 ? to : -1,
+                       ovl_rows_of(peer ? c->a : own, s0, sn),
+                       (size_t)(p->offs[r] + s0) * row_bytes,
+                       fnr > 0 ? from : -1,
+                       ovl_rows_of(gathered, p->offs[from] + f0, fnr),
+                       0,
+                       0,
+                       ovl_flag(p, 0, i, ci),
+                       peer ? -1 : OVL_LANE_COPY};
+      TPLA_TRY(x->step(p->xp, &st, p->seq));
+    }
+  int lane = OVL_LANE_COMPUTE0;
+  TPLA_TRY(gemm(p, lane, ovl_rows_of(c->d, p->offs[r], own.rows), c->a, c->b, c->alpha,
+                c->beta, c->bias));
+  for (int ci = 0; ci < C; ci++)
+    for (int i = 1; i < P; i++) {
+      int from = (r - i + P) % P;
+      int64_t f0, fnr;
+      ovl_chunk(ovl_rows(p, from), C, ci, &f0, &fnr);
+      if (fnr == 0)
+        continue;
+      lane ^= 1;
+      TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
+      int64_t row0 = p->offs[from] + f0;
+      TPLA_TRY(gemm(p, lane, ovl_rows_of(c->d, row0, fnr), ovl_rows_of(gathered, row0, fnr), c->b,
+                    c->alpha, c->beta, c->bias));
+    }
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t ag_serial(ovl_plan_t *p, const ovl_call_t *c) {
+  const struct tpla_xport_ops *x = p->ops;
+  const int lane = OVL_LANE_COMPUTE0;
+  void *win = x->window(p->xp);
+  tpla_matrix_t gathered = ovl_dense(win, 0, p->m, p->k, p->dtype);
+  tpla_matrix_t own = ovl_rows_of(gathered, p->offs[p->rank], ovl_rows(p, p->rank));
+  if (own.rows > 0)
+    TPLA_TRY(x->copy(p->xp, lane, own, c->a));
+  /* in place: this rank's block already sits at its offset */
+  char *send = (char *)win + (size_t)p->offs[p->rank] * (size_t)p->k * tpla_dtype_size(p->dtype);
+  TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, win, send, p->counts, p->dtype,
+                                       x->stream(p->xp, lane)));
+  return gemm(p, lane, c->d, gathered, c->b, c->alpha, c->beta, c->bias);
+}
+
+/* ---- GEMM+ReduceScatter and the first phase of GEMM+AllReduce ------------------- */
+
+/* Byte offset of step i's receive slot in the window of a rank with `rows`
+ * rows (AR keeps its published slice in slot 0). */
+static size_t slot_offset(const ovl_plan_t *p, int i, int64_t rows) {
+  size_t slice = (size_t)rows * (size_t)p->n * tpla_dtype_size(p->d_dtype);
+  return (size_t)(p->kind == OVL_AR ? i : i - 1) * slice;
+}
+
+/* The partials for every peer, sent as they are computed. Returns the lane
+ * to use next. */
+static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c, int *lane_io) {
+  const struct tpla_xport_ops *x = p->ops;
+  const int P = p->nranks, r = p->rank, C = p->chunks;
+  const size_t row_bytes = (size_t)p->n * tpla_dtype_size(p->d_dtype);
+  void *win = x->window(p->xp);
+  int lane = *lane_io;
+  for (int i = 1; i < P; i++) {
+    int to = (r + i) % P, from = (r - i + P) % P;
+    tpla_matrix_t slot = ovl_dense(p->staging, p->stage_off[to], ovl_rows(p, to), p->n,
+                                   p->d_dtype);
+    for (int ci = 0; ci < C; ci++) {
+      int64_t t0, tn, m0, mn;
+      ovl_chunk(ovl_rows(p, to), C, ci, &t0, &tn);
+      ovl_chunk(ovl_rows(p, r), C, ci, &m0, &mn);
+      if (tn == 0 && mn == 0)
+        continue;
+      TPLA_TRY(gemm(p, lane, ovl_rows_of(slot, t0, tn), ovl_rows_of(c->a, p->offs[to] + t0, tn),
+                    c->b, c->alpha, 0.0f, NULL));
+      ovl_step_t st = {tn > 0 ? to : -1,
+                       ovl_rows_of(slot, t0, tn),
+                       slot_offset(p, i, ovl_rows(p, to)) + (size_t)t0 * row_bytes,
+                       mn > 0 ? from : -1,
+                       ovl_dense(win, slot_offset(p, i, ovl_rows(p, r)) + (size_t)m0 * row_bytes,
+                                 mn, p->n, p->d_dtype),
+                       0,
+                       0,
+                       ovl_flag(p, 0, i, ci),
+                       lane};
+      TPLA_TRY(x->step(p->xp, &st, p->seq));
+      if (tn > 0)
+        lane ^= 1;
+    }
+  }
+  *lane_io = lane;
+  return TPLA_SUCCESS;
+}
+
+/* `lane` waits for every partial sent to this rank. */
+static tpla_status_t wait_partials(ovl_plan_t *p, int lane) {
+  const int P = p->nranks, C = p->chunks;
+  for (int i = 1; i < P; i++)
+    for (int ci = 0; ci < C; ci++) {
+      int64_t m0, mn;
+      ovl_chunk(ovl_rows(p, p->rank), C, ci, &m0, &mn);
+      if (mn > 0)
+        TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
+    }
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
+  const int r = p->rank;
+  int lane = OVL_LANE_COMPUTE0;
+  TPLA_TRY(send_partials(p, c, &lane));
+  TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
+                c->beta, c->bias));
+  if (p->nranks == 1)
+    return TPLA_SUCCESS;
+  TPLA_TRY(wait_partials(p, lane));
+  return fold(p, lane, c->d, 1.0f, p->ops->window(p->xp), (size_t)ovl_rows(p, r) * (size_t)p->n,
+              p->nranks - 1, NULL, no_view);
+}
+
+static tpla_status_t rs_serial(ovl_plan_t *p, const ovl_call_t *c) {
+  const int lane = OVL_LANE_COMPUTE0;
+  const size_t ed = tpla_dtype_size(p->d_dtype);
+  size_t full_bytes = (size_t)p->m * (size_t)p->n * ed;
+  tpla_matrix_t full = ovl_dense(p->staging, 0, p->m, p->n, p->d_dtype);
+  char *reduced = (char *)p->staging + (full_bytes + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN;
+  TPLA_TRY(gemm(p, lane, full, c->a, c->b, c->alpha, 0.0f, NULL));
+  TPLA_TRY(p->ctx->backend->reduce_scatterv(p->ctx, reduced, p->staging, p->counts, p->d_dtype,
+                                            p->ops->stream(p->xp, lane)));
+  return fold(p, lane, c->d, c->beta, reduced, 0, 1, c->bias, no_view);
+}
+
+/* ---- GEMM+AllReduce ------------------------------------------------------------- */
+
+static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
+  const struct tpla_xport_ops *x = p->ops;
+  const int P = p->nranks, r = p->rank;
+  const int64_t rows = ovl_rows(p, r);
+  const bool peer = p->xkind == OVL_XPORT_PEER;
+  void *win = x->window(p->xp);
+  tpla_matrix_t publish = ovl_dense(win, 0, rows, p->n, p->d_dtype);
+  int lane = OVL_LANE_COMPUTE0;
+  TPLA_TRY(send_partials(p, c, &lane));
+  /* peers read the published slice of the previous call until they start this one */
+  for (int q = 0; q < P && peer; q++)
+    if (q != r)
+      TPLA_TRY(x->wait_ready(p->xp, lane, q, p->seq));
+  TPLA_TRY(gemm(p, lane, publish, ovl_rows_of(c->a, p->offs[r], rows), c->b, c->alpha, 0.0f,
+                NULL));
+  TPLA_TRY(wait_partials(p, lane));
+  TPLA_TRY(fold(p, lane, ovl_rows_of(c->d, p->offs[r], rows), c->beta, win,
+                (size_t)rows * (size_t)p->n, P, c->bias, publish));
+  if (P == 1)
+    return TPLA_SUCCESS;
+  /* the send slots are reused below: their sends must be done */
+  TPLA_TRY(x->sync_lanes(p->xp, lane));
+  bool direct = peer && c->beta == 0.0f && c->bias == NULL;
+  for (int i = 1; i < P; i++) {
+    int to = (r + i) % P, from = (r - i + P) % P;
+    tpla_matrix_t into = direct ? ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from))
+                                : ovl_dense(p->staging, p->stage_off[from], ovl_rows(p, from),
+                                            p->n, p->d_dtype);
+    ovl_step_t st = {rows > 0 ? to : -1, publish,    0,    ovl_rows(p, from) > 0 ? from : -1,
+                     into,              0,          peer, ovl_flag(p, 1, i, 0),
+                     lane};
+    TPLA_TRY(x->step(p->xp, &st, p->seq));
+  }
+  for (int i = 1; i < P && !direct; i++) {
+    int from = (r - i + P) % P;
+    if (ovl_rows(p, from) == 0)
+      continue;
+    lane ^= 1;
+    TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 1, i, 0), p->seq));
+    TPLA_TRY(fold(p, lane, ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from)), c->beta,
+                  (char *)p->staging + p->stage_off[from], 0, 1, c->bias, no_view));
+  }
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t ar_serial(ovl_plan_t *p, const ovl_call_t *c) {
+  const int lane = OVL_LANE_COMPUTE0;
+  tpla_matrix_t full = ovl_dense(p->staging, 0, p->m, p->n, p->d_dtype);
+  TPLA_TRY(gemm(p, lane, full, c->a, c->b, c->alpha, 0.0f, NULL));
+  TPLA_TRY(p->ctx->backend->allreduce(p->ctx, p->staging, p->staging,
+                                      (size_t)p->m * (size_t)p->n, p->d_dtype,
+                                      p->ops->stream(p->xp, lane)));
+  return fold(p, lane, c->d, c->beta, p->staging, 0, 1, c->bias, no_view);
+}
+
+/* ---- one call -------------------------------------------------------------------- */
+
+tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *c, const char *fn) {
+  static tpla_status_t (*const schedules[3][2])(ovl_plan_t *, const ovl_call_t *) = {
+      {ag_overlap, ag_serial}, {rs_overlap, rs_serial}, {ar_overlap, ar_serial}};
+  p->seq++;
+  p->has_gathered = false;
+  tpla_status_t st = p->ops->begin(p->xp, p->seq, c->stream, fn);
+  if (st == TPLA_SUCCESS) {
+    st = schedules[p->kind][p->mode == TPLA_OVERLAP_SERIAL](p, c);
+    /* join the lanes whatever happened, so the caller's stream stays ordered */
+    tpla_status_t joined = p->ops->end(p->xp, c->stream);
+    if (st == TPLA_SUCCESS)
+      st = joined;
+  }
+  if (st != TPLA_SUCCESS) {
+    p->broken = true;
+    return st;
+  }
+  p->has_gathered = p->kind == OVL_AG;
+  return TPLA_SUCCESS;
+}

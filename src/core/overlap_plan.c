@@ -1,0 +1,507 @@
+/*
+ * overlap_plan.c - creation of the AllGather+GEMM, GEMM+ReduceScatter and
+ * GEMM+AllReduce plans: descriptor validation, the collective agreement,
+ * row slices and chunks, buffer layout, the transport (allocated, mapped and
+ * exchanged here, once), and the plan queries.
+ *
+ * Agreement protocol (as the Newton-Schulz plans): every rank, even one
+ * whose arguments are bad, sends a fixed-size summary of its descriptor with
+ * its own status and message through the backend's plan-time exchange; all
+ * ranks reach the same verdict from the same data. A rank with bad
+ * arguments returns its own status, the others REMOTE naming it; a
+ * disagreement is REMOTE with the same message on every rank.
+ */
+#include "overlap.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MSG_LEN 200
+
+/* What every rank announces. int32 fields first, then int64, then chars:
+ * no padding, the same layout in every process. */
+typedef struct {
+  int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks;
+  int64_t m, rows, k, n;
+  char message[MSG_LEN];
+} summary_t;
+_Static_assert(sizeof(summary_t) == 10 * 4 + 4 * 8 + MSG_LEN, "summary_t has padding");
+
+static const char *kind_name[] = {"AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce"};
+
+static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, MSG_LEN, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static bool input_dtype(int t) {
+  return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
+}
+
+/* Checks shared by the three descriptors (already copied into s). */
+static tpla_status_t check_common(summary_t *s) {
+  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
+  char *msg = s->message;
+  if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
+    return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
+  if (!input_dtype(s->dtype))
+    return bad(msg, IA, "argument 'desc': dtype %s (%d) is not fp32, fp16 or bf16",
+               tpla_dtype_name((tpla_dtype_t)s->dtype), s->dtype);
+  if (s->d_dtype != s->dtype && s->d_dtype != TPLA_FLOAT32)
+    return bad(msg, IA, "argument 'desc': d_dtype %s must be dtype (%s) or fp32",
+               tpla_dtype_name((tpla_dtype_t)s->d_dtype), tpla_dtype_name((tpla_dtype_t)s->dtype));
+  if (s->bias != 0 && s->bias != 1)
+    return bad(msg, IA, "argument 'desc': bias %d is not 0 or 1", s->bias);
+  if (s->allow_tf32 != 0 && s->allow_tf32 != 1)
+    return bad(msg, IA, "argument 'desc': allow_tf32 %d is not 0 or 1", s->allow_tf32);
+  if (s->mode < TPLA_OVERLAP_AUTO || s->mode > TPLA_OVERLAP_SERIAL)
+    return bad(msg, IA, "argument 'desc': unknown mode %d", s->mode);
+  if (s->transport < TPLA_TRANSPORT_AUTO || s->transport > TPLA_TRANSPORT_SENDRECV)
+    return bad(msg, IA, "argument 'desc': transport %d is not AUTO, PEER or SENDRECV",
+               s->transport);
+  if (s->chunks < 0 || s->chunks > OVL_MAX_CHUNKS)
+    return bad(msg, IA, "argument 'desc': chunks %d is not in [0, %d] (0: automatic)",
+               s->chunks, OVL_MAX_CHUNKS);
+  int64_t big = s->m > s->rows ? s->m : s->rows;
+  big = big > s->k ? big : s->k;
+  big = big > s->n ? big : s->n;
+  if (big > INT32_MAX)
+    return bad(msg, TPLA_ERROR_NOT_SUPPORTED,
+               "argument 'desc': sizes m=%" PRId64 " rows=%" PRId64 " k=%" PRId64 " n=%" PRId64
+               " exceed 2^31-1", s->m, s->rows, s->k, s->n);
+  return TPLA_SUCCESS;
+}
+
+#define COPY_COMMON(s, d)                                                                  \
+  do {                                                                                     \
+    (s)->op_b = (int32_t)(d)->op_b;                                                        \
+    (s)->dtype = (int32_t)(d)->dtype;                                                      \
+    (s)->d_dtype = (int32_t)(d)->d_dtype;                                                  \
+    (s)->bias = (d)->bias;                                                                 \
+    (s)->allow_tf32 = (d)->allow_tf32;                                                     \
+    (s)->mode = (int32_t)(d)->mode;                                                        \
+    (s)->transport = (int32_t)(d)->transport;                                              \
+    (s)->chunks = (d)->chunks;                                                             \
+  } while (0)
+
+static tpla_status_t summarize_ag(summary_t *s, const tpla_ag_gemm_desc_t *d) {
+  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
+  if (d == NULL)
+    return bad(s->message, IA, "argument 'desc' is NULL");
+  if (d->size != sizeof *d)
+    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
+               "with TPLA_AG_GEMM_DESC_INIT)", d->size, sizeof *d);
+  COPY_COMMON(s, d);
+  s->rows = d->local_rows;
+  s->k = d->k;
+  s->n = d->n;
+  if (d->local_rows < 0 || d->k <= 0 || d->n < 0)
+    return bad(s->message, IA, "argument 'desc': local_rows %" PRId64 " (>= 0), k %" PRId64
+               " (> 0), n %" PRId64 " (>= 0) out of range", d->local_rows, d->k, d->n);
+  return check_common(s);
+}
+
+static tpla_status_t summarize_rs(summary_t *s, const tpla_gemm_rs_desc_t *d) {
+  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
+  if (d == NULL)
+    return bad(s->message, IA, "argument 'desc' is NULL");
+  if (d->size != sizeof *d)
+    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
+               "with TPLA_GEMM_RS_DESC_INIT)", d->size, sizeof *d);
+  COPY_COMMON(s, d);
+  s->m = d->m;
+  s->rows = d->local_rows;
+  s->k = d->k;
+  s->n = d->n;
+  if (d->m <= 0 || d->local_rows < -1 || d->local_rows > d->m || d->k < 0 || d->n <= 0)
+    return bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), local_rows %" PRId64
+               " (-1 or 0..m), k %" PRId64 " (>= 0), n %" PRId64 " (> 0) out of range", d->m,
+               d->local_rows, d->k, d->n);
+  return check_common(s);
+}
+
+static tpla_status_t summarize_ar(summary_t *s, const tpla_gemm_ar_desc_t *d) {
+  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
+  if (d == NULL)
+    return bad(s->message, IA, "argument 'desc' is NULL");
+  if (d->size != sizeof *d)
+    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
+               "with TPLA_GEMM_AR_DESC_INIT)", d->size, sizeof *d);
+  COPY_COMMON(s, d);
+  s->m = d->m;
+  s->rows = -1;
+  s->k = d->k;
+  s->n = d->n;
+  if (d->m <= 0 || d->k < 0 || d->n <= 0)
+    return bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), k %" PRId64
+               " (>= 0), n %" PRId64 " (> 0) out of range", d->m, d->k, d->n);
+  return check_common(s);
+}
+
+/* ---- agreement ---------------------------------------------------------------- */
+
+/* The first field that must agree and in which rank r differs from rank 0. */
+static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
+  const char *what = NULL;
+  int64_t v = 0, v0 = 0;
+  bool dtype = false;
+  ovl_kind_t kind = (ovl_kind_t)s0->kind;
+#define FIELD(name, cond, is_dtype)                                        \
+  if (what == NULL && (cond) && s->name != s0->name) {                     \
+    what = #name;                                                          \
+    v = s->name;                                                           \
+    v0 = s0->name;                                                         \
+    dtype = is_dtype;                                                      \
+  }
+  FIELD(kind, true, false)
+  FIELD(m, kind != OVL_AG, false)
+  FIELD(k, kind == OVL_AG, false)
+  FIELD(n, kind != OVL_AG, false)
+  FIELD(dtype, true, true)
+  FIELD(d_dtype, kind != OVL_AG, true)
+  FIELD(bias, kind == OVL_AR, false)
+  FIELD(mode, true, false)
+  FIELD(transport, true, false)
+  FIELD(chunks, true, false)
+#undef FIELD
+  if (what == NULL)
+    return false;
+  if (dtype)
+    snprintf(msg, MSG_LEN, "ranks disagree: rank %d has %s = %s, rank 0 has %s", r, what,
+             tpla_dtype_name((tpla_dtype_t)v), tpla_dtype_name((tpla_dtype_t)v0));
+  else
+    snprintf(msg, MSG_LEN, "ranks disagree: rank %d has %s = %" PRId64 ", rank 0 has %" PRId64,
+             r, what, v, v0);
+  return true;
+}
+
+static tpla_status_t exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                              size_t bytes) {
+  if (ctx->backend->exchange == NULL)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no plan-time exchange",
+                     ctx->backend->name);
+  return ctx->backend->exchange(ctx, recv, send, bytes);
+}
+
+/* Row slices from the agreed summaries into p->offs; REMOTE if they do
+ * not add up. */
+static tpla_status_t slices(ovl_plan_t *p, const summary_t *all, const char *fn) {
+  int P = p->nranks;
+  p->offs[0] = 0;
+  if (p->kind == OVL_AG) {
+    for (int r = 0; r < P; r++)
+      p->offs[r + 1] = p->offs[r] + all[r].rows;
+    if (p->offs[P] > INT32_MAX)
+      return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the gathered A has %" PRId64 " rows "
+                       "(> 2^31-1)", p->offs[P]);
+    if (p->offs[P] == 0)
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': every rank has "
+                       "local_rows 0: the gathered A would be empty");
+    return TPLA_SUCCESS;
+  }
+  bool even = all[0].rows < 0;
+  for (int r = 0; r < P; r++) {
+    if ((all[r].rows < 0) != even)
+      return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank %d has local_rows = %" PRId64
+                       ", rank 0 has %" PRId64 " (-1, the even split, must be on every rank "
+                       "or none)", r, all[r].rows, all[0].rows);
+    int64_t rows = even ? p->m / P + (r < p->m % P) : all[r].rows;
+    p->offs[r + 1] = p->offs[r] + rows;
+  }
+  if (p->offs[P] != p->m)
+    return tpla_fail(TPLA_ERROR_REMOTE, fn, "the ranks' local_rows add up to %" PRId64
+                     ", not m = %" PRId64, p->offs[P], p->m);
+  return TPLA_SUCCESS;
+}
+
+void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr) {
+  int64_t size = (rows + chunks - 1) / chunks;
+  if (size > 128) /* whole GEMM tiles, except in the last chunk */
+    size = (size + 127) / 128 * 128;
+  int64_t a = (int64_t)c * size, b = a + size;
+  a = a < rows ? a : rows;
+  b = b < rows ? b : rows;
+  *r0 = a;
+  *nr = b - a;
+}
+
+/* Transfer time over GEMM time for one slice, with H200-class constants
+ * (GEMM 700 TFLOP/s, copy engine 350 GB/s): AG moves a slice (k columns)
+ * to every peer while each receiver multiplies it by n columns; RS/AR send
+ * an n-column partial per peer computed over k. Above 1/2 the transfer is
+ * chunked, so a GEMM waits only for its own chunk (about 4 chunks per unit
+ * of the ratio, at most 8, never below 128 rows). */
+int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
+                    tpla_dtype_t dtype) {
+  if (nranks < 2 || max_rows < 256)
+    return 1;
+  double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
+  double ratio = kind == OVL_AG ? e * (nranks - 1) * flops / (2.0 * (double)(n > 0 ? n : 1) * bw)
+                                : e * flops / (2.0 * (double)(k > 0 ? k : 1) * bw);
+  if (ratio <= 0.5)
+    return 1;
+  int c = (int)ceil(4.0 * ratio);
+  int64_t by_rows = max_rows / 128;
+  c = c < 8 ? c : 8;
+  return c < by_rows ? c : (int)by_rows;
+}
+
+static size_t align_up(size_t x) { return (x + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN; }
+
+/* Window and staging sizes and the staging offsets, from the plan's shape. */
+static void layout(ovl_plan_t *p) {
+  int P = p->nranks, r = p->rank;
+  size_t es = tpla_dtype_size(p->dtype), ed = tpla_dtype_size(p->d_dtype);
+  size_t slice = (size_t)ovl_rows(p, r) * (size_t)p->n * ed;
+  bool serial = p->mode == TPLA_OVERLAP_SERIAL;
+  p->window_bytes = 0;
+  p->staging_bytes = 0;
+  if (p->kind == OVL_AG) {
+    p->window_bytes = (size_t)p->m * (size_t)p->k * es;
+  } else if (serial) {
+    /* the full partial product, and (RS) the reduced slice before the fold */
+    p->staging_bytes = align_up((size_t)p->m * (size_t)p->n * ed);
+    if (p->kind == OVL_RS)
+      p->staging_bytes += slice;
+  } else {
+    /* RS: a receive slot per peer; AR: the published slice + a slot per peer */
+    p->window_bytes = (size_t)(p->kind == OVL_AR ? P : P - 1) * slice;
+    for (int q = 0; q < P; q++) { /* a send slot per peer */
+      p->stage_off[q] = p->staging_bytes;
+      if (q != r)
+        p->staging_bytes += align_up((size_t)ovl_rows(p, q) * (size_t)p->n * ed);
+    }
+  }
+}
+
+/* After a local step that may fail on some ranks: every rank learns every
+ * status; returns this rank's failure, or REMOTE naming the first other. */
+static tpla_status_t agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
+                                  const char *what) {
+  char saved[MSG_LEN];
+  snprintf(saved, sizeof saved, "%s", tpla_last_error());
+  int32_t me = (int32_t)mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
+  if (all == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  tpla_status_t st = exchange(ctx, fn, all, &me, sizeof me);
+  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
+    if (all[r] != 0 && r != ctx->rank)
+      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
+                     tpla_status_string((tpla_status_t)all[r]));
+  free(all);
+  if (mine != TPLA_SUCCESS)
+    return tpla_fail(mine, fn, "%s", saved);
+  return st;
+}
+
+void ovl_plan_free(ovl_plan_t *p) {
+  if (p == NULL)
+    return;
+  if (p->ops != NULL)
+    p->ops->destroy(p->xp);
+  if (p->staging != NULL)
+    p->ctx->backend->mem_free(p->ctx, p->staging);
+  free(p->offs);
+  free(p->stage_off);
+  free(p->counts);
+  free(p);
+}
+
+/* Everything after a successful agreement: shape, transport, buffers. */
+static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) {
+  const summary_t *s = &all[p->rank];
+  p->ops = p->ctx->backend->xport;
+  p->m = s->m;
+  p->k = s->k;
+  p->n = s->n;
+  p->op_b = (tpla_op_t)s->op_b;
+  p->dtype = (tpla_dtype_t)s->dtype;
+  p->d_dtype = (tpla_dtype_t)s->d_dtype;
+  p->bias = s->bias != 0;
+  p->allow_tf32 = s->allow_tf32;
+  TPLA_TRY(slices(p, all, fn));
+  if (p->kind == OVL_AG)
+    p->m = p->offs[p->nranks];
+  p->mode = s->mode == TPLA_OVERLAP_SERIAL ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
+  int64_t max_rows = 0, max_n = 0, max_k = 0;
+  for (int r = 0; r < p->nranks; r++) {
+    max_rows = ovl_rows(p, r) > max_rows ? ovl_rows(p, r) : max_rows;
+    max_n = all[r].n > max_n ? all[r].n : max_n;
+    max_k = all[r].k > max_k ? all[r].k : max_k;
+  }
+  if (p->mode == TPLA_OVERLAP_SERIAL)
+    p->chunks = 1;
+  else if (s->chunks > 0)
+    p->chunks = s->chunks;
+  else /* agreed values only, so every rank picks the same */
+    p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
+                                p->kind == OVL_AG ? max_n : p->n, p->dtype);
+  double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
+                 (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
+  if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s buffers (%g bytes) are too large",
+                     kind_name[p->kind], total);
+  layout(p);
+  for (int r = 0; r < p->nranks; r++)
+    p->counts[r] = (size_t)ovl_rows(p, r) * (size_t)(p->kind == OVL_AG ? p->k : p->n);
+
+  ovl_xport_desc_t xd = {OVL_XPORT_LOCAL, p->window_bytes, 0, fn};
+  if (p->mode == TPLA_OVERLAP_OVERLAP) {
+    xd.kind = s->transport == TPLA_TRANSPORT_PEER       ? OVL_XPORT_PEER
+              : s->transport == TPLA_TRANSPORT_SENDRECV ? OVL_XPORT_SENDRECV
+                                                        : OVL_XPORT_AUTO;
+    xd.nflags = (p->kind == OVL_AR ? 2 : 1) * (p->nranks - 1) * p->chunks;
+  }
+  TPLA_TRY(p->ops->create(p->ctx, &xd, &p->xp));
+  p->xkind = p->ops->kind(p->xp);
+  tpla_status_t st = p->ctx->backend->mem_alloc(p->ctx, p->staging_bytes, &p->staging);
+  if (st != TPLA_SUCCESS)
+    p->staging = NULL;
+  return agree_status(p->ctx, fn, st, "allocate its staging buffers");
+}
+
+/* The common create: validate (summary already filled, status in st),
+ * agree, build. *out is NULL on failure. */
+static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, summary_t *mine,
+                            tpla_status_t st, const char *fn) {
+  if (ctx->backend->xport == NULL)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no overlap transport",
+                     ctx->backend->name);
+  ovl_plan_t *p = calloc(1, sizeof *p);
+  summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  if (st == TPLA_SUCCESS && p != NULL) {
+    p->offs = calloc((size_t)ctx->nranks + 1, sizeof *p->offs);
+    p->stage_off = calloc((size_t)ctx->nranks, sizeof *p->stage_off);
+    p->counts = calloc((size_t)ctx->nranks, sizeof *p->counts);
+  }
+  if (st == TPLA_SUCCESS &&
+      (p == NULL || p->offs == NULL || p->stage_off == NULL || p->counts == NULL))
+    st = bad(mine->message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
+  mine->status = (int32_t)st;
+  mine->kind = (int32_t)kind;
+  if (all == NULL) { /* cannot take part: the others will time out */
+    ovl_plan_free(p);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  st = exchange(ctx, fn, all, mine, sizeof *mine);
+  if (st == TPLA_SUCCESS && mine->status != 0)
+    st = tpla_fail((tpla_status_t)mine->status, fn, "%s", mine->message);
+  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
+    if (all[r].status != 0)
+      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d rejected its arguments: %s", r,
+                     all[r].message);
+  char msg[MSG_LEN];
+  for (int r = 1; st == TPLA_SUCCESS && r < ctx->nranks; r++)
+    if (differs(msg, &all[0], &all[r], r))
+      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "%s", msg);
+  if (st == TPLA_SUCCESS) {
+    p->kind = kind;
+    p->ctx = ctx;
+    p->rank = ctx->rank;
+    p->nranks = ctx->nranks;
+    st = build(p, all, fn);
+  }
+  free(all);
+  if (st != TPLA_SUCCESS) {
+    ovl_plan_free(p);
+    return st;
+  }
+  *out = p;
+  return TPLA_SUCCESS;
+}
+
+/* ---- public: create, destroy, queries ------------------------------------------- */
+
+#define CREATE(kind_, summarize, plan_t)                                                  \
+  do {                                                                                    \
+    tpla_clear_error();                                                                   \
+    if (plan != NULL)                                                                     \
+      *plan = NULL;                                                                       \
+    if (ctx == NULL)                                                                      \
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");        \
+    summary_t mine;                                                                       \
+    memset(&mine, 0, sizeof mine);                                                        \
+    /* a NULL plan pointer still takes part, as a failure, so nobody waits */             \
+    tpla_status_t st = plan == NULL ? bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,       \
+                                          "argument 'plan' is NULL")                      \
+                                    : summarize(&mine, desc);                             \
+    ovl_plan_t *p = NULL;                                                                 \
+    TPLA_TRY(create(&p, ctx, kind_, &mine, st, fn));                                      \
+    *plan = (plan_t)p; /* the public struct wraps ovl_plan_t as its first member */       \
+    return TPLA_SUCCESS;                                                                  \
+  } while (0)
+
+tpla_status_t tpla_ag_gemm_plan_create(tpla_ag_gemm_plan_t *plan, tpla_ctx_t ctx,
+                                       const tpla_ag_gemm_desc_t *desc) {
+  static const char fn[] = "tpla_ag_gemm_plan_create";
+  CREATE(OVL_AG, summarize_ag, tpla_ag_gemm_plan_t);
+}
+
+tpla_status_t tpla_gemm_rs_plan_create(tpla_gemm_rs_plan_t *plan, tpla_ctx_t ctx,
+                                       const tpla_gemm_rs_desc_t *desc) {
+  static const char fn[] = "tpla_gemm_rs_plan_create";
+  CREATE(OVL_RS, summarize_rs, tpla_gemm_rs_plan_t);
+}
+
+tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_ctx_t ctx,
+                                       const tpla_gemm_ar_desc_t *desc) {
+  static const char fn[] = "tpla_gemm_ar_plan_create";
+  CREATE(OVL_AR, summarize_ar, tpla_gemm_ar_plan_t);
+}
+
+size_t ovl_plan_bytes(const ovl_plan_t *p) {
+  return p->staging_bytes + (p->xp != NULL ? p->ops->bytes(p->xp) : 0);
+}
+
+void ovl_plan_info(const ovl_plan_t *p, tpla_overlap_info_t *info) {
+  info->mode = p->mode;
+  info->transport = p->xkind == OVL_XPORT_PEER       ? TPLA_TRANSPORT_PEER
+                    : p->xkind == OVL_XPORT_SENDRECV ? TPLA_TRANSPORT_SENDRECV
+                                                     : TPLA_TRANSPORT_NONE;
+  info->chunks = p->chunks;
+  info->m = p->m;
+  info->row_offset = p->offs[p->rank];
+  info->rows = ovl_rows(p, p->rank);
+  info->workspace_bytes = ovl_plan_bytes(p);
+}
+
+#define QUERIES(prefix, plan_t)                                                            \
+  tpla_status_t prefix##_plan_destroy(plan_t plan) {                                       \
+    tpla_clear_error();                                                                    \
+    ovl_plan_free(plan == NULL ? NULL : &plan->p);                                         \
+    return TPLA_SUCCESS;                                                                   \
+  }                                                                                        \
+  tpla_status_t prefix##_plan_workspace_bytes(plan_t plan, size_t *bytes) {                \
+    static const char fn[] = #prefix "_plan_workspace_bytes";                              \
+    tpla_clear_error();                                                                    \
+    if (plan == NULL || bytes == NULL)                                                     \
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",           \
+                       plan == NULL ? "plan" : "bytes");                                   \
+    *bytes = ovl_plan_bytes(&plan->p);                                                     \
+    return TPLA_SUCCESS;                                                                   \
+  }                                                                                        \
+  tpla_status_t prefix##_plan_get_info(plan_t plan, tpla_overlap_info_t *info) {           \
+    static const char fn[] = #prefix "_plan_get_info";                                     \
+    tpla_clear_error();                                                                    \
+    if (plan == NULL || info == NULL)                                                      \
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",           \
+                       plan == NULL ? "plan" : "info");                                    \
+    if (info->size != sizeof *info)                                                        \
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,                                    \
+                       "argument 'info': size field is %zu, expected %zu (initialize with " \
+                       "TPLA_OVERLAP_INFO_INIT)", info->size, sizeof *info);               \
+    ovl_plan_info(&plan->p, info);                                                         \
+    return TPLA_SUCCESS;                                                                   \
+  }
+
+QUERIES(tpla_ag_gemm, tpla_ag_gemm_plan_t)
+QUERIES(tpla_gemm_rs, tpla_gemm_rs_plan_t)
+QUERIES(tpla_gemm_ar, tpla_gemm_ar_plan_t)

@@ -1,0 +1,259 @@
+/*
+ * transport.c - the per-call operations of the CUDA overlap transport (see
+ * transport.h) and its ops table.
+ *
+ * Lanes are streams of the transport: two compute streams, up to four copy
+ * streams (a PEER step to or from the peer at ring distance i runs on copy
+ * stream (i - 1) mod 4, so transfers to different peers use different copy
+ * engines at once) and one NCCL stream (SENDRECV steps, issued in the same
+ * order on every rank). begin() makes every stream wait for the caller's
+ * stream and, for PEER, writes "ready for call seq" into every peer's flags;
+ * end() makes the caller's stream wait for every stream.
+ *
+ * A PEER push: the copy stream waits until the destination announced the
+ * call (its ready word in our flags reached seq), copies with
+ * cudaMemcpy(2D)Async straight into the destination's window (the copy
+ * engine of this GPU writes over NVLink), then writes seq into the
+ * destination's step flag; the write is fenced after the copy. The receiver
+ * waits on its own flag word. A PEER pull signals first, then waits on its
+ * own flag and copies out of the source's window. Nothing spins on an SM.
+ *
+ * The context's GEMM workspace: the compute lanes use one half each
+ * (transport_gemm.c). begin() makes them wait for the context's last GEMM
+ * on another stream (gemm_done) and end() records gemm_done on the caller's
+ * stream, so tpla_gemm and these lanes never share the workspace at once.
+ */
+#include "transport.h"
+
+#include <stdio.h>
+
+cudaStream_t xp_lane_stream(const tpla_xport_t *xp, int lane) {
+  return xp->streams[lane < OVL_LANES ? lane : 0]; /* OVL_LANE_COPY is copy stream 0 (index 2) */
+}
+
+/* The stream of a step with the peer at ring distance `dist`. */
+static cudaStream_t step_stream(const tpla_xport_t *xp, int dist) {
+  if (xp->kind == OVL_XPORT_SENDRECV)
+    return xp->streams[XP_COMM_STREAM];
+  return xp->streams[2 + (dist - 1) % xp->ncopy];
+}
+
+static int streams_used(const tpla_xport_t *xp, int s) {
+  if (s < 2)
+    return 1;
+  if (s == XP_COMM_STREAM)
+    return xp->kind == OVL_XPORT_SENDRECV;
+  return s - 2 < xp->ncopy;
+}
+
+/* `waiter` follows the work enqueued so far on `source`. */
+static tpla_status_t follow(tpla_xport_t *xp, cudaStream_t waiter, int source) {
+  if (xp->streams[source] == waiter)
+    return TPLA_SUCCESS;
+  CUDA_TRY(xp->fn, cudaEventRecord(xp->ev[source], xp->streams[source]));
+  CUDA_TRY(xp->fn, cudaStreamWaitEvent(waiter, xp->ev[source], 0));
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_t caller,
+                                     const char *fn) {
+  tpla_cuda_ctx_t *impl = xp->impl;
+  if (impl->comm_aborted)
+    return tpla_fail(TPLA_ERROR_REMOTE, fn, "the context's communicator was aborted after an "
+                     "earlier timeout or NCCL error; destroy the context");
+  CUDA_TRY(fn, cudaEventRecord(xp->fork, caller));
+  for (int s = 0; s < XP_STREAMS; s++) {
+    if (!streams_used(xp, s))
+      continue;
+    CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], xp->fork, 0));
+    /* the compute lanes use the context's GEMM workspace */
+    if (s < 2 && impl->gemm_done_valid && impl->gemm_last_stream != caller)
+      CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], impl->gemm_done, 0));
+  }
+  if (xp->kind != OVL_XPORT_PEER)
+    return TPLA_SUCCESS;
+  /* our window is free for call seq: everything before it on the caller's stream is done */
+  for (int q = 0; q < xp->nranks; q++)
+    if (q != xp->rank)
+      TPLA_TRY(xp_write(xp, xp->streams[2], xp_ready_word(xp, q, xp->rank), seq,
+                        "announce the call to a peer"));
+  return TPLA_SUCCESS;
+}
+
+/* The device stays current until xp_end (or until a failed begin returns). */
+static tpla_status_t xp_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
+  xp->fn = fn;
+  TPLA_TRY(tpla_device_guard_enter(&xp->guard, xp->device, fn));
+  tpla_status_t s = begin_on_device(xp, seq, (cudaStream_t)stream, fn);
+  if (s != TPLA_SUCCESS)
+    tpla_device_guard_exit(&xp->guard);
+  return s;
+}
+
+static tpla_status_t xp_end(tpla_xport_t *xp, void *stream) {
+  cudaStream_t caller = (cudaStream_t)stream;
+  tpla_status_t first = TPLA_SUCCESS;
+  for (int s = 0; s < XP_STREAMS; s++) {
+    if (!streams_used(xp, s))
+      continue;
+    cudaError_t e = cudaEventRecord(xp->ev[s], xp->streams[s]);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent(caller, xp->ev[s], 0);
+    if (e != cudaSuccess && first == TPLA_SUCCESS)
+      first = tpla_cuda_status(e, xp->fn, "joining the transport's streams to the caller's");
+  }
+  tpla_cuda_ctx_t *impl = xp->impl;
+  cudaError_t e = cudaEventRecord(impl->gemm_done, caller);
+  if (e == cudaSuccess) {
+    impl->gemm_last_stream = caller;
+    impl->gemm_done_valid = 1;
+  } else if (first == TPLA_SUCCESS) {
+    first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (GEMM workspace)");
+  }
+  tpla_device_guard_exit(&xp->guard);
+  return first;
+}
+
+/* ---- steps ---------------------------------------------------------------------------- */
+
+/* dst (rows x cols at dst_ld) = src (src_ld), elements of `es` bytes. */
+static cudaError_t copy2d(void *dst, int64_t dst_ld, const void *src, int64_t src_ld,
+                          int64_t rows, int64_t cols, size_t es, cudaStream_t st) {
+  size_t width = (size_t)cols * es;
+  if ((dst_ld == cols && src_ld == cols) || rows == 1)
+    return cudaMemcpyAsync(dst, src, width * (size_t)rows, cudaMemcpyDeviceToDevice, st);
+  return cudaMemcpy2DAsync(dst, (size_t)dst_ld * es, src, (size_t)src_ld * es, width,
+                           (size_t)rows, cudaMemcpyDeviceToDevice, st);
+}
+
+static tpla_status_t copy_status(cudaError_t e, const tpla_xport_t *xp, const char *what, int peer,
+                                 int64_t rows, int64_t cols) {
+  if (e == cudaSuccess)
+    return TPLA_SUCCESS;
+  char call[192];
+  snprintf(call, sizeof call, "cudaMemcpy(2D)Async (%s rank %d, %lldx%lld, rank %d device %d)",
+           what, peer, (long long)rows, (long long)cols, xp->rank, xp->device);
+  return tpla_cuda_status(e, xp->fn, call);
+}
+
+static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaStream_t st) {
+  const char *fn = xp->fn;
+  tpla_cuda_ctx_t *impl = xp->impl;
+  size_t sb = s->to >= 0 ? (size_t)(s->send.rows * s->send.cols) * tpla_dtype_size(s->send.dtype)
+                         : 0;
+  size_t rb = s->from >= 0
+                  ? (size_t)(s->recv.rows * s->recv.cols) * tpla_dtype_size(s->recv.dtype)
+                  : 0;
+  ncclResult_t first = ncclSuccess;
+  const char *failed = NULL;
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess)
+    return tpla_nccl_status(r, impl->comm, fn, "ncclGroupStart");
+  if (s->to >= 0 && (r = ncclSend(s->send.data, sb, ncclUint8, s->to, impl->comm, st)) !=
+                        ncclSuccess && r != ncclInProgress)
+    first = r, failed = "ncclSend (overlap step)";
+  if (s->from >= 0 && (r = ncclRecv(s->recv.data, rb, ncclUint8, s->from, impl->comm, st)) !=
+                          ncclSuccess && r != ncclInProgress && first == ncclSuccess)
+    first = r, failed = "ncclRecv (overlap step)";
+  r = ncclGroupEnd();
+  if (first != ncclSuccess)
+    return tpla_nccl_status(first, impl->comm, fn, failed);
+  char what[160];
+  snprintf(what, sizeof what, "ncclGroupEnd (overlap step: %zu bytes to rank %d, %zu from %d)", sb,
+           s->to, rb, s->from);
+  return tpla_nccl_finish(impl->comm, r, xp->ctx->cfg.timeout_ms, &impl->comm_aborted, fn, what);
+}
+
+static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
+  const int P = xp->nranks, r = xp->rank;
+  int dist = s->to >= 0 ? (s->to - r + P) % P : s->from >= 0 ? (r - s->from + P) % P : 1;
+  cudaStream_t st = step_stream(xp, dist);
+  if (s->after >= 0)
+    TPLA_TRY(follow(xp, st, s->after));
+  if (xp->kind == OVL_XPORT_SENDRECV) {
+    TPLA_TRY(step_sendrecv(xp, s, st));
+    CUDA_TRY(xp->fn, cudaEventRecord(xp->flag_events[s->flag], st));
+    return TPLA_SUCCESS;
+  }
+  if (xp->kind != OVL_XPORT_PEER)
+    return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a transfer step on a local transport");
+  if (!s->pull) {
+    if (s->to < 0)
+      return TPLA_SUCCESS;
+    const tpla_matrix_t *v = &s->send;
+    TPLA_TRY(xp_wait(xp, st, xp_ready_word(xp, r, s->to), seq, "wait for a peer's ready"));
+    TPLA_TRY(copy_status(copy2d(xp_window_of(xp, s->to) + s->to_offset, v->cols, v->data, v->ld,
+                                v->rows, v->cols, tpla_dtype_size(v->dtype), st),
+                         xp, "push to", s->to, v->rows, v->cols));
+    return xp_write(xp, st, xp_step_word(xp, s->to, s->flag), seq, "signal a pushed chunk");
+  }
+  xp->flag_pull[s->flag] = 1;
+  if (s->to >= 0) /* our piece is in our window: `to` may read it */
+    TPLA_TRY(xp_write(xp, st, xp_step_word(xp, s->to, s->flag), seq, "signal a published slice"));
+  if (s->from >= 0) {
+    const tpla_matrix_t *v = &s->recv;
+    TPLA_TRY(xp_wait(xp, st, xp_step_word(xp, r, s->flag), seq, "wait for a published slice"));
+    TPLA_TRY(copy_status(copy2d(v->data, v->ld, xp_window_of(xp, s->from) + s->from_offset,
+                                v->cols, v->rows, v->cols, tpla_dtype_size(v->dtype), st),
+                         xp, "pull from", s->from, v->rows, v->cols));
+  }
+  CUDA_TRY(xp->fn, cudaEventRecord(xp->flag_events[s->flag], st));
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t xp_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t seq) {
+  cudaStream_t st = xp_lane_stream(xp, lane);
+  if (xp->kind == OVL_XPORT_SENDRECV || xp->flag_pull[flag]) {
+    CUDA_TRY(xp->fn, cudaStreamWaitEvent(st, xp->flag_events[flag], 0));
+    return TPLA_SUCCESS;
+  }
+  return xp_wait(xp, st, xp_step_word(xp, xp->rank, flag), seq, "wait for a chunk");
+}
+
+static tpla_status_t xp_wait_ready(tpla_xport_t *xp, int lane, int peer, uint32_t seq) {
+  if (xp->kind != OVL_XPORT_PEER)
+    return TPLA_SUCCESS;
+  return xp_wait(xp, xp_lane_stream(xp, lane), xp_ready_word(xp, xp->rank, peer), seq,
+                 "wait for a peer's ready");
+}
+
+static tpla_status_t xp_sync_lanes(tpla_xport_t *xp, int lane) {
+  cudaStream_t st = xp_lane_stream(xp, lane);
+  for (int s = 0; s < XP_STREAMS; s++)
+    if (streams_used(xp, s))
+      TPLA_TRY(follow(xp, st, s));
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t xp_copy(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src) {
+  if (dst.rows == 0 || dst.cols == 0)
+    return TPLA_SUCCESS;
+  return copy_status(copy2d(dst.data, dst.ld, src.data, src.ld, dst.rows, dst.cols,
+                            tpla_dtype_size(dst.dtype), xp_lane_stream(xp, lane)),
+                     xp, "local copy, own", xp->rank, dst.rows, dst.cols);
+}
+
+static ovl_xport_kind_t xp_kind(const tpla_xport_t *xp) { return xp->kind; }
+static void *xp_window(const tpla_xport_t *xp) {
+  return xp->window_bytes > 0 ? (char *)xp->alloc + xp->flag_bytes : NULL;
+}
+static size_t xp_bytes(const tpla_xport_t *xp) { return xp->flag_bytes + xp->window_bytes; }
+static void *xp_stream(const tpla_xport_t *xp, int lane) { return xp_lane_stream(xp, lane); }
+
+const struct tpla_xport_ops tpla_cuda_xport_ops = {
+    .create = xp_create,
+    .destroy = xp_destroy,
+    .kind = xp_kind,
+    .window = xp_window,
+    .bytes = xp_bytes,
+    .stream = xp_stream,
+    .begin = xp_begin,
+    .end = xp_end,
+    .step = xp_step,
+    .arrival = xp_arrival,
+    .wait_ready = xp_wait_ready,
+    .sync_lanes = xp_sync_lanes,
+    .gemm = xp_gemm,
+    .fold = xp_fold,
+    .copy = xp_copy,
+};

@@ -1,0 +1,350 @@
+/*
+ * host_transport.c - the overlap transport of the host executor
+ * (struct tpla_xport_ops of src/core/overlap.h), so the tensor-parallel
+ * schedules run, step for step, with threads as ranks:
+ *   - windows are plain host memory; the ranks share base pointers through
+ *     the plan-time exchange (all ranks are threads of this process);
+ *   - put/get = memcpy into/out of a peer's window;
+ *   - flags are C11 atomics: a sender stores the call number with release
+ *     order after its memcpy, a receiver loads with acquire order, so the
+ *     data is visible when the flag is; waits poll with back-off and give
+ *     up after the context's timeout_ms (TPLA_ERROR_TIMEOUT), raising an
+ *     abort word in every peer so that their waits end at once (REMOTE);
+ *   - SENDRECV steps are the group's blocking point-to-point exchange;
+ *   - lanes do not exist: everything runs in program order on the calling
+ *     thread, which the schedules are written to allow.
+ * GEMMs go to the host backend's GEMM; bias and the fold of received
+ * partials are loops here (fp32 math, like the CUDA kernel).
+ */
+#include "overlap.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef _Atomic uint32_t flag_t;
+
+struct tpla_xport {
+  tpla_ctx_t ctx;
+  ovl_xport_kind_t kind;
+  int rank, nranks, nflags;
+  size_t window_bytes;
+  void *window;
+  flag_t *flags;       /* [nranks] ready, [nflags] steps, [1] abort: written by peers */
+  void **peer_window;  /* every rank's window (ours included) */
+  flag_t **peer_flags; /* every rank's flags */
+  const char *fn;      /* the public function of the call in progress */
+};
+
+/* Fixed layout, no padding: status, then pointers as integers, then text. */
+typedef struct {
+  int32_t status, unused;
+  uint64_t window, flags;
+  char message[176];
+} host_record_t;
+
+static size_t nflag_words(const tpla_xport_t *xp) { return (size_t)(xp->nranks + xp->nflags + 1); }
+static flag_t *ready_of(flag_t *f, int q) { return &f[q]; }
+static flag_t *step_of(const tpla_xport_t *xp, flag_t *f, int flag) {
+  return &f[xp->nranks + flag];
+}
+static flag_t *abort_of(const tpla_xport_t *xp, flag_t *f) {
+  return &f[xp->nranks + xp->nflags];
+}
+
+static void host_destroy(tpla_xport_t *xp) {
+  if (xp == NULL)
+    return;
+  free(xp->window);
+  free((void *)xp->flags);
+  free(xp->peer_window);
+  free(xp->peer_flags);
+  free(xp);
+}
+
+/* This rank's part of create; the message goes to rec on failure. */
+static tpla_status_t create_local(tpla_xport_t *xp, host_record_t *rec) {
+  size_t bytes = (xp->window_bytes + 63) & ~(size_t)63;
+  if (bytes < xp->window_bytes) {
+    snprintf(rec->message, sizeof rec->message, "a window of %zu bytes is too large",
+             xp->window_bytes);
+    return TPLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (bytes > 0 && (xp->window = aligned_alloc(64, bytes)) == NULL) {
+    snprintf(rec->message, sizeof rec->message, "cannot allocate a window of %zu bytes", bytes);
+    return TPLA_ERROR_OUT_OF_MEMORY;
+  }
+  xp->flags = malloc(sizeof(flag_t) * nflag_words(xp));
+  xp->peer_window = calloc((size_t)xp->nranks, sizeof *xp->peer_window);
+  xp->peer_flags = calloc((size_t)xp->nranks, sizeof *xp->peer_flags);
+  if (xp->flags == NULL || xp->peer_window == NULL || xp->peer_flags == NULL) {
+    snprintf(rec->message, sizeof rec->message, "out of host memory for %d ranks' flags",
+             xp->nranks);
+    return TPLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < nflag_words(xp); i++)
+    atomic_init(&xp->flags[i], 0u);
+  rec->window = (uint64_t)(uintptr_t)xp->window;
+  rec->flags = (uint64_t)(uintptr_t)xp->flags;
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc,
+                                 tpla_xport_t **out) {
+  const char *fn = desc->fn;
+  *out = NULL;
+  tpla_xport_t *xp = calloc(1, sizeof *xp);
+  host_record_t mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
+  memset(&mine, 0, sizeof mine);
+  tpla_status_t st = TPLA_SUCCESS;
+  if (xp == NULL || all == NULL) {
+    snprintf(mine.message, sizeof mine.message, "out of host memory");
+    st = TPLA_ERROR_OUT_OF_MEMORY;
+  } else {
+    xp->ctx = ctx;
+    /* every rank shares this process's memory: PEER is always possible */
+    xp->kind = desc->kind == OVL_XPORT_AUTO ? OVL_XPORT_PEER : desc->kind;
+    xp->rank = ctx->rank;
+    xp->nranks = ctx->nranks;
+    xp->nflags = desc->nflags;
+    xp->window_bytes = desc->window_bytes;
+    xp->fn = fn;
+    st = create_local(xp, &mine);
+  }
+  mine.status = (int32_t)st;
+  if (all == NULL) { /* cannot take part in the exchange */
+    host_destroy(xp);
+    return tpla_fail(st, fn, "%s", mine.message);
+  }
+  tpla_status_t ex = ctx->backend->exchange(ctx, all, &mine, sizeof mine);
+  if (ex == TPLA_SUCCESS && st != TPLA_SUCCESS)
+    ex = tpla_fail(st, fn, "%s", mine.message);
+  for (int q = 0; ex == TPLA_SUCCESS && q < ctx->nranks; q++)
+    if (all[q].status != 0)
+      ex = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not set up its transport: %s", q,
+                     all[q].message);
+  for (int q = 0; ex == TPLA_SUCCESS && q < ctx->nranks; q++) {
+    xp->peer_window[q] = (void *)(uintptr_t)all[q].window;
+    xp->peer_flags[q] = (flag_t *)(uintptr_t)all[q].flags;
+  }
+  free(all);
+  if (ex != TPLA_SUCCESS) {
+    host_destroy(xp);
+    return ex;
+  }
+  *out = xp;
+  return TPLA_SUCCESS;
+}
+
+static ovl_xport_kind_t host_kind(const tpla_xport_t *xp) { return xp->kind; }
+static void *host_window(const tpla_xport_t *xp) { return xp->window; }
+static void *host_stream(const tpla_xport_t *xp, int lane) { return NULL; }
+static size_t host_bytes(const tpla_xport_t *xp) {
+  return xp->window_bytes + (xp->kind == OVL_XPORT_LOCAL ? 0 : sizeof(flag_t) * nflag_words(xp));
+}
+
+/* ---- flags ------------------------------------------------------------------ */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void back_off(int round) {
+  if (round < 64)
+    return; /* spin a little: peers are usually just behind */
+  long us = round < 200 ? 20 : 200;
+  struct timespec ts = {0, us * 1000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Wait until *f reached seq (cyclically). `what` and `peer` name it. */
+static tpla_status_t wait_flag(tpla_xport_t *xp, flag_t *f, uint32_t seq, const char *what,
+                               int peer) {
+  int64_t deadline = now_ms() + xp->ctx->cfg.timeout_ms;
+  for (int round = 0;; round++) {
+    if (ovl_seq_reached(atomic_load_explicit(f, memory_order_acquire), seq))
+      return TPLA_SUCCESS;
+    uint32_t aborted = atomic_load_explicit(abort_of(xp, xp->flags), memory_order_acquire);
+    if (aborted != 0)
+      return tpla_fail(TPLA_ERROR_REMOTE, xp->fn,
+                       "rank %d: rank %u gave up on call %" PRIu32 " of the plan (timeout); "
+                       "the plan is unusable", xp->rank, aborted - 1, seq);
+    if ((round & 63) == 63 && now_ms() > deadline) {
+      for (int q = 0; q < xp->nranks; q++) /* release everyone else's waits */
+        atomic_store_explicit(abort_of(xp, xp->peer_flags[q]), (uint32_t)xp->rank + 1,
+                              memory_order_release);
+      return tpla_fail(TPLA_ERROR_TIMEOUT, xp->fn,
+                       "rank %d waited %" PRId64 " ms for %s from rank %d in call %" PRIu32
+                       " of the plan (flag holds %" PRIu32 "): did every rank make the call?",
+                       xp->rank, xp->ctx->cfg.timeout_ms, what, peer, seq,
+                       atomic_load_explicit(f, memory_order_relaxed));
+    }
+    back_off(round);
+  }
+}
+
+static void set_flag(flag_t *f, uint32_t seq) {
+  atomic_store_explicit(f, seq, memory_order_release);
+}
+
+static tpla_status_t host_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
+  xp->fn = fn;
+  if (xp->kind != OVL_XPORT_PEER)
+    return TPLA_SUCCESS;
+  uint32_t aborted = atomic_load_explicit(abort_of(xp, xp->flags), memory_order_acquire);
+  if (aborted != 0)
+    return tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %u gave up on an earlier call of the plan",
+                     aborted - 1);
+  /* this rank's window is free for call seq: the previous call is over */
+  for (int q = 0; q < xp->nranks; q++)
+    if (q != xp->rank)
+      set_flag(ready_of(xp->peer_flags[q], xp->rank), seq);
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_end(tpla_xport_t *xp, void *stream) { return TPLA_SUCCESS; }
+
+/* ---- data movement ------------------------------------------------------------ */
+
+static void copy_rows(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows,
+                      int64_t cols, size_t esize) {
+  for (int64_t i = 0; i < rows; i++)
+    memcpy((char *)dst + (size_t)(i * ldd) * esize, (const char *)src + (size_t)(i * lds) * esize,
+           (size_t)cols * esize);
+}
+
+static tpla_status_t host_copy(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src) {
+  if (dst.rows > 0 && dst.cols > 0)
+    copy_rows(dst.data, dst.ld, src.data, src.ld, dst.rows, dst.cols, tpla_dtype_size(dst.dtype));
+  return TPLA_SUCCESS;
+}
+
+static bool dense(const tpla_matrix_t *m) { return m->rows <= 1 || m->ld == m->cols; }
+
+static size_t view_bytes(const tpla_matrix_t *m) {
+  return (size_t)m->rows * (size_t)m->cols * tpla_dtype_size(m->dtype);
+}
+
+static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s) {
+  if ((s->to >= 0 && !dense(&s->send)) || (s->from >= 0 && !dense(&s->recv)))
+    return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a SENDRECV step needs dense views");
+  size_t sb = s->to >= 0 ? view_bytes(&s->send) : 0, rb = s->from >= 0 ? view_bytes(&s->recv) : 0;
+  return xp->ctx->backend->sendrecv(xp->ctx, s->send.data, sb, s->to, s->recv.data, rb, s->from,
+                                    TPLA_UINT8, NULL);
+}
+
+static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
+  if (xp->kind == OVL_XPORT_SENDRECV)
+    return step_sendrecv(xp, s);
+  if (xp->kind != OVL_XPORT_PEER)
+    return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a transfer step on a local transport");
+  size_t es = tpla_dtype_size(s->send.dtype);
+  if (!s->pull) {
+    if (s->to < 0)
+      return TPLA_SUCCESS;
+    TPLA_TRY(wait_flag(xp, ready_of(xp->flags, s->to), seq, "the ready signal", s->to));
+    char *dst = (char *)xp->peer_window[s->to] + s->to_offset;
+    copy_rows(dst, s->send.cols, s->send.data, s->send.ld, s->send.rows, s->send.cols, es);
+    set_flag(step_of(xp, xp->peer_flags[s->to], s->flag), seq);
+    return TPLA_SUCCESS;
+  }
+  if (s->to >= 0) /* our piece (in our window) is ready for `to` to read */
+    set_flag(step_of(xp, xp->peer_flags[s->to], s->flag), seq);
+  if (s->from >= 0) {
+    TPLA_TRY(wait_flag(xp, step_of(xp, xp->flags, s->flag), seq, "a published slice", s->from));
+    const char *src = (const char *)xp->peer_window[s->from] + s->from_offset;
+    copy_rows(s->recv.data, s->recv.ld, src, s->recv.cols, s->recv.rows, s->recv.cols,
+              tpla_dtype_size(s->recv.dtype));
+  }
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t seq) {
+  if (xp->kind != OVL_XPORT_PEER) /* SENDRECV steps complete before returning */
+    return TPLA_SUCCESS;
+  return wait_flag(xp, step_of(xp, xp->flags, flag), seq, "a chunk", -1);
+}
+
+static tpla_status_t host_wait_ready(tpla_xport_t *xp, int lane, int peer, uint32_t seq) {
+  if (xp->kind != OVL_XPORT_PEER)
+    return TPLA_SUCCESS;
+  return wait_flag(xp, ready_of(xp->flags, peer), seq, "the ready signal", peer);
+}
+
+static tpla_status_t host_sync_lanes(tpla_xport_t *xp, int lane) { return TPLA_SUCCESS; }
+
+/* ---- arithmetic ------------------------------------------------------------------- */
+
+static float load(const void *p, tpla_dtype_t t, size_t i) {
+  switch (t) {
+  case TPLA_FLOAT16: return tpla_half_to_float(((const uint16_t *)p)[i]);
+  case TPLA_BFLOAT16: return tpla_bf16_to_float(((const uint16_t *)p)[i]);
+  default: return ((const float *)p)[i];
+  }
+}
+
+static void store(void *p, tpla_dtype_t t, size_t i, float v) {
+  switch (t) {
+  case TPLA_FLOAT16: ((uint16_t *)p)[i] = tpla_float_to_half(v); break;
+  case TPLA_BFLOAT16: ((uint16_t *)p)[i] = tpla_float_to_bf16(v); break;
+  default: ((float *)p)[i] = v; break;
+  }
+}
+
+static tpla_status_t host_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) {
+  const tpla_matrix_t *y = &f->y;
+  tpla_dtype_t t = y->dtype;
+  for (int64_t i = 0; i < y->rows; i++)
+    for (int64_t j = 0; j < y->cols; j++) {
+      size_t dense_idx = (size_t)(i * y->cols + j);
+      float s = 0.0f;
+      for (int q = 0; q < f->nslots; q++)
+        s += load(f->slots, t, (size_t)q * f->slot_stride + dense_idx);
+      float v = s;
+      if (f->beta != 0.0f)
+        v += f->beta * load(y->data, t, (size_t)(i * y->ld + j));
+      if (f->bias != NULL)
+        v += load(f->bias, t, (size_t)j);
+      if (f->y2.data != NULL)
+        store(f->y2.data, t, (size_t)(i * f->y2.ld + j), s);
+      store(y->data, t, (size_t)(i * y->ld + j), v);
+    }
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
+                               const void *bias) {
+  TPLA_TRY(xp->ctx->backend->gemm(xp->ctx, call, NULL));
+  if (bias == NULL)
+    return TPLA_SUCCESS;
+  const tpla_matrix_t *d = &call->d;
+  for (int64_t i = 0; i < d->rows; i++)
+    for (int64_t j = 0; j < d->cols; j++) {
+      size_t at = (size_t)(i * d->ld + j);
+      store(d->data, d->dtype, at, load(d->data, d->dtype, at) + load(bias, d->dtype, (size_t)j));
+    }
+  return TPLA_SUCCESS;
+}
+
+const struct tpla_xport_ops tpla_host_xport_ops = {
+    .create = host_create,
+    .destroy = host_destroy,
+    .kind = host_kind,
+    .window = host_window,
+    .bytes = host_bytes,
+    .stream = host_stream,
+    .begin = host_begin,
+    .end = host_end,
+    .step = host_step,
+    .arrival = host_arrival,
+    .wait_ready = host_wait_ready,
+    .sync_lanes = host_sync_lanes,
+    .gemm = host_gemm,
+    .fold = host_fold,
+    .copy = host_copy,
+};
