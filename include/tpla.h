@@ -7,7 +7,8 @@
  * two executors:
  *   - the CUDA executor: NCCL for communication, cuBLASLt for GEMMs, work
  *     enqueued on the caller's cudaStream_t;
- *   - the host executor: N threads of one process act as N ranks, host
+ *   - the host executor: N threads of one process (or N processes of one
+ *     machine, tpla_host_group_create_shared) act as N ranks, host
  *     memory, BLAS GEMMs. It runs the same algorithms on the CPU so that
  *     every schedule is tested without a GPU.
  *
@@ -212,6 +213,34 @@ TPLA_API tpla_status_t tpla_ctx_create_nccl(tpla_ctx_t *ctx, struct ncclComm *co
 TPLA_API tpla_status_t tpla_host_group_create(tpla_host_group_t *group, int nranks,
                                               const tpla_config_t *cfg);
 TPLA_API tpla_status_t tpla_host_group_destroy(tpla_host_group_t group);
+
+/* A host group whose ranks are PROCESSES of one machine (e.g. the ranks of
+ * a torch.distributed gloo group), joined through a POSIX shared-memory
+ * segment called `name`: 1 to 200 characters of [A-Za-z0-9._-] after an
+ * optional leading '/', unique per group (e.g. a random token that rank 0
+ * sends to the others). Each of the `nranks` processes calls it once with
+ * its own `rank`; collective: rank 0 creates the segment, the others attach
+ * (waiting for it to appear), and every call returns once all nranks have
+ * attached, or TIMEOUT after cfg->timeout_ms. Rank 0 then unlinks the name,
+ * so nothing is left in /dev/shm when the processes exit, crashed or not;
+ * a segment left by a crashed earlier run under the same name is replaced,
+ * one held by a live group is refused (INVALID_USAGE).
+ * The process then creates its one context with tpla_ctx_create_host(&ctx,
+ * group, rank, cfg) (the same rank; INVALID_ARGUMENT for another). Every
+ * collective and plan works as on a thread group, with the same results
+ * bit for bit; data moves through per-rank staging areas in the segment
+ * (1 MiB each, in chunks), never through the peers' own buffers. Overlap
+ * plans resolve TPLA_TRANSPORT_AUTO to SENDRECV; PEER is NOT_SUPPORTED.
+ * Failures: as a thread group, and a peer process that exits or dies is
+ * noticed within about 50 ms by the ranks waiting for it (the group breaks:
+ * REMOTE). Destroy with tpla_host_group_destroy after the context (it
+ * unmaps the segment). Errors: INVALID_ARGUMENT (NULL pointers, a bad
+ * name, nranks or rank, nranks differing from rank 0's), INVALID_USAGE (the
+ * name is in use, the rank is taken, shm_open failed), OUT_OF_MEMORY (/dev/shm
+ * full), TIMEOUT, REMOTE. Linux only. */
+TPLA_API tpla_status_t tpla_host_group_create_shared(tpla_host_group_t *group, const char *name,
+                                                     int nranks, int rank,
+                                                     const tpla_config_t *cfg);
 
 /* Create the context of rank `rank` of a host group. Not collective; each
  * rank of the group may create at most one live context. cfg may be NULL. */

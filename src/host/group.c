@@ -17,6 +17,7 @@
  * receiver is alive and reading the sender's buffer.
  */
 #include "host.h"
+#include "shm.h" /* shm_group_close */
 
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +58,7 @@ struct tpla_host_group {
   int live;
   bool broken;
   char why[320];
+  struct shm_group *shm; /* a cross-process group (shm_group.c): no slots here */
   rank_slot_t slots[];
 };
 
@@ -114,6 +116,11 @@ tpla_status_t tpla_host_group_destroy(tpla_host_group_t g) {
   tpla_clear_error();
   if (g == NULL)
     return TPLA_SUCCESS;
+  if (g->shm != NULL) {
+    TPLA_TRY(shm_group_close(g->shm));
+    free(g);
+    return TPLA_SUCCESS;
+  }
   pthread_mutex_lock(&g->mu);
   int live = g->live, first = -1;
   for (int r = 0; r < g->nranks && first < 0; r++)
@@ -130,6 +137,22 @@ tpla_status_t tpla_host_group_destroy(tpla_host_group_t g) {
   free(g);
   return TPLA_SUCCESS;
 }
+
+/* ---- cross-process groups (shm_ctx.c makes them) ------------------------- */
+
+tpla_status_t host_group_wrap_shared(tpla_host_group_t *out, struct shm_group *shm, int nranks,
+                                     const tpla_config_t *conf, const char *fn) {
+  struct tpla_host_group *g = calloc(1, sizeof *g);
+  if (g == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  g->nranks = nranks;
+  g->cfg = *conf;
+  g->shm = shm;
+  *out = g;
+  return TPLA_SUCCESS;
+}
+
+struct shm_group *host_group_shared(tpla_host_group_t g) { return g->shm; }
 
 /* ---- membership ---------------------------------------------------------- */
 

@@ -5,7 +5,8 @@
  *   host_ctx.c    tpla_ctx_create_host, the backend table, scratch;
  *   host_coll.c   the collectives;
  *   host_gemm.c   the CPU GEMM (Fortran BLAS sgemm_ or a blocked C loop);
- *   host_kernels.c the elementwise building blocks (axpby, sumsq, ...).
+ *   host_kernels.c the elementwise building blocks (axpby, sumsq, ...);
+ *   shm_*.c       the cross-process group (shm.h), whose ranks are processes.
  *
  * Ranks are threads of one process, so a collective is: every rank posts a
  * description of its call (pointers included) in its slot, a timed
@@ -59,6 +60,14 @@ typedef struct {
 } host_post_t;
 
 int host_group_nranks(tpla_host_group_t g);
+
+/* A group handle around a cross-process group (shm.h); destroying the
+ * handle closes it. host_group_shared() returns it, or NULL for a thread
+ * group. The in-process functions below apply to thread groups only. */
+struct shm_group;
+tpla_status_t host_group_wrap_shared(tpla_host_group_t *out, struct shm_group *shm, int nranks,
+                                     const tpla_config_t *conf, const char *fn);
+struct shm_group *host_group_shared(tpla_host_group_t g);
 /* The group's configuration (defaults applied). */
 const tpla_config_t *host_group_config(tpla_host_group_t g);
 

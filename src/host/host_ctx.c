@@ -6,6 +6,7 @@
  */
 #include "host.h"
 #include "host_ops.h"
+#include "shm.h" /* shm_ctx_create */
 #include "overlap.h" /* tpla_host_xport_ops */
 
 #include <stdlib.h>
@@ -133,6 +134,8 @@ tpla_status_t tpla_ctx_create_host(tpla_ctx_t *ctx, tpla_host_group_t group, int
   if (rank < 0 || rank >= nranks)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'rank': %d is not in [0, %d)",
                      rank, nranks);
+  if (host_group_shared(group) != NULL) /* a cross-process group: shm_ctx.c */
+    return shm_ctx_create(ctx, group, rank, cfg, fn);
   /* Without a configuration of its own a context inherits the group's. */
   tpla_config_t conf = *host_group_config(group);
   if (cfg != NULL)

@@ -1,0 +1,791 @@
+/*
+ * test_host_shared_group.c - the cross-process host group
+ * (tpla_host_group_create_shared): fork()ed processes as ranks.
+ *   - every collective against a reference computed with the same fp32
+ *     arithmetic (so results must match bit for bit), across staging-chunk
+ *     boundaries (a 4 KiB staging area) and with the default one;
+ *   - Newton-Schulz plans (single and batched) and the overlap plans (which
+ *     run SENDRECV here) give the thread group's bits;
+ *   - failures: disagreement and local rejection (REMOTE everywhere, group
+ *     still usable), a sendrecv count mismatch, a peer that exits without
+ *     cleaning up, a peer that never comes (TIMEOUT), a peer that leaves;
+ *   - creation: bad arguments, attach timeouts, a taken rank, an nranks
+ *     mismatch, a name in use, a leftover segment, context rules;
+ *   - nothing is left in /dev/shm after any of it.
+ * Run: ./test_host_shared_group
+ */
+#include "test.h"
+
+#include "internal.h"
+#include "ranks.h"
+#include "test_ns_common.h" /* ns_run_t, ns_rank_body, split, random_matrix */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PROCS 8
+
+/* Inside a child: report and fail the child. */
+#define PCHECK(cond, ...)                                                                \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      fprintf(stderr, "  rank %d: %s:%d: %s failed: ", rank, __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                      \
+      fprintf(stderr, "\n");                                                             \
+      return 1;                                                                          \
+    }                                                                                    \
+  } while (0)
+#define PCHECK_STATUS(expr, want)                                                         \
+  do {                                                                                    \
+    tpla_status_t got_ = (expr);                                                          \
+    PCHECK(got_ == (want), "got %s (%s)", tpla_status_string(got_), tpla_last_error());  \
+  } while (0)
+#define PCHECK_OK(expr) PCHECK_STATUS(expr, TPLA_SUCCESS)
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+static void unique_name(char *out, size_t size) {
+  static int counter;
+  snprintf(out, size, "tpla-test-%d-%d", (int)getpid(), counter++);
+}
+
+/* True if a segment called `name` exists (and removes it). */
+static bool segment_exists(const char *name) {
+  char path[128];
+  snprintf(path, sizeof path, "/%s", name);
+  int fd = shm_open(path, O_RDONLY, 0);
+  if (fd < 0)
+    return false;
+  close(fd);
+  shm_unlink(path);
+  return true;
+}
+
+/* Memory the children write and the parent reads. */
+static void *shared_alloc(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- the process runner ------------------------------------------------------- */
+
+typedef int (*proc_fn_t)(tpla_ctx_t ctx, int rank, int nranks, void *arg);
+
+typedef struct {
+  int64_t timeout_ms; /* 0: 20 s */
+  size_t staging;     /* 0: the library's default */
+} proc_opts_t;
+
+static int child_main(const char *name, int nranks, int rank, proc_fn_t fn, void *arg,
+                      const proc_opts_t *o) {
+  if (o != NULL && o->staging > 0) {
+    char v[32];
+    snprintf(v, sizeof v, "%zu", o->staging);
+    setenv("TPLA_SHM_STAGING_BYTES", v, 1);
+  }
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms : 20000;
+  tpla_host_group_t group = NULL;
+  tpla_ctx_t ctx = NULL;
+  PCHECK_OK(tpla_host_group_create_shared(&group, name, nranks, rank, &cfg));
+  PCHECK_OK(tpla_ctx_create_host(&ctx, group, rank, NULL));
+  int rc = fn(ctx, rank, nranks, arg);
+  PCHECK_OK(tpla_ctx_destroy(ctx));
+  PCHECK_OK(tpla_host_group_destroy(group));
+  return rc;
+}
+
+/* Fork nranks processes, each one rank of a fresh group running fn; returns
+ * how many failed (or -1), and fails if the segment outlives them. */
+static int run_procs(int nranks, proc_fn_t fn, void *arg, const proc_opts_t *o) {
+  char name[96];
+  unique_name(name, sizeof name);
+  pid_t pids[MAX_PROCS];
+  fflush(stdout);
+  fflush(stderr);
+  int started = 0, failed = 0;
+  for (; started < nranks; started++) {
+    pids[started] = fork();
+    if (pids[started] < 0)
+      break;
+    if (pids[started] == 0)
+      exit(child_main(name, nranks, started, fn, arg, o)); /* exit: LSan checks the child */
+  }
+  for (int r = 0; r < started; r++) {
+    int status = 0;
+    if (waitpid(pids[r], &status, 0) != pids[r] || !WIFEXITED(status) || WEXITSTATUS(status))
+      failed++;
+  }
+  if (segment_exists(name)) {
+    fprintf(stderr, "  run_procs: /dev/shm/%s was left behind\n", name);
+    failed++;
+  }
+  return started == nranks ? failed : -1;
+}
+
+/* ---- collectives ----------------------------------------------------------------- */
+
+/* Element i of rank r's data, rounded to dtype, as the library reads it. */
+static double value(int r, size_t i, tpla_dtype_t dtype) {
+  uint16_t h;
+  float f = (float)((double)((i * 7919u + (size_t)r * 104729u) % 2001u) / 1000.0 - 1.0) *
+            (1.0f + 0.25f * (float)r);
+  switch (dtype) {
+  case TPLA_BFLOAT16: h = tpla_float_to_bf16(f); return tpla_bf16_to_float(h);
+  case TPLA_FLOAT16: h = tpla_float_to_half(f); return tpla_half_to_float(h);
+  case TPLA_FLOAT64: return (double)f * (1.0 + 1e-12 * (double)i);
+  default: return f;
+  }
+}
+
+static void fill(void *buf, size_t n, int r, size_t first, tpla_dtype_t dtype) {
+  for (size_t i = 0; i < n; i++)
+    tpla_store_elem(buf, dtype, i, value(r, first + i, dtype));
+}
+
+/* The sum over ranks 0..n-1 of element i, with the library's arithmetic:
+ * fp32 (fp64 for fp64) in rank order, one rounding to dtype. */
+static double ref_sum(int nranks, size_t i, tpla_dtype_t dtype) {
+  if (dtype == TPLA_FLOAT64) {
+    double s = 0.0;
+    for (int r = 0; r < nranks; r++)
+      s += value(r, i, dtype);
+    return s;
+  }
+  float s = 0.0f;
+  for (int r = 0; r < nranks; r++)
+    s = r == 0 ? (float)value(r, i, dtype) : s + (float)value(r, i, dtype);
+  double out;
+  tpla_store_elem(&out, dtype, 0, s);
+  return tpla_load_elem(&out, dtype, 0);
+}
+
+static int check_allreduce(tpla_ctx_t ctx, int rank, int nranks, tpla_dtype_t dtype, size_t n,
+                           bool in_place) {
+  size_t es = tpla_dtype_size(dtype);
+  char *send = malloc(n * es), *recv = in_place ? send : malloc(n * es);
+  PCHECK(send && recv, "out of memory");
+  fill(send, n, rank, 0, dtype);
+  PCHECK_OK(tpla_allreduce(ctx, recv, send, n, dtype, NULL));
+  for (size_t i = 0; i < n; i++) {
+    double got = tpla_load_elem(recv, dtype, i), want = ref_sum(nranks, i, dtype);
+    PCHECK(got == want, "%s allreduce element %zu: %.9g != %.9g", tpla_dtype_name(dtype), i,
+           got, want);
+  }
+  if (!in_place)
+    free(recv);
+  free(send);
+  return 0;
+}
+
+static int body_collectives(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (check_allreduce(ctx, rank, nranks, TPLA_FLOAT32, 2500, false) ||
+      check_allreduce(ctx, rank, nranks, TPLA_BFLOAT16, 5000, true) ||
+      check_allreduce(ctx, rank, nranks, TPLA_FLOAT16, 333, false) ||
+      check_allreduce(ctx, rank, nranks, TPLA_FLOAT64, 700, false))
+    return 1;
+  /* allgatherv, uneven counts with an empty rank, in place and not */
+  size_t counts[MAX_PROCS], total = 0, at = 0;
+  for (int r = 0; r < nranks; r++) {
+    counts[r] = r == 1 ? 0 : 1500 + 600 * (size_t)r;
+    total += counts[r];
+  }
+  for (int r = 0; r < rank; r++)
+    at += counts[r];
+  float *all = malloc(total * sizeof(float)), *mine = malloc((counts[rank] + 1) * sizeof(float));
+  PCHECK(all && mine, "out of memory");
+  for (int pass = 0; pass < 2; pass++) {
+    float *send = pass == 0 ? mine : all + at;
+    for (size_t i = 0; i < total; i++)
+      all[i] = -7.0f;
+    fill(send, counts[rank], rank, 0, TPLA_FLOAT32);
+    PCHECK_OK(tpla_allgatherv(ctx, all, send, counts, TPLA_FLOAT32, NULL));
+    size_t k = 0;
+    for (int r = 0; r < nranks; r++)
+      for (size_t i = 0; i < counts[r]; i++, k++)
+        PCHECK(all[k] == (float)value(r, i, TPLA_FLOAT32), "allgatherv pass %d rank %d elem %zu",
+               pass, r, i);
+  }
+  /* reduce_scatterv with recv at its own block of send */
+  for (int r = 0; r < nranks; r++)
+    counts[r] = r == nranks - 1 ? 0 : 700 + 600 * (size_t)r;
+  total = 0;
+  at = 0;
+  for (int r = 0; r < nranks; r++)
+    total += counts[r];
+  for (int r = 0; r < rank; r++)
+    at += counts[r];
+  float *big = realloc(all, (total + 1) * sizeof(float));
+  PCHECK(big, "out of memory");
+  all = big;
+  fill(all, total, rank, 0, TPLA_FLOAT32);
+  PCHECK_OK(tpla_reduce_scatterv(ctx, all + at, all, counts, TPLA_FLOAT32, NULL));
+  for (size_t i = 0; i < counts[rank]; i++)
+    PCHECK(all[at + i] == (float)ref_sum(nranks, at + i, TPLA_FLOAT32), "reduce_scatterv %zu", i);
+  /* broadcast from the last rank */
+  fill(all, 3000 < total ? 3000 : total, rank, 0, TPLA_FLOAT32);
+  size_t nb = 3000 < total ? 3000 : total;
+  PCHECK_OK(tpla_broadcast(ctx, all, nb, TPLA_FLOAT32, nranks - 1, NULL));
+  for (size_t i = 0; i < nb; i++)
+    PCHECK(all[i] == (float)value(nranks - 1, i, TPLA_FLOAT32), "broadcast %zu", i);
+  free(all);
+  free(mine);
+  /* ring shift of uneven sizes, then an empty one */
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  size_t ns = 2000 + 300 * (size_t)rank, nr = 2000 + 300 * (size_t)prev;
+  double *s = malloc(ns * sizeof(double)), *rv = malloc(nr * sizeof(double));
+  PCHECK(s && rv, "out of memory");
+  fill(s, ns, rank, 0, TPLA_FLOAT64);
+  PCHECK_OK(tpla_sendrecv(ctx, s, ns, next, rv, nr, prev, TPLA_FLOAT64, NULL));
+  for (size_t i = 0; i < nr; i++)
+    PCHECK(rv[i] == value(prev, i, TPLA_FLOAT64), "sendrecv element %zu from %d", i, prev);
+  PCHECK_OK(tpla_sendrecv(ctx, s, 0, next, rv, 0, prev, TPLA_FLOAT64, NULL));
+  free(s);
+  free(rv);
+  /* the internal all-to-all (Newton-Schulz batches use it) */
+  size_t sc[MAX_PROCS], sd[MAX_PROCS], rc[MAX_PROCS], rd[MAX_PROCS], st = 0, rt = 0;
+  for (int q = 0; q < nranks; q++) {
+    sc[q] = (size_t)((rank + 1) * (q + 2) * 150 % 1100);
+    rc[q] = (size_t)((q + 1) * (rank + 2) * 150 % 1100);
+    sd[q] = st;
+    rd[q] = rt;
+    st += sc[q];
+    rt += rc[q];
+  }
+  float *sb = malloc(st * sizeof(float) + 4), *rb = malloc(rt * sizeof(float) + 4);
+  PCHECK(sb && rb, "out of memory");
+  for (int q = 0; q < nranks; q++)
+    fill(sb + sd[q], sc[q], rank * 16 + q, 0, TPLA_FLOAT32);
+  PCHECK_OK(ctx->backend->alltoallv(ctx, rb, rc, rd, sb, sc, sd, TPLA_FLOAT32, NULL));
+  for (int q = 0; q < nranks; q++)
+    for (size_t i = 0; i < rc[q]; i++)
+      PCHECK(rb[rd[q] + i] == (float)value(q * 16 + rank, i, TPLA_FLOAT32),
+             "alltoallv from %d element %zu", q, i);
+  free(sb);
+  free(rb);
+  PCHECK_OK(tpla_barrier(ctx, NULL));
+  return 0;
+}
+
+static void test_collectives_small_staging(void) {
+  proc_opts_t o = {0, 4096};
+  ASSERT_EQ_INT(run_procs(2, body_collectives, NULL, &o), 0);
+  ASSERT_EQ_INT(run_procs(3, body_collectives, NULL, &o), 0);
+}
+
+static int body_big_allreduce(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  return check_allreduce(ctx, rank, nranks, TPLA_FLOAT32, 700000, false); /* 2.7 MiB */
+}
+
+static void test_collectives_default_staging(void) {
+  ASSERT_EQ_INT(run_procs(3, body_big_allreduce, NULL, NULL), 0);
+  ASSERT_EQ_INT(run_procs(1, body_collectives, NULL, NULL), 0);
+}
+
+/* ---- Newton-Schulz: the same bits as on a thread group ---------------------------- */
+
+static void test_ns_matches_thread_group(void) {
+  const int64_t m = 45, n = 32;
+  double *x = random_matrix(m, n, TPLA_FLOAT32, fresh_seed("ns_matches_thread_group"));
+  ns_run_t *run = shared_alloc(sizeof *run);
+  double *out_proc = shared_alloc(sizeof(double) * (size_t)(m * n));
+  double *out_thread = malloc(sizeof(double) * (size_t)(m * n));
+  ASSERT_TRUE(x && run && out_proc && out_thread);
+  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
+  for (int shard = 0; shard < 2; shard++) {
+    *run = (ns_run_t){.P = 3, .desc = d, .m = m, .n = n, .x = x};
+    run->desc.shard = shard ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS;
+    split(shard ? n : m, 3, true, run->sizes);
+    run->out = out_thread;
+    ASSERT_EQ_INT(ns_run(run), 0);
+    tpla_ns_algorithm_t algo = run->algo[0];
+    run->out = out_proc;
+    ASSERT_EQ_INT(run_procs(3, ns_rank_body, run, NULL), 0);
+    ASSERT_EQ_INT(run->algo[0], algo);
+    ASSERT_TRUE(memcmp(out_proc, out_thread, sizeof(double) * (size_t)(m * n)) == 0);
+  }
+  munmap(run, sizeof *run);
+  munmap(out_proc, sizeof(double) * (size_t)(m * n));
+  free(out_thread);
+  free(x);
+}
+
+/* A batch of three shapes, rows sharded unevenly; results to `out`
+ * (3 matrices of up to 40 x 40 doubles each). */
+typedef struct {
+  double *out;
+  int owners[3];
+} batch_run_t;
+
+static const int64_t batch_shapes[3][2] = {{40, 24}, {16, 40}, {33, 33}};
+
+static int body_batch(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  batch_run_t *b = arg;
+  tpla_ns_desc_t descs[3];
+  tpla_matrix_t xs[3];
+  float *bufs[3];
+  int64_t offs[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t sizes[MAX_PROCS], m = batch_shapes[k][0], n = batch_shapes[k][1];
+    split(m, nranks, k == 1, sizes);
+    offs[k] = 0;
+    for (int r = 0; r < rank; r++)
+      offs[k] += sizes[r];
+    descs[k] = (tpla_ns_desc_t)TPLA_NS_DESC_INIT;
+    descs[k].local_rows = sizes[rank];
+    descs[k].local_cols = n;
+    descs[k].preset = k == 2 ? TPLA_NS_POLAR_EXPRESS : TPLA_NS_MUON;
+    bufs[k] = malloc(sizeof(float) * (size_t)(m * n));
+    PCHECK(bufs[k] != NULL, "out of memory");
+    for (int64_t i = 0; i < sizes[rank]; i++)
+      for (int64_t j = 0; j < n; j++)
+        bufs[k][i * n + j] = (float)value(k, (size_t)((offs[k] + i) * n + j), TPLA_FLOAT32);
+    xs[k] = (tpla_matrix_t){sizes[rank] ? bufs[k] : NULL, sizes[rank], n, n, TPLA_FLOAT32};
+  }
+  tpla_ns_batch_plan_t plan = NULL;
+  PCHECK_OK(tpla_ns_batch_plan_create(&plan, ctx, 3, descs));
+  for (int k = 0; k < 3; k++)
+    PCHECK_OK(tpla_ns_batch_plan_owner(plan, k, &b->owners[k]));
+  PCHECK_OK(tpla_ns_batch_execute(plan, xs, NULL));
+  tpla_ns_batch_plan_destroy(plan);
+  for (int k = 0; k < 3; k++) {
+    for (int64_t i = 0; i < xs[k].rows; i++)
+      for (int64_t j = 0; j < xs[k].cols; j++)
+        b->out[k * 1600 + (offs[k] + i) * xs[k].cols + j] = bufs[k][i * xs[k].cols + j];
+    free(bufs[k]);
+  }
+  return 0;
+}
+
+static void test_ns_batch_matches_thread_group(void) {
+  size_t bytes = sizeof(double) * 3 * 1600;
+  batch_run_t *proc = shared_alloc(sizeof *proc), thread = {calloc(1, bytes), {0}};
+  ASSERT_TRUE(proc && thread.out);
+  proc->out = shared_alloc(bytes);
+  ASSERT_TRUE(proc->out != NULL);
+  memset(proc->out, 0, bytes);
+  ASSERT_EQ_INT(run_host_ranks(3, body_batch, &thread), 0);
+  ASSERT_EQ_INT(run_procs(3, body_batch, proc, NULL), 0);
+  for (int k = 0; k < 3; k++)
+    ASSERT_EQ_INT(proc->owners[k], thread.owners[k]);
+  ASSERT_TRUE(memcmp(proc->out, thread.out, bytes) == 0);
+  bool any_owned = thread.owners[0] >= 0 || thread.owners[1] >= 0 || thread.owners[2] >= 0;
+  if (!any_owned)
+    printf("  note: the cost model ran every matrix distributed\n");
+  munmap(proc->out, bytes);
+  munmap(proc, sizeof *proc);
+  free(thread.out);
+}
+
+/* ---- overlap plans: SENDRECV through the segment, the thread group's bits ---------- */
+
+#define OV_K 12
+#define OV_N 7
+#define OV_M 20
+
+/* Results of one run: AG output (every rank's m x n), RS slices, AR output,
+ * the gathered A; plus the transports the plans chose. */
+typedef struct {
+  float ag[3][40 * OV_N], gathered[3][40 * OV_K], rs[OV_M * OV_N], ar[3][OV_M * OV_N];
+  int ag_transport, rs_transport, force_sendrecv;
+} ov_out_t;
+
+static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  ov_out_t *out = arg;
+  int64_t rows = 5 + 2 * rank, m_ag = 0, off = 0;
+  for (int r = 0; r < nranks; r++) {
+    m_ag += 5 + 2 * r;
+    off += r < rank ? 5 + 2 * r : 0;
+  }
+  float a[12 * OV_K], b[OV_N * 16], bias[OV_N], rsa[OV_M * 16];
+  fill(a, (size_t)(rows * OV_K), rank, 0, TPLA_FLOAT32);
+  fill(b, OV_N * 16, 99, 0, TPLA_FLOAT32);
+  fill(bias, OV_N, 7, 0, TPLA_FLOAT32);
+  fill(rsa, (size_t)OV_M * 16, 40 + rank, 0, TPLA_FLOAT32);
+  tpla_overlap_info_t info = TPLA_OVERLAP_INFO_INIT;
+  /* AllGather+GEMM, B transposed, with bias; then the gathered view */
+  tpla_ag_gemm_desc_t ad = TPLA_AG_GEMM_DESC_INIT;
+  ad.local_rows = rows, ad.k = OV_K, ad.n = OV_N, ad.op_b = TPLA_OP_T, ad.bias = 1;
+  ad.transport = out->force_sendrecv ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_AUTO;
+  tpla_ag_gemm_plan_t ag = NULL;
+  PCHECK_OK(tpla_ag_gemm_plan_create(&ag, ctx, &ad));
+  PCHECK_OK(tpla_ag_gemm_plan_get_info(ag, &info));
+  out->ag_transport = info.transport;
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  args.bias = bias;
+  tpla_matrix_t d = {out->ag[rank], m_ag, OV_N, OV_N, TPLA_FLOAT32}, g;
+  PCHECK_OK(tpla_ag_gemm(ag, d, (tpla_matrix_t){a, rows, OV_K, OV_K, TPLA_FLOAT32},
+                         (tpla_matrix_t){b, OV_N, OV_K, OV_K, TPLA_FLOAT32}, &args, NULL));
+  PCHECK_OK(tpla_ag_gemm_gathered(ag, &g));
+  PCHECK(g.rows == m_ag && g.cols == OV_K, "gathered view %lld x %lld", (long long)g.rows,
+         (long long)g.cols);
+  memcpy(out->gathered[rank], g.data, sizeof(float) * (size_t)(m_ag * OV_K));
+  tpla_ag_gemm_plan_destroy(ag);
+  /* GEMM+ReduceScatter (even slices) and GEMM+AllReduce, this rank's k */
+  int64_t k = 6 + rank, lr = OV_M / nranks + (rank < OV_M % nranks), ro = 0;
+  for (int r = 0; r < rank; r++)
+    ro += OV_M / nranks + (r < OV_M % nranks);
+  tpla_gemm_rs_desc_t rd = TPLA_GEMM_RS_DESC_INIT;
+  rd.m = OV_M, rd.k = k, rd.n = OV_N, rd.transport = ad.transport;
+  tpla_gemm_rs_plan_t rs = NULL;
+  PCHECK_OK(tpla_gemm_rs_plan_create(&rs, ctx, &rd));
+  PCHECK_OK(tpla_gemm_rs_plan_get_info(rs, &info));
+  out->rs_transport = info.transport;
+  tpla_matrix_t am = {rsa, OV_M, k, 16, TPLA_FLOAT32}, bm = {b, k, OV_N, OV_N, TPLA_FLOAT32};
+  PCHECK_OK(tpla_gemm_rs(rs, (tpla_matrix_t){out->rs + ro * OV_N, lr, OV_N, OV_N, TPLA_FLOAT32},
+                         am, bm, NULL, NULL));
+  tpla_gemm_rs_plan_destroy(rs);
+  tpla_gemm_ar_desc_t ard = TPLA_GEMM_AR_DESC_INIT;
+  ard.m = OV_M, ard.k = k, ard.n = OV_N, ard.transport = ad.transport;
+  tpla_gemm_ar_plan_t ar = NULL;
+  PCHECK_OK(tpla_gemm_ar_plan_create(&ar, ctx, &ard));
+  PCHECK_OK(tpla_gemm_ar(ar, (tpla_matrix_t){out->ar[rank], OV_M, OV_N, OV_N, TPLA_FLOAT32}, am,
+                         bm, NULL, NULL));
+  tpla_gemm_ar_plan_destroy(ar);
+  /* PEER cannot work across processes: NOT_SUPPORTED on every rank */
+  if (!out->force_sendrecv) {
+    ad.transport = TPLA_TRANSPORT_PEER;
+    PCHECK_STATUS(tpla_ag_gemm_plan_create(&ag, ctx, &ad), TPLA_ERROR_NOT_SUPPORTED);
+    PCHECK(strstr(tpla_last_error(), "cross-process") != NULL, "%s", tpla_last_error());
+    PCHECK_OK(tpla_barrier(ctx, NULL));
+  }
+  return 0;
+}
+
+static void test_overlap_plans_match_thread_group(void) {
+  ov_out_t *proc = shared_alloc(sizeof *proc), *thread = calloc(1, sizeof *thread);
+  ASSERT_TRUE(proc && thread);
+  memset(proc, 0, sizeof *proc);
+  thread->force_sendrecv = 1; /* threads: force SENDRECV, the schedule the processes run */
+  ASSERT_EQ_INT(run_host_ranks(3, body_overlap, thread), 0);
+  ASSERT_EQ_INT(run_procs(3, body_overlap, proc, NULL), 0);
+  ASSERT_EQ_INT(proc->ag_transport, TPLA_TRANSPORT_SENDRECV);
+  ASSERT_EQ_INT(proc->rs_transport, TPLA_TRANSPORT_SENDRECV);
+  ASSERT_TRUE(memcmp(proc->ag, thread->ag, sizeof proc->ag) == 0);
+  ASSERT_TRUE(memcmp(proc->gathered, thread->gathered, sizeof proc->gathered) == 0);
+  ASSERT_TRUE(memcmp(proc->rs, thread->rs, sizeof proc->rs) == 0);
+  ASSERT_TRUE(memcmp(proc->ar, thread->ar, sizeof proc->ar) == 0);
+  /* and the gathered A is every rank's A in rank order */
+  size_t at = 0;
+  for (int r = 0; r < 3; r++)
+    for (size_t i = 0; i < (size_t)(5 + 2 * r) * OV_K; i++, at++)
+      ASSERT_TRUE(proc->gathered[1][at] == (float)value(r, i, TPLA_FLOAT32));
+  munmap(proc, sizeof *proc);
+  free(thread);
+}
+
+/* ---- failures ----------------------------------------------------------------------- */
+
+static int body_disagree(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  float send[12], recv[12];
+  for (int i = 0; i < 12; i++)
+    send[i] = 1.0f, recv[i] = -3.0f;
+  /* counts differ: REMOTE on every rank, recv untouched */
+  PCHECK_STATUS(tpla_allreduce(ctx, recv, send, rank == 1 ? 11 : 10, TPLA_FLOAT32, NULL),
+                TPLA_ERROR_REMOTE);
+  PCHECK(strstr(tpla_last_error(), "disagree") != NULL, "message: %s", tpla_last_error());
+  for (int i = 0; i < 12; i++)
+    PCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
+  /* a local rejection: INVALID_ARGUMENT here, REMOTE at the peers */
+  size_t counts[MAX_PROCS];
+  for (int r = 0; r < nranks; r++)
+    counts[r] = 2;
+  const float *bad = rank == 1 ? recv + 1 : send; /* overlaps recv off its place */
+  PCHECK_STATUS(tpla_allgatherv(ctx, recv, bad, counts, TPLA_FLOAT32, NULL),
+                rank == 1 ? TPLA_ERROR_INVALID_ARGUMENT : TPLA_ERROR_REMOTE);
+  if (rank != 1)
+    PCHECK(strstr(tpla_last_error(), "rank 1 rejected") != NULL, "%s", tpla_last_error());
+  /* a sendrecv whose sizes differ: REMOTE on both sides */
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  PCHECK_STATUS(tpla_sendrecv(ctx, send, rank == 0 ? 5 : 6, next, recv, 6, prev, TPLA_FLOAT32,
+                              NULL),
+                rank == 0 || rank == 1 ? TPLA_ERROR_REMOTE : TPLA_SUCCESS);
+  /* the group is still usable */
+  PCHECK_OK(tpla_barrier(ctx, NULL));
+  PCHECK_OK(tpla_allreduce(ctx, recv, send, 12, TPLA_FLOAT32, NULL));
+  PCHECK(recv[11] == (float)nranks, "sum %g", recv[11]);
+  return 0;
+}
+
+static void test_disagreement_and_rejection(void) {
+  ASSERT_EQ_INT(run_procs(2, body_disagree, NULL, NULL), 0);
+  ASSERT_EQ_INT(run_procs(3, body_disagree, NULL, NULL), 0);
+}
+
+/* Rank 1 exits without cleaning up; rank 0, with a long timeout, must learn
+ * of it quickly. */
+static int body_peer_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (rank == 1) {
+    sleep_ms(100);
+    _exit(0);
+  }
+  float v = 1.0f;
+  double t0 = now_s();
+  PCHECK_STATUS(tpla_allreduce(ctx, &v, &v, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  PCHECK(now_s() - t0 < 5.0, "noticed after %.1f s", now_s() - t0);
+  PCHECK(strstr(tpla_last_error(), "rank 1 exited or died") != NULL, "%s", tpla_last_error());
+  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE); /* broken for good */
+  return 0;
+}
+
+static void test_peer_exits(void) {
+  proc_opts_t o = {60000, 0};
+  ASSERT_EQ_INT(run_procs(2, body_peer_exits, NULL, &o), 0);
+}
+
+/* Rank 1 comes late: rank 0 times out, rank 1 then finds the group broken. */
+static int body_late_peer(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  double t0 = now_s();
+  if (rank == 1) {
+    sleep_ms(1200);
+    PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE);
+    PCHECK(strstr(tpla_last_error(), "timed out") != NULL, "%s", tpla_last_error());
+    return 0;
+  }
+  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_TIMEOUT);
+  PCHECK(now_s() - t0 < 1.1, "timed out after %.2f s", now_s() - t0);
+  PCHECK(strstr(tpla_last_error(), "rank(s) 1") != NULL, "%s", tpla_last_error());
+  return 0;
+}
+
+/* Rank 1 leaves (destroys its context) while rank 0 waits in a transfer. */
+static int body_peer_leaves(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (rank == 1)
+    return 0;
+  float v[4] = {0};
+  PCHECK_STATUS(tpla_sendrecv(ctx, NULL, 0, -1, v, 4, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  PCHECK(strstr(tpla_last_error(), "left the group") != NULL ||
+             strstr(tpla_last_error(), "exited") != NULL,
+         "%s", tpla_last_error());
+  return 0;
+}
+
+static void test_timeouts_and_departures(void) {
+  proc_opts_t o = {400, 0};
+  ASSERT_EQ_INT(run_procs(2, body_late_peer, NULL, &o), 0);
+  proc_opts_t slow = {60000, 0};
+  ASSERT_EQ_INT(run_procs(2, body_peer_leaves, NULL, &slow), 0);
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static void test_create_bad_arguments(void) {
+  tpla_host_group_t g = NULL;
+  ASSERT_STATUS(tpla_host_group_create_shared(NULL, "x", 1, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, NULL, 1, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'name'");
+  char longname[240];
+  memset(longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  const char *bad[] = {"", "/", "a/b", "x y", "..", "caf\xc3\xa9", longname};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ASSERT_STATUS(tpla_host_group_create_shared(&g, bad[i], 1, 0, NULL),
+                  TPLA_ERROR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(tpla_last_error(), "argument 'name'");
+  }
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 0, 0, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'nranks'");
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 1025, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 2, 2, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'rank'");
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 2, -1, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.size = 3;
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 1, 0, &cfg), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_TRUE(g == NULL);
+}
+
+/* One process, one rank; the name disappears as soon as the group exists. */
+static void test_single_rank_and_context_rules(void) {
+  char name[96];
+  unique_name(name, sizeof name);
+  tpla_host_group_t g = NULL;
+  tpla_ctx_t ctx = NULL, second = NULL;
+  ASSERT_OK(tpla_host_group_create_shared(&g, name, 1, 0, NULL));
+  ASSERT_TRUE(!segment_exists(name));
+  ASSERT_STATUS(tpla_ctx_create_host(&ctx, g, 1, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_OK(tpla_ctx_create_host(&ctx, g, 0, NULL));
+  ASSERT_STATUS(tpla_ctx_create_host(&second, g, 0, NULL), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_STATUS(tpla_host_group_destroy(g), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "destroy it first");
+  int rank = -1, nranks = -1, device = 0;
+  tpla_executor_t ex = TPLA_EXECUTOR_CUDA;
+  ASSERT_OK(tpla_ctx_get_info(ctx, &rank, &nranks, &ex, &device));
+  ASSERT_EQ_INT(rank, 0);
+  ASSERT_EQ_INT(nranks, 1);
+  ASSERT_EQ_INT(ex, TPLA_EXECUTOR_HOST);
+  ASSERT_EQ_INT(device, -1);
+  double v[3] = {1, 2, 3};
+  ASSERT_OK(tpla_allreduce(ctx, v, v, 3, TPLA_FLOAT64, NULL));
+  ASSERT_TRUE(v[2] == 3.0);
+  ASSERT_OK(tpla_ctx_destroy(ctx));
+  ASSERT_OK(tpla_ctx_create_host(&ctx, g, 0, NULL)); /* a rank may come back */
+  ASSERT_OK(tpla_ctx_destroy(ctx));
+  ASSERT_OK(tpla_host_group_destroy(g));
+  ASSERT_OK(tpla_host_group_destroy(NULL));
+}
+
+/* Creates/attaches with the given arguments in a child; returns the status. */
+typedef struct {
+  char name[96];
+  int nranks, rank;
+  int64_t timeout_ms;
+  int hold_ms; /* keep the group this long before destroying it */
+} join_t;
+
+static pid_t spawn_join(const join_t *j, tpla_status_t *status_out) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = j->timeout_ms;
+  tpla_host_group_t g = NULL;
+  tpla_status_t s = tpla_host_group_create_shared(&g, j->name, j->nranks, j->rank, &cfg);
+  *status_out = s;
+  if (s == TPLA_SUCCESS) {
+    tpla_ctx_t ctx = NULL;
+    if (tpla_ctx_create_host(&ctx, g, j->rank, NULL) == TPLA_SUCCESS) {
+      sleep_ms(j->hold_ms);
+      tpla_ctx_destroy(ctx);
+    }
+    tpla_host_group_destroy(g);
+  } else if (s != TPLA_SUCCESS) {
+    printf("  (expected) rank %d: %s: %s\n", j->rank, tpla_status_string(s), tpla_last_error());
+  }
+  fflush(stdout);
+  _exit(0);
+}
+
+static void wait_all(pid_t *pids, int n) {
+  for (int i = 0; i < n; i++)
+    waitpid(pids[i], NULL, 0);
+}
+
+static void test_create_failures(void) {
+  tpla_status_t *st = shared_alloc(4 * sizeof(tpla_status_t));
+  ASSERT_TRUE(st != NULL);
+  pid_t pids[3];
+  /* rank 0 alone: TIMEOUT, and the name is gone */
+  join_t j = {"", 2, 0, 200, 0};
+  unique_name(j.name, sizeof j.name);
+  double t0 = now_s();
+  pids[0] = spawn_join(&j, &st[0]);
+  wait_all(pids, 1);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  ASSERT_LE(now_s() - t0, 2.0);
+  ASSERT_TRUE(!segment_exists(j.name));
+  /* rank 1 alone: TIMEOUT waiting for rank 0 */
+  j.rank = 1;
+  pids[0] = spawn_join(&j, &st[0]);
+  wait_all(pids, 1);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  /* two processes claim rank 1 (rank 2 comes late, so the name stays
+   * until both tried): one gets INVALID_USAGE, the other joins */
+  join_t a = {"", 3, 0, 5000, 100}, b = a, c = a, d = a;
+  unique_name(a.name, sizeof a.name);
+  memcpy(b.name, a.name, sizeof a.name);
+  memcpy(c.name, a.name, sizeof a.name);
+  memcpy(d.name, a.name, sizeof a.name);
+  b.rank = c.rank = 1;
+  d.rank = 2;
+  pid_t four[4];
+  four[0] = spawn_join(&a, &st[0]);
+  four[1] = spawn_join(&b, &st[1]);
+  four[2] = spawn_join(&c, &st[2]);
+  sleep_ms(300);
+  four[3] = spawn_join(&d, &st[3]);
+  wait_all(four, 4);
+  ASSERT_EQ_INT(st[0], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[3], TPLA_SUCCESS);
+  ASSERT_TRUE((st[1] == TPLA_SUCCESS && st[2] == TPLA_ERROR_INVALID_USAGE) ||
+              (st[2] == TPLA_SUCCESS && st[1] == TPLA_ERROR_INVALID_USAGE));
+  ASSERT_TRUE(!segment_exists(a.name));
+  /* nranks differs from rank 0's: INVALID_ARGUMENT there, REMOTE at rank 0 */
+  join_t r0 = {"", 2, 0, 5000, 0}, r1 = r0;
+  unique_name(r0.name, sizeof r0.name);
+  memcpy(r1.name, r0.name, sizeof r0.name);
+  r1.rank = 1;
+  r1.nranks = 3;
+  t0 = now_s();
+  pids[0] = spawn_join(&r0, &st[0]);
+  pids[1] = spawn_join(&r1, &st[1]);
+  wait_all(pids, 2);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_REMOTE);
+  ASSERT_EQ_INT(st[1], TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_LE(now_s() - t0, 3.0);
+  ASSERT_TRUE(!segment_exists(r0.name));
+  munmap(st, 4 * sizeof(tpla_status_t));
+}
+
+static void test_name_in_use_and_leftovers(void) {
+  tpla_status_t *st = shared_alloc(2 * sizeof(tpla_status_t));
+  ASSERT_TRUE(st != NULL);
+  /* a live rank 0 waiting for its peers holds the name */
+  join_t j = {"", 2, 0, 1500, 0};
+  unique_name(j.name, sizeof j.name);
+  pid_t pid = spawn_join(&j, &st[0]);
+  char path[128];
+  snprintf(path, sizeof path, "/%s", j.name);
+  for (int i = 0; i < 500; i++) { /* until it exists */
+    int fd = shm_open(path, O_RDONLY, 0);
+    if (fd >= 0) {
+      close(fd);
+      break;
+    }
+    sleep_ms(2);
+  }
+  sleep_ms(20);
+  tpla_host_group_t g = NULL;
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, j.name, 2, 0, NULL), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "in use");
+  waitpid(pid, NULL, 0);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  ASSERT_TRUE(!segment_exists(j.name));
+  /* a leftover (here: garbage) under the name is replaced */
+  int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_TRUE(fd >= 0);
+  ASSERT_TRUE(ftruncate(fd, 100) == 0);
+  close(fd);
+  ASSERT_OK(tpla_host_group_create_shared(&g, path, 1, 0, NULL)); /* leading '/' allowed */
+  ASSERT_TRUE(!segment_exists(j.name));
+  ASSERT_OK(tpla_host_group_destroy(g));
+  munmap(st, 2 * sizeof(tpla_status_t));
+}
+
+int main(void) {
+  TEST(test_create_bad_arguments);
+  TEST(test_single_rank_and_context_rules);
+  TEST(test_collectives_small_staging);
+  TEST(test_collectives_default_staging);
+  TEST(test_ns_matches_thread_group);
+  TEST(test_ns_batch_matches_thread_group);
+  TEST(test_overlap_plans_match_thread_group);
+  TEST(test_disagreement_and_rejection);
+  TEST(test_peer_exits);
+  TEST(test_timeouts_and_departures);
+  TEST(test_create_failures);
+  TEST(test_name_in_use_and_leftovers);
+  return test_summary();
+}
