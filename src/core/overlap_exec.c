@@ -11,12 +11,13 @@
  * (i, c) moves chunk c. Both sides of a pair compute the same pieces from
  * the agreed slices, so they skip the same empty ones.
  *
- * AllGather+GEMM (D = AG(A) op(B)): copy A_local into the own rows of the
- * gathered buffer (the reusable view); push every chunk of A_local into
- * every peer's gathered buffer (PEER: straight from A_local; SENDRECV: from
- * the own rows); GEMM the own rows from A_local at once; then, chunk by
- * chunk and peer by peer, wait for the chunk and GEMM its rows, alternating
- * two compute lanes so one GEMM's tail overlaps the next one's start.
+ * AllGather+GEMM (D = AG(A) op(B)): push every chunk of A_local into every
+ * peer's gathered buffer (PEER: straight from A_local, then A_local is
+ * copied into the own rows of the gathered buffer, the reusable view;
+ * SENDRECV: the copy first, then sends from the own rows); GEMM the own
+ * rows from A_local at once; then, chunk by chunk and peer by peer, wait
+ * for the chunk and GEMM its rows, alternating two compute lanes so one
+ * GEMM's tail overlaps the next one's start.
  *
  * GEMM+ReduceScatter: for each destination in ring order (rank+1 first),
  * chunk by chunk: GEMM the partial of its rows into its send slot, send the
@@ -86,7 +87,9 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   const size_t row_bytes = (size_t)p->k * tpla_dtype_size(p->dtype);
   tpla_matrix_t gathered = ovl_dense(x->window(p->xp), 0, p->m, p->k, p->dtype);
   tpla_matrix_t own = ovl_rows_of(gathered, p->offs[r], ovl_rows(p, r));
-  if (own.rows > 0)
+  /* SENDRECV sends from the own rows of the window; PEER pushes from A_local
+   * and copies the own rows after the pushes, so they do not wait for it */
+  if (own.rows > 0 && !peer)
     TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, own, c->a));
   for (int ci = 0; ci < C; ci++)
     for (int i = 1; i < P; i++) {
@@ -107,6 +110,8 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        peer ? -1 : OVL_LANE_COPY};
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
+  if (own.rows > 0 && peer)
+    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, own, c->a));
   int lane = OVL_LANE_COMPUTE0;
   TPLA_TRY(gemm(p, lane, ovl_rows_of(c->d, p->offs[r], own.rows), c->a, c->b, c->alpha,
                 c->beta, c->bias));

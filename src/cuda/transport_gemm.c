@@ -199,7 +199,14 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   key.tf32 = g->allow_tf32 && g->a.dtype == TPLA_FLOAT32;
   key.bias = epi_bias;
   xg_plan_t *p;
-  TPLA_TRY(lookup(xp, g, &key, &p));
+  tpla_status_t found = lookup(xp, g, &key, &p);
+  if (found == TPLA_ERROR_NOT_SUPPORTED && epi_bias) { /* no kernel with the epilogue: fold */
+    tpla_clear_error();
+    epi_bias = false;
+    key.bias = 0;
+    found = lookup(xp, g, &key, &p);
+  }
+  TPLA_TRY(found);
   if (epi_bias)
     CUBLAS_TRY(xp->fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                       &bias, sizeof bias));

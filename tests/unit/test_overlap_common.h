@@ -115,7 +115,8 @@ static inline void oc_setup(orun_t *run, const ocase_t *c) {
     int64_t arows = c->kind == OC_AG ? c->rows[r] : run->m;
     int64_t drows = c->kind == OC_RS ? oc_slice_rows(run, r) : run->m;
     o->a = oc_alloc(arows, k, c->pad, c->dtype);
-    o->b = c->op_b == TPLA_OP_N ? oc_alloc(k, n, c->pad, c->dtype) : oc_alloc(n, k, c->pad, c->dtype);
+    o->b = c->op_b == TPLA_OP_N ? oc_alloc(k, n, c->pad, c->dtype)
+                                : oc_alloc(n, k, c->pad, c->dtype);
     o->d = oc_alloc(drows, n, c->pad, c->d_dtype);
     o->d0 = oc_alloc(drows, n, c->pad, c->d_dtype);
     o->bias = oc_alloc(1, n, 0, c->d_dtype);
