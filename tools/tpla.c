@@ -37,10 +37,18 @@ typedef struct {
  *   gemm-rs  GEMM+ReduceScatter, overlapped
  *   gemm-ar  GEMM+AllReduce
  * An unknown mode is a usage error. */
+/* tools/mode_overlap.c */
+int tool_mode_ag_gemm(tool_opts_t *opts);
+int tool_mode_gemm_rs(tool_opts_t *opts);
+int tool_mode_gemm_ar(tool_opts_t *opts);
+
 static const tool_mode_t modes[] = {
     {"info", tool_mode_info, "version, build features, GPUs, peer-access matrix"},
     {"gemm", tool_mode_gemm, "local GEMM on every rank: float64 check and timing [M N K]"},
     {"run", tool_mode_run, "the main job: info, then GEMM checks and benchmarks"},
+    {"ag-gemm", tool_mode_ag_gemm, "AllGather+GEMM, overlapped vs serial/GEMM/NCCL [M K N]"},
+    {"gemm-rs", tool_mode_gemm_rs, "GEMM+ReduceScatter, overlapped vs its parts [M K N]"},
+    {"gemm-ar", tool_mode_gemm_ar, "GEMM+AllReduce, overlapped vs its parts [M K N]"},
 };
 
 static void usage(FILE *out) {

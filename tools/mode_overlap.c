@@ -1,0 +1,527 @@
+/*
+ * mode_overlap.c - `tpla ag-gemm`, `tpla gemm-rs`, `tpla gemm-ar`: the
+ * tensor-parallel communication + GEMM plans, checked against a float64
+ * reference and timed next to their parts, all in the same run:
+ *
+ *   tpla ag-gemm -g 2                 DESIGN.md's AllGather+GEMM shapes on 2 GPUs
+ *   tpla gemm-rs -g 2 16384 1024 8192 one GEMM+ReduceScatter shape (M, K per rank, N)
+ *   tpla gemm-ar -x host -g 3         small shapes on 3 host ranks
+ *
+ * Sizes: M K N (ag-gemm: M global rows, K, N per rank; gemm-rs/ar: M, K per
+ * rank, N), or DESIGN.md's shapes. Options after the common flags:
+ *   --chunks=N  --transport=auto|peer|sendrecv  (or TPLA_OVERLAP_CHUNKS /
+ *   TPLA_OVERLAP_TRANSPORT in the environment); -t xN/xT picks op(B).
+ *
+ * Per shape, every rank measures (median of -n calls after -w warm-up, each
+ * timed alone with CUDA events, inputs rotated over enough buffer sets to
+ * exceed twice the L2; the table shows the slowest rank):
+ *   time    the overlapped plan;      serial  the SERIAL plan (collective, then GEMM);
+ *   gemm    one unchunked tpla_gemm of the same local problem;
+ *   comm    the collective of the same bytes (tpla_allgatherv / reduce_scatterv /
+ *           allreduce, i.e. NCCL);
+ *   eff     max(gemm, comm) / time, the overlap efficiency;
+ *   TFLOP/s 2 M N K / time of the local problem; xfer: bytes this rank receives / time.
+ * Inputs come from a counter-based generator (any element from its indices),
+ * so each rank checks sampled outputs against a float64 reference that
+ * covers every rank's inputs; #wrong counts elements outside the rounding
+ * bound ((P + 4) u_D + (K + 4) u_fp32) sum |a b|.
+ */
+#include "tool.h"
+
+#include "internal.h" /* tpla_load_elem / tpla_store_elem */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHAPES 16
+#define MAX_SETS 8
+#define SAMPLE 48 /* rows and columns checked per rank */
+
+typedef enum { OP_AG = 0, OP_RS = 1, OP_AR = 2 } op_kind_t;
+static const char *op_names[3] = {"ag-gemm", "gemm-rs", "gemm-ar"};
+
+typedef struct {
+  double time, serial, gemm, comm; /* microseconds */
+  size_t ws;
+  int chunks;
+  tpla_transport_t transport;
+  int64_t checked, wrong;
+} result_t;
+
+typedef struct {
+  op_kind_t kind;
+  tool_opts_t *o;
+  int64_t shapes[MAX_SHAPES][3]; /* M K N */
+  int nshapes;
+  int chunks;
+  tpla_transport_t transport;
+  uint64_t seed;
+  result_t *res; /* [shape][rank] */
+  int64_t wrong_total;
+} job_t;
+
+/* ---- inputs: element (i, j) of matrix `which` of rank `rank`, from its indices ---- */
+
+static double hval(uint64_t seed, int which, int rank, int64_t i, int64_t j, tpla_dtype_t t) {
+  uint64_t z = seed ^ ((uint64_t)which << 58) ^ ((uint64_t)rank << 46) ^
+               ((uint64_t)i * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)j * 0xc2b2ae3d27d4eb4full);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  uint32_t cell[2];
+  tpla_store_elem(cell, t, 0, (double)(z >> 11) * 0x1.0p-52 - 1.0);
+  return tpla_load_elem(cell, t, 0); /* the value the executor sees */
+}
+
+enum { M_A = 0, M_B = 1, M_D = 2 };
+
+typedef struct {
+  tpla_matrix_t a[MAX_SETS], b[MAX_SETS], d; /* executor memory */
+  tpla_matrix_t full;                        /* AG: M x K gathered; RS/AR: M x N partial */
+  tpla_matrix_t dloc;                        /* RS: the comm's output slice */
+  int sets;
+  int64_t rows, off; /* this rank's slice */
+} bufs_t;
+
+static tpla_matrix_t shape_of(int64_t rows, int64_t cols, tpla_dtype_t t) {
+  tpla_matrix_t m = {NULL, rows, cols, cols > 0 ? cols : 1, t};
+  return m;
+}
+
+static size_t bytes_of(tpla_matrix_t m) {
+  return (size_t)(m.rows > 0 ? m.rows : 1) * (size_t)m.ld * tpla_dtype_size(m.dtype);
+}
+
+/* Upload into m's executor memory the values hval(which, rank), or zeros
+ * for which < 0. */
+static int fill(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int rank) {
+  void *host = calloc(1, bytes_of(*m));
+  if (host == NULL)
+    return tool_rank_error(r, "out of host memory (%zu bytes)", bytes_of(*m));
+  for (int64_t i = 0; which >= 0 && i < m->rows; i++)
+    for (int64_t j = 0; j < m->cols; j++)
+      tpla_store_elem(host, m->dtype, (size_t)(i * m->ld + j),
+                      hval(seed, which, rank, i, j, m->dtype));
+  int failed = tool_upload(r, m->data, host, bytes_of(*m));
+  free(host);
+  return failed;
+}
+
+/* Allocate m in executor memory and fill it. */
+static int make(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int rank) {
+  m->data = tool_alloc(r, bytes_of(*m));
+  return m->data == NULL || fill(r, m, seed, which, rank);
+}
+
+static void free_bufs(tool_rank_t *r, bufs_t *b) {
+  for (int s = 0; s < MAX_SETS; s++) {
+    tool_free(r, b->a[s].data);
+    tool_free(r, b->b[s].data);
+  }
+  tool_free(r, b->d.data);
+  tool_free(r, b->full.data);
+  tool_free(r, b->dloc.data);
+}
+
+static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs_t *b,
+                      uint64_t seed) {
+  const tool_opts_t *o = job->o;
+  int P = r->nranks;
+  int64_t M = mkn[0], K = mkn[1], N = mkn[2];
+  tpla_dtype_t in = o->dtype, out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  b->rows = M / P + (r->rank < M % P);
+  b->off = (M / P) * r->rank + (r->rank < M % P ? r->rank : M % P);
+  tpla_matrix_t a = shape_of(job->kind == OP_AG ? b->rows : M, K, in);
+  tpla_matrix_t bm = o->op_b == TPLA_OP_N ? shape_of(K, N, in) : shape_of(N, K, in);
+  size_t set_bytes = bytes_of(a) + bytes_of(bm), want = 2 * tool_cache_bytes(r);
+  b->sets = (int)((want + set_bytes - 1) / set_bytes);
+  b->sets = b->sets < 1 ? 1 : b->sets > MAX_SETS ? MAX_SETS : b->sets;
+  while (b->sets > 1 && (size_t)b->sets * set_bytes > ((size_t)8 << 30))
+    b->sets--;
+  int failed = 0;
+  for (int s = 0; s < b->sets && !failed; s++) {
+    b->a[s] = a;
+    b->b[s] = bm;
+    /* every set holds the same values: the check reads set 0, timing rotates */
+    failed = make(r, &b->a[s], seed, M_A, r->rank) || make(r, &b->b[s], seed, M_B, r->rank);
+  }
+  b->d = shape_of(job->kind == OP_RS ? b->rows : M, N, out);
+  b->full = job->kind == OP_AG ? shape_of(M, K, in) : shape_of(M, N, out);
+  b->dloc = shape_of(b->rows, N, out);
+  if (!failed)
+    failed = make(r, &b->d, seed, M_D, r->rank) || make(r, &b->full, seed, -1, 0) ||
+             make(r, &b->dloc, seed, -1, 0);
+  return failed;
+}
+
+/* ---- plans and timed bodies ----------------------------------------------------------- */
+
+typedef struct {
+  const job_t *job;
+  bufs_t *b;
+  tpla_ag_gemm_plan_t ag;
+  tpla_gemm_rs_plan_t rs;
+  tpla_gemm_ar_plan_t ar;
+  tpla_overlap_args_t args;
+  size_t *counts;
+  int64_t M, K, N;
+} bench_t;
+
+static tpla_status_t plan_create(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode) {
+  const tool_opts_t *o = x->job->o;
+  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  if (x->job->kind == OP_AG) {
+    tpla_ag_gemm_desc_t d = TPLA_AG_GEMM_DESC_INIT;
+    d.local_rows = x->b->rows, d.k = x->K, d.n = x->N, d.op_b = o->op_b, d.dtype = o->dtype;
+    d.d_dtype = out, d.allow_tf32 = o->allow_tf32, d.mode = mode;
+    d.transport = x->job->transport, d.chunks = x->job->chunks;
+    return tpla_ag_gemm_plan_create(&x->ag, r->ctx, &d);
+  }
+  if (x->job->kind == OP_RS) {
+    tpla_gemm_rs_desc_t d = TPLA_GEMM_RS_DESC_INIT;
+    d.m = x->M, d.k = x->K, d.n = x->N, d.op_b = o->op_b, d.dtype = o->dtype;
+    d.d_dtype = out, d.allow_tf32 = o->allow_tf32, d.mode = mode;
+    d.transport = x->job->transport, d.chunks = x->job->chunks;
+    return tpla_gemm_rs_plan_create(&x->rs, r->ctx, &d);
+  }
+  tpla_gemm_ar_desc_t d = TPLA_GEMM_AR_DESC_INIT;
+  d.m = x->M, d.k = x->K, d.n = x->N, d.op_b = o->op_b, d.dtype = o->dtype;
+  d.d_dtype = out, d.allow_tf32 = o->allow_tf32, d.mode = mode;
+  d.transport = x->job->transport, d.chunks = x->job->chunks;
+  return tpla_gemm_ar_plan_create(&x->ar, r->ctx, &d);
+}
+
+static void plan_destroy(bench_t *x) {
+  tpla_ag_gemm_plan_destroy(x->ag);
+  tpla_gemm_rs_plan_destroy(x->rs);
+  tpla_gemm_ar_plan_destroy(x->ar);
+  x->ag = NULL, x->rs = NULL, x->ar = NULL;
+}
+
+static tpla_status_t plan_body(tool_rank_t *r, int iter, void *arg) {
+  bench_t *x = arg;
+  int s = iter % x->b->sets;
+  if (x->ag)
+    return tpla_ag_gemm(x->ag, x->b->d, x->b->a[s], x->b->b[s], &x->args, r->stream);
+  if (x->rs)
+    return tpla_gemm_rs(x->rs, x->b->d, x->b->a[s], x->b->b[s], &x->args, r->stream);
+  return tpla_gemm_ar(x->ar, x->b->d, x->b->a[s], x->b->b[s], &x->args, r->stream);
+}
+
+/* One unchunked GEMM of the same local problem. */
+static tpla_status_t gemm_body(tool_rank_t *r, int iter, void *arg) {
+  bench_t *x = arg;
+  int s = iter % x->b->sets;
+  tpla_gemm_args_t g = TPLA_GEMM_ARGS_INIT;
+  g.alpha = x->args.alpha, g.beta = x->args.beta, g.allow_tf32 = x->job->o->allow_tf32;
+  if (x->job->kind == OP_AG) /* D = gathered A op(B); full holds M x K */
+    return tpla_gemm(r->ctx, x->b->d, x->b->full, TPLA_OP_N, x->b->b[s], x->job->o->op_b, &g,
+                     r->stream);
+  return tpla_gemm(r->ctx, x->b->full, x->b->a[s], TPLA_OP_N, x->b->b[s], x->job->o->op_b, &g,
+                   r->stream);
+}
+
+/* The collective of the same bytes. */
+static tpla_status_t comm_body(tool_rank_t *r, int iter, void *arg) {
+  bench_t *x = arg;
+  bufs_t *b = x->b;
+  size_t es = tpla_dtype_size(b->full.dtype);
+  if (x->job->kind == OP_AG) {
+    char *own = (char *)b->full.data + (size_t)b->off * (size_t)x->K * es;
+    return tpla_allgatherv(r->ctx, b->full.data, own, x->counts, b->full.dtype, r->stream);
+  }
+  if (x->job->kind == OP_RS)
+    return tpla_reduce_scatterv(r->ctx, b->dloc.data, b->full.data, x->counts, b->full.dtype,
+                                r->stream);
+  return tpla_allreduce(r->ctx, b->full.data, b->full.data, (size_t)(x->M * x->N),
+                        b->full.dtype, r->stream);
+}
+
+/* ---- the check ------------------------------------------------------------------------ */
+
+/* Sampled elements of D (this rank's output after one call on set 0 from
+ * the generated D) against float64; adds to *checked and *wrong. */
+static int check(tool_rank_t *r, bench_t *x, int64_t *checked, int64_t *wrong) {
+  const job_t *job = x->job;
+  const tool_opts_t *o = job->o;
+  bufs_t *b = x->b;
+  const int P = r->nranks;
+  const int64_t M = x->M, K = x->K, N = x->N, drows = b->d.rows;
+  tpla_dtype_t in = o->dtype, out = b->d.dtype;
+  int64_t rows[SAMPLE], cols[SAMPLE], nr = drows < SAMPLE ? drows : SAMPLE;
+  int64_t nc = N < SAMPLE ? N : SAMPLE;
+  for (int64_t i = 0; i < nr; i++)
+    rows[i] = nr > 1 ? i * (drows - 1) / (nr - 1) : 0;
+  for (int64_t j = 0; j < nc; j++)
+    cols[j] = nc > 1 ? j * (N - 1) / (nc - 1) : 0;
+  int nq = job->kind == OP_AG ? 1 : P; /* ranks whose products add up */
+  double *arow = malloc(sizeof(double) * (size_t)(nq * nr * K + 1));
+  double *bcol = malloc(sizeof(double) * (size_t)(nq * nc * K + 1));
+  void *host = malloc(bytes_of(b->d));
+  if (!arow || !bcol || !host || tool_download(r, host, b->d.data, bytes_of(b->d))) {
+    free(arow), free(bcol), free(host);
+    return tool_rank_error(r, "check: out of host memory or download failed");
+  }
+  for (int q = 0; q < nq; q++)
+    for (int64_t i = 0; i < nr; i++) {
+      int64_t gi = rows[i] + (job->kind == OP_RS ? b->off : 0), owner = q, li = gi;
+      if (job->kind == OP_AG) { /* the gathered row gi is row li of rank owner */
+        int64_t base = M / P, extra = M % P;
+        owner = gi < extra * (base + 1) ? gi / (base + 1) : extra + (gi - extra * (base + 1)) / base;
+        li = gi - (base * owner + (owner < extra ? owner : extra));
+      }
+      for (int64_t p = 0; p < K; p++)
+        arow[(q * nr + i) * K + p] = hval(job->seed, M_A, (int)owner, li, p, in);
+    }
+  for (int q = 0; q < nq; q++) {
+    int brank = job->kind == OP_AG ? r->rank : q;
+    for (int64_t j = 0; j < nc; j++)
+      for (int64_t p = 0; p < K; p++)
+        bcol[(q * nc + j) * K + p] = o->op_b == TPLA_OP_N
+                                          ? hval(job->seed, M_B, brank, p, cols[j], in)
+                                          : hval(job->seed, M_B, brank, cols[j], p, in);
+  }
+  double u_d = out == TPLA_FLOAT32 ? 0x1.0p-24 : out == TPLA_FLOAT16 ? 0x1.0p-11 : 0x1.0p-8;
+  double u_acc = o->allow_tf32 && in == TPLA_FLOAT32 ? 0x1.0p-11 : 0x1.0p-24;
+  double factor = (P + 4) * u_d + (double)(nq * K + 4) * u_acc;
+  for (int64_t i = 0; i < nr; i++)
+    for (int64_t j = 0; j < nc; j++) {
+      double s = 0, sa = 0;
+      for (int q = 0; q < nq; q++) {
+        const double *av = arow + (q * nr + i) * K, *bv = bcol + (q * nc + j) * K;
+        for (int64_t p = 0; p < K; p++) {
+          s += av[p] * bv[p];
+          sa += fabs(av[p] * bv[p]);
+        }
+      }
+      double d0 = hval(job->seed, M_D, r->rank, rows[i], cols[j], out);
+      double ref = (double)x->args.alpha * s + (double)x->args.beta * d0;
+      double bound = factor * (fabs((double)x->args.alpha) * sa + fabs((double)x->args.beta * d0));
+      double got = tpla_load_elem(host, out, (size_t)(rows[i] * b->d.ld + cols[j]));
+      (*checked)++;
+      if (!(fabs(got - ref) <= bound))
+        (*wrong)++;
+    }
+  free(arow), free(bcol), free(host);
+  return 0;
+}
+
+/* ---- one shape on one rank -------------------------------------------------------------- */
+
+static const char *transport_name(tpla_transport_t t) {
+  return t == TPLA_TRANSPORT_PEER ? "peer" : t == TPLA_TRANSPORT_SENDRECV ? "sendrecv" : "none";
+}
+
+/* Create, optionally check, time and destroy a plan of `mode`. */
+static int time_plan(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode, double *us,
+                     result_t *res) {
+  const tool_opts_t *o = x->job->o;
+  tpla_status_t s = plan_create(r, x, mode);
+  if (s != TPLA_SUCCESS)
+    return tool_rank_fail(r, "plan create", s);
+  int failed = 0;
+  if (o->check) { /* one call from the generated D, then compare */
+    failed = fill(r, &x->b->d, x->job->seed, M_D, r->rank);
+    s = failed ? TPLA_SUCCESS : plan_body(r, 0, x);
+    if (s != TPLA_SUCCESS)
+      failed = tool_rank_fail(r, op_names[x->job->kind], s);
+    else if (!failed)
+      failed = tool_stream_sync(r) || check(r, x, &res->checked, &res->wrong);
+  }
+  if (!failed)
+    failed = tool_time(r, o->warmup, o->iters, plan_body, x, us);
+  if (mode == TPLA_OVERLAP_OVERLAP && !failed) {
+    tpla_overlap_info_t info = TPLA_OVERLAP_INFO_INIT;
+    s = x->ag   ? tpla_ag_gemm_plan_get_info(x->ag, &info)
+        : x->rs ? tpla_gemm_rs_plan_get_info(x->rs, &info)
+                : tpla_gemm_ar_plan_get_info(x->ar, &info);
+    res->ws = info.workspace_bytes;
+    res->chunks = info.chunks;
+    res->transport = info.transport;
+  }
+  tool_stream_sync(r);
+  /* peers read this rank's buffers until their own last call is done */
+  failed |= tool_team_sync(r, failed);
+  plan_destroy(x);
+  return failed;
+}
+
+static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
+  const int64_t *mkn = job->shapes[shape];
+  bufs_t b;
+  memset(&b, 0, sizeof b);
+  bench_t x = {job, &b, NULL, NULL, NULL, TPLA_OVERLAP_ARGS_INIT, NULL, mkn[0], mkn[1], mkn[2]};
+  x.args.alpha = job->o->alpha;
+  x.args.beta = job->o->beta;
+  uint64_t seed = job->seed;
+  int failed = alloc_bufs(r, job, mkn, &b, seed);
+  if (!failed && job->kind == OP_AG) /* the unchunked GEMM reads real values */
+    failed = fill(r, &b.full, seed, M_A, 0);
+  x.counts = calloc((size_t)r->nranks, sizeof *x.counts);
+  if (x.counts == NULL)
+    failed = tool_rank_error(r, "out of host memory");
+  for (int q = 0; !failed && q < r->nranks; q++) {
+    int64_t rows = x.M / r->nranks + (q < x.M % r->nranks);
+    x.counts[q] = (size_t)rows * (size_t)(job->kind == OP_AG ? x.K : x.N);
+  }
+  failed |= tool_team_sync(r, failed);
+  if (!failed)
+    failed = time_plan(r, &x, TPLA_OVERLAP_OVERLAP, &res->time, res);
+  if (!failed)
+    failed = time_plan(r, &x, TPLA_OVERLAP_SERIAL, &res->serial, res);
+  if (!failed)
+    failed = tool_time(r, job->o->warmup, job->o->iters, gemm_body, &x, &res->gemm);
+  if (!failed)
+    failed = tool_time(r, job->o->warmup, job->o->iters, comm_body, &x, &res->comm);
+  tool_stream_sync(r);
+  free(x.counts);
+  free_bufs(r, &b);
+  return failed;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+static void print_header(const job_t *job) {
+  const tool_opts_t *o = job->o;
+  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  static const char *what[3] = {
+      "D (M x N) = allgather_rows(A_local) op(B): M global rows, K, N per rank",
+      "D_local = reduce_scatter_rows(A op(B)): A is M x K per rank, D M x N",
+      "D = allreduce(A op(B)): A is M x K per rank, D M x N"};
+  printf("# tpla %s: %s\n", op_names[job->kind], what[job->kind]);
+  printf("# executor %s, %d rank%s%s, %s -> %s, op(B) %s, alpha %g, beta %g, chunks %s, "
+         "transport %s\n", tool_executor_name(o->executor), o->ranks, o->ranks == 1 ? "" : "s",
+         o->executor == TOOL_EXEC_CUDA ? " (rank r on GPU r)" : " (threads)",
+         tpla_dtype_name(o->dtype), tpla_dtype_name(out), o->op_b == TPLA_OP_N ? "N" : "T",
+         (double)o->alpha, (double)o->beta, job->chunks ? "set" : "auto",
+         job->transport == TPLA_TRANSPORT_AUTO ? "auto" : transport_name(job->transport));
+  printf("# iters %d, warmup %d, check %d, seed %" PRIu64 "; times: median, slowest rank\n",
+         o->iters, o->warmup, o->check, job->seed);
+  printf("# time: overlapped plan; serial: collective then GEMM (SERIAL plan); gemm: one "
+         "unchunked\n# GEMM of the local problem; comm: the NCCL collective of the same bytes;"
+         " eff = max(gemm,\n# comm) / time; TFLOP/s of the local problem; xfer: GB/s received "
+         "per rank; ws: plan MiB\n#\n");
+  printf("# %-7s %5s %5s %6s %6s %6s %6s %8s %9s %8s %8s %9s %9s %9s %5s %8s %7s\n", "op",
+         "ranks", "dtype", "M", "K", "N", "chunks", "xport", "time(us)", "TFLOP/s", "xfer",
+         "gemm(us)", "comm(us)", "serial(us)", "eff", "ws(MiB)", "#wrong");
+  tool_flush();
+}
+
+static void print_line(job_t *job, int shape) {
+  const tool_opts_t *o = job->o;
+  const result_t *res = job->res + (size_t)shape * (size_t)o->ranks;
+  const int64_t *mkn = job->shapes[shape];
+  double t = 0, ser = 0, g = 0, c = 0;
+  int64_t wrong = 0, checked = 0;
+  size_t ws = 0;
+  for (int q = 0; q < o->ranks; q++) {
+    t = fmax(t, res[q].time), ser = fmax(ser, res[q].serial);
+    g = fmax(g, res[q].gemm), c = fmax(c, res[q].comm);
+    wrong += res[q].wrong, checked += res[q].checked;
+    ws = res[q].ws > ws ? res[q].ws : ws;
+  }
+  job->wrong_total += wrong;
+  double M = (double)mkn[0], K = (double)mkn[1], N = (double)mkn[2], P = o->ranks;
+  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  double elem = job->kind == OP_AG ? K * (double)tpla_dtype_size(o->dtype)
+                                   : N * (double)tpla_dtype_size(out);
+  double received = (M - floor(M / P)) * elem * (job->kind == OP_AR ? 2.0 : 1.0);
+  double tflops = 2.0 * M * N * K / (t * 1e-6) / 1e12;
+  printf("  %-7s %5d %5s %6" PRId64 " %6" PRId64 " %6" PRId64 " %6d %8s %9.1f", op_names[job->kind],
+         o->ranks, tpla_dtype_name(o->dtype), mkn[0], mkn[1], mkn[2], res[0].chunks,
+         transport_name(res[0].transport), t);
+  printf(tflops >= 10 ? " %8.1f" : " %8.4f", tflops);
+  printf(" %9.1f %9.1f %9.1f %9.1f %5.2f %8.1f", received / (t * 1e-6) / 1e9, g, c, ser,
+         fmax(g, c) / t, (double)ws / 1048576.0);
+  if (o->check)
+    printf(" %7" PRId64 "\n", wrong);
+  else
+    printf(" %7s\n", "N/A");
+  tool_flush();
+}
+
+static int overlap_rank(tool_rank_t *r, void *arg) {
+  job_t *job = arg;
+  for (int shape = 0; shape < job->nshapes; shape++) {
+    result_t *res = job->res + (size_t)shape * (size_t)r->nranks + (size_t)r->rank;
+    int failed = run_shape(r, job, shape, res);
+    if (tool_team_sync(r, failed))
+      return failed;
+    if (r->rank == 0)
+      print_line(job, shape);
+  }
+  return 0;
+}
+
+/* DESIGN.md's shapes (M K N), and small ones for the host executor. */
+static int default_shapes(op_kind_t kind, bool cuda, int64_t (*s)[3]) {
+  static const int64_t ag[][3] = {{8192, 8192, 4096}, {16384, 8192, 14336}, {32768, 8192, 4096},
+                                  {16384, 8192, 1024}};
+  static const int64_t rs[][3] = {{8192, 4096, 8192}, {16384, 14336, 8192}, {16384, 1024, 8192}};
+  static const int64_t host[][3] = {{256, 128, 64}, {512, 64, 96}};
+  const int64_t(*src)[3] = !cuda ? host : kind == OP_AG ? ag : rs;
+  int n = !cuda ? 2 : kind == OP_AG ? 4 : 3;
+  memcpy(s, src, sizeof *s * (size_t)n);
+  return n;
+}
+
+static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
+  if (!tool_pick_executor(o, NULL))
+    return 2;
+  bool cuda = o->executor == TOOL_EXEC_CUDA;
+  if (!o->set_iters)
+    o->iters = cuda ? 20 : 3;
+  if (!o->set_warmup)
+    o->warmup = cuda ? 5 : 1;
+  if (o->dtype != TPLA_FLOAT32 && o->dtype != TPLA_FLOAT16 && o->dtype != TPLA_BFLOAT16) {
+    fprintf(stderr, "tpla %s: -d: inputs are fp32, fp16 or bf16\n", op_names[kind]);
+    return 2;
+  }
+  job_t job;
+  memset(&job, 0, sizeof job);
+  job.kind = kind;
+  job.o = o;
+  job.seed = o->seed ? o->seed : tool_fresh_seed();
+  const char *env = getenv("TPLA_OVERLAP_CHUNKS");
+  job.chunks = env ? atoi(env) : 0;
+  env = getenv("TPLA_OVERLAP_TRANSPORT");
+  job.transport = env == NULL                  ? TPLA_TRANSPORT_AUTO
+                  : strcmp(env, "peer") == 0     ? TPLA_TRANSPORT_PEER
+                  : strcmp(env, "sendrecv") == 0 ? TPLA_TRANSPORT_SENDRECV
+                                                 : TPLA_TRANSPORT_AUTO;
+  if (job.chunks < 0 || job.chunks > TPLA_OVERLAP_MAX_CHUNKS) {
+    fprintf(stderr, "tpla %s: TPLA_OVERLAP_CHUNKS=%d is not in 0..%d\n", op_names[kind],
+            job.chunks, TPLA_OVERLAP_MAX_CHUNKS);
+    return 2;
+  }
+  if (o->npos == 3) {
+    memcpy(job.shapes[0], o->pos, sizeof job.shapes[0]);
+    job.nshapes = 1;
+  } else if (o->npos == 0) {
+    job.nshapes = default_shapes(kind, cuda, job.shapes);
+  } else {
+    fprintf(stderr, "tpla %s: give M K N (three sizes) or none for DESIGN.md's shapes\n",
+            op_names[kind]);
+    return 2;
+  }
+  job.res = calloc((size_t)job.nshapes * (size_t)o->ranks, sizeof *job.res);
+  if (job.res == NULL)
+    return 1;
+  print_header(&job);
+  int failures = tool_team_run(o->executor, o->ranks, 0, overlap_rank, &job);
+  if (failures)
+    printf("# FAILED: %d rank%s reported an error (see above)\n", failures,
+           failures == 1 ? "" : "s");
+  else if (o->check)
+    printf("# wrong elements: %" PRId64 " %s\n", job.wrong_total,
+           job.wrong_total ? "FAILED" : "OK");
+  tool_flush();
+  free(job.res);
+  return failures || job.wrong_total ? 1 : 0;
+}
+
+int tool_mode_ag_gemm(tool_opts_t *opts) { return overlap_mode(opts, OP_AG); }
+int tool_mode_gemm_rs(tool_opts_t *opts) { return overlap_mode(opts, OP_RS); }
+int tool_mode_gemm_ar(tool_opts_t *opts) { return overlap_mode(opts, OP_AR); }
