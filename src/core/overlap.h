@@ -125,10 +125,12 @@ struct tpla_xport_ops {
   tpla_status_t (*wait_ready)(tpla_xport_t *xp, int lane, int peer, uint32_t seq);
   /* `lane` waits for the work enqueued so far on every other lane. */
   tpla_status_t (*sync_lanes)(tpla_xport_t *xp, int lane);
-  /* A validated GEMM (m, n > 0; k may be 0) on `lane`, D += bias per row
-   * when bias != NULL (n elements of D's dtype). */
+  /* A validated GEMM (m, n > 0; k may be 0) on `lane`:
+   *   D = alpha op(A) op(B) + beta C + bias,
+   * C = D when c is NULL, else *c (D's shape and dtype, any ld, not
+   * overlapping D); bias: NULL or n elements of D's dtype for every row. */
   tpla_status_t (*gemm)(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
-                        const void *bias);
+                        const void *bias, const tpla_matrix_t *c);
   tpla_status_t (*fold)(tpla_xport_t *xp, int lane, const ovl_fold_t *fold);
   /* dst = src, equal shapes and dtypes, any lds. */
   tpla_status_t (*copy)(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src);

@@ -22,18 +22,20 @@
  * GEMM+ReduceScatter: for each destination in ring order (rank+1 first),
  * chunk by chunk: GEMM the partial of its rows into its send slot, send the
  * chunk into the destination's receive slot for this rank (the send follows
- * the GEMM; the next GEMM proceeds meanwhile). Then the own rows into
- * D_local (alpha, beta, bias), which hides the last transfer, and after the
- * last arrival one fold of all P-1 received partials into D_local.
+ * the GEMM; the next GEMM proceeds meanwhile). Then the own rows, which hide
+ * the last transfer: with beta = 0, chunk by chunk, each GEMM adding the
+ * partial from rank - 1 (the first one computed there) as its C operand,
+ * and for P > 2 one fold of the other P - 2 partials; with beta != 0, one
+ * GEMM into D_local (alpha, beta, bias) and one fold of all P - 1.
  *
- * GEMM+AllReduce: GEMM+ReduceScatter with the own rows' partial written into
- * a published slice of the window, folded as s = own + received, D's own
- * rows = beta D + s + bias and the published slice = s; then every rank
- * fetches every peer's published slice (PEER: a copy-engine read of the
- * peer's window straight into D when beta = 0 and there is no bias, else
- * into the send slot and folded; SENDRECV: send/recv into the send slot,
- * then folded). The published slice is overwritten only after every peer
- * announced the next call, i.e. finished reading it.
+ * GEMM+AllReduce: the same reduction into a published slice of the window
+ * (s, without beta D and bias); then every rank fetches every peer's
+ * published slice (PEER: a copy-engine read of the peer's window straight
+ * into D when beta = 0 and there is no bias, else into the send slot and
+ * folded; SENDRECV: send/recv into the send slot, then folded) while D's
+ * own rows become beta D + s + bias (a copy when that is s). The published
+ * slice is overwritten only after every peer announced the next call, i.e.
+ * finished reading it.
  *
  * SERIAL: one NCCL collective (the executor's allgatherv, reduce_scatterv
  * or allreduce) and one GEMM, on one lane.
@@ -57,14 +59,20 @@ tpla_matrix_t ovl_dense(void *base, size_t offset, int64_t rows, int64_t cols,
   return m;
 }
 
-/* d = alpha a op(B) + beta d (+ bias) on a lane; skips empty products. */
-static tpla_status_t gemm(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
-                          tpla_matrix_t b, float alpha, float beta, const void *bias) {
+/* d = alpha a op(B) + beta (c ? c : d) (+ bias) on a lane; skips empty products. */
+static tpla_status_t gemm_c(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
+                            tpla_matrix_t b, float alpha, float beta, const void *bias,
+                            const tpla_matrix_t *c) {
   if (d.rows == 0 || d.cols == 0)
     return TPLA_SUCCESS;
   tpla_gemm_call_t call = {d,        a,         b,    TPLA_OP_N, p->op_b,        d.rows,
                            d.cols,   a.cols,    alpha, beta,     p->allow_tf32};
-  return p->ops->gemm(p->xp, lane, &call, bias);
+  return p->ops->gemm(p->xp, lane, &call, bias, c);
+}
+
+static tpla_status_t gemm(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
+                          tpla_matrix_t b, float alpha, float beta, const void *bias) {
+  return gemm_c(p, lane, d, a, b, alpha, beta, bias, NULL);
 }
 
 static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float beta,
@@ -194,10 +202,10 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c, int *lane
   return TPLA_SUCCESS;
 }
 
-/* `lane` waits for every partial sent to this rank. */
-static tpla_status_t wait_partials(ovl_plan_t *p, int lane) {
+/* `lane` waits for the partials of steps first_i.. sent to this rank. */
+static tpla_status_t wait_partials(ovl_plan_t *p, int lane, int first_i) {
   const int P = p->nranks, C = p->chunks;
-  for (int i = 1; i < P; i++)
+  for (int i = first_i; i < P; i++)
     for (int ci = 0; ci < C; ci++) {
       int64_t m0, mn;
       ovl_chunk(ovl_rows(p, p->rank), C, ci, &m0, &mn);
@@ -207,15 +215,49 @@ static tpla_status_t wait_partials(ovl_plan_t *p, int lane) {
   return TPLA_SUCCESS;
 }
 
+/* The receive slot of step i in this rank's window (rows x n, dense). */
+static tpla_matrix_t slot(const ovl_plan_t *p, int i) {
+  int64_t rows = ovl_rows(p, p->rank);
+  return ovl_dense(p->ops->window(p->xp), slot_offset(p, i, rows), rows, p->n, p->d_dtype);
+}
+
+/* out = alpha A_own op(B) + (partial of step 1) + bias, chunk by chunk, each
+ * chunk's GEMM adding the partial that arrived from rank - 1 (the first to
+ * be computed there) in its epilogue (C = the slot), then the partials of
+ * steps 2.. (P > 2) folded in one pass. */
+static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane,
+                                    tpla_matrix_t out, const void *bias) {
+  const int64_t rows = ovl_rows(p, p->rank);
+  tpla_matrix_t first = slot(p, 1), a = ovl_rows_of(c->a, p->offs[p->rank], rows);
+  for (int ci = 0; ci < p->chunks; ci++) {
+    int64_t m0, mn;
+    ovl_chunk(rows, p->chunks, ci, &m0, &mn);
+    if (mn == 0)
+      continue;
+    TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
+    tpla_matrix_t cin = ovl_rows_of(first, m0, mn);
+    TPLA_TRY(gemm_c(p, lane, ovl_rows_of(out, m0, mn), ovl_rows_of(a, m0, mn), c->b, c->alpha,
+                    1.0f, bias, &cin));
+  }
+  if (p->nranks == 2)
+    return TPLA_SUCCESS;
+  TPLA_TRY(wait_partials(p, lane, 2));
+  tpla_matrix_t rest = slot(p, 2);
+  return fold(p, lane, out, 1.0f, rest.data, (size_t)rows * (size_t)p->n, p->nranks - 2, NULL,
+              no_view);
+}
+
 static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   const int r = p->rank;
   int lane = OVL_LANE_COMPUTE0;
   TPLA_TRY(send_partials(p, c, &lane));
+  if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
+    return own_rows_fused(p, c, lane, c->d, c->bias);
   TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
                 c->beta, c->bias));
   if (p->nranks == 1)
     return TPLA_SUCCESS;
-  TPLA_TRY(wait_partials(p, lane));
+  TPLA_TRY(wait_partials(p, lane, 1));
   return fold(p, lane, c->d, 1.0f, p->ops->window(p->xp), (size_t)ovl_rows(p, r) * (size_t)p->n,
               p->nranks - 1, NULL, no_view);
 }
@@ -239,24 +281,20 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   const int P = p->nranks, r = p->rank;
   const int64_t rows = ovl_rows(p, r);
   const bool peer = p->xkind == OVL_XPORT_PEER;
-  void *win = x->window(p->xp);
-  tpla_matrix_t publish = ovl_dense(win, 0, rows, p->n, p->d_dtype);
+  if (P == 1)
+    return gemm(p, OVL_LANE_COMPUTE0, c->d, c->a, c->b, c->alpha, c->beta, c->bias);
+  tpla_matrix_t publish = slot(p, 0), own_d = ovl_rows_of(c->d, p->offs[r], rows);
   int lane = OVL_LANE_COMPUTE0;
   TPLA_TRY(send_partials(p, c, &lane));
   /* peers read the published slice of the previous call until they start this one */
   for (int q = 0; q < P && peer; q++)
     if (q != r)
       TPLA_TRY(x->wait_ready(p->xp, lane, q, p->seq));
-  TPLA_TRY(gemm(p, lane, publish, ovl_rows_of(c->a, p->offs[r], rows), c->b, c->alpha, 0.0f,
-                NULL));
-  TPLA_TRY(wait_partials(p, lane));
-  TPLA_TRY(fold(p, lane, ovl_rows_of(c->d, p->offs[r], rows), c->beta, win,
-                (size_t)rows * (size_t)p->n, P, c->bias, publish));
-  if (P == 1)
-    return TPLA_SUCCESS;
-  /* the send slots are reused below: their sends must be done */
-  TPLA_TRY(x->sync_lanes(p->xp, lane));
+  /* publish = s, this rank's reduced slice without beta D and bias */
+  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL));
   bool direct = peer && c->beta == 0.0f && c->bias == NULL;
+  if (!direct) /* the send slots receive below: their sends must be done */
+    TPLA_TRY(x->sync_lanes(p->xp, lane));
   for (int i = 1; i < P; i++) {
     int to = (r + i) % P, from = (r - i + P) % P;
     tpla_matrix_t into = direct ? ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from))
@@ -267,6 +305,11 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                      lane};
     TPLA_TRY(x->step(p->xp, &st, p->seq));
   }
+  /* D's own rows, while the peers read the published slice */
+  if (c->beta == 0.0f && c->bias == NULL)
+    TPLA_TRY(x->copy(p->xp, lane, own_d, publish));
+  else
+    TPLA_TRY(fold(p, lane, own_d, c->beta, publish.data, 0, 1, c->bias, no_view));
   for (int i = 1; i < P && !direct; i++) {
     int from = (r - i + P) % P;
     if (ovl_rows(p, from) == 0)

@@ -98,7 +98,8 @@ void xp_destroy(tpla_xport_t *xp);
 
 tpla_status_t xg_cache_create(xg_cache_t **cache, const char *fn);
 void xg_cache_destroy(xg_cache_t *cache);
-tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call, const void *bias);
+tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call, const void *bias,
+                      const tpla_matrix_t *c);
 tpla_status_t xp_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *fold);
 /* The stream of a core-visible lane. */
 cudaStream_t xp_lane_stream(const tpla_xport_t *xp, int lane);

@@ -5,9 +5,11 @@
  * tail overlaps the next chunk's start); transport.c orders the halves with
  * the context's own GEMMs. Plans (descriptor, layouts, algorithm) are cached
  * per transport, keyed like src/cuda/lt_gemm.c (row-major through the
- * operand swap: cuBLASLt's A is our B), plus the bias epilogue: D = alpha
- * op(A) op(B) + beta D + bias, bias broadcast over rows (cuBLASLt's column
- * vector of our n). The folds launch transport_kernels.cu.
+ * operand swap: cuBLASLt's A is our B), plus the bias epilogue and a C
+ * apart from D: D = alpha op(A) op(B) + beta C + bias, bias broadcast over
+ * rows (cuBLASLt's column vector of our n); C = a received partial lets the
+ * GEMM of the own rows add it in its epilogue instead of a separate pass.
+ * The folds launch transport_kernels.cu.
  */
 #include "transport.h"
 #include "transport_kernels.h"
@@ -20,18 +22,18 @@
 #define XG_SLOTS 32 /* distinct GEMM shapes of one plan: a few per chunk size */
 
 typedef struct {
-  int64_t m, n, k, lda, ldb, ldd;
+  int64_t m, n, k, lda, ldb, ldd, ldc;
   int32_t op_a, op_b, in_dtype, d_dtype;
-  uint32_t align_a, align_b, align_d;
-  int32_t beta_zero, tf32, bias;
+  uint32_t align_a, align_b, align_d, align_c;
+  int32_t beta_zero, tf32, bias, c_sep; /* c_sep: C is its own matrix, not D */
 } xg_key_t;
-_Static_assert(sizeof(xg_key_t) == 6 * 8 + 4 * 4 + 3 * 4 + 3 * 4, "xg_key_t has padding");
+_Static_assert(sizeof(xg_key_t) == 7 * 8 + 12 * 4, "xg_key_t has padding");
 
 typedef struct {
   int used;
   xg_key_t key;
   cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t lay_a, lay_b, lay_d;
+  cublasLtMatrixLayout_t lay_a, lay_b, lay_c, lay_d; /* lay_c: only when C is not D */
   cublasLtMatmulAlgo_t algo;
   size_t ws_needed;
 } xg_plan_t;
@@ -52,6 +54,8 @@ tpla_status_t xg_cache_create(xg_cache_t **cache, const char *fn) {
 static void plan_release(xg_plan_t *p) {
   if (p->lay_d)
     (void)cublasLtMatrixLayoutDestroy(p->lay_d);
+  if (p->lay_c)
+    (void)cublasLtMatrixLayoutDestroy(p->lay_c);
   if (p->lay_b)
     (void)cublasLtMatrixLayoutDestroy(p->lay_b);
   if (p->lay_a)
@@ -85,7 +89,7 @@ static tpla_status_t plan_create(xg_plan_t *p, const tpla_xport_t *xp, const tpl
   int32_t ta = g->op_b == TPLA_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t tb = g->op_a == TPLA_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   uint64_t max_ws = xp->gemm_ws_bytes;
-  uint32_t al_a = key->align_b, al_b = key->align_a, al_d = key->align_d;
+  uint32_t al_a = key->align_b, al_b = key->align_a, al_c = key->align_c, al_d = key->align_d;
   cublasLtEpilogue_t epi = key->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t res;
@@ -105,6 +109,8 @@ static tpla_status_t plan_create(xg_plan_t *p, const tpla_xport_t *xp, const tpl
   LT(cublasLtMatrixLayoutCreate(&p->lay_b, in, (uint64_t)g->a.cols, (uint64_t)g->a.rows,
                                 g->a.ld));
   LT(cublasLtMatrixLayoutCreate(&p->lay_d, out, (uint64_t)g->n, (uint64_t)g->m, g->d.ld));
+  if (key->c_sep)
+    LT(cublasLtMatrixLayoutCreate(&p->lay_c, out, (uint64_t)g->n, (uint64_t)g->m, key->ldc));
   LT(cublasLtMatmulPreferenceCreate(&pref));
   LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                           sizeof max_ws));
@@ -112,15 +118,15 @@ static tpla_status_t plan_create(xg_plan_t *p, const tpla_xport_t *xp, const tpl
                                           sizeof al_a));
   LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
                                           sizeof al_b));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d,
-                                          sizeof al_d));
+  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c,
+                                          sizeof al_c));
   LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d,
                                           sizeof al_d));
 #undef LT
   if (s == TPLA_SUCCESS) {
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(xp->impl->lt, p->desc, p->lay_a, p->lay_b,
-                                                       p->lay_d, p->lay_d, pref, 1, &res,
-                                                       &returned);
+                                                       key->c_sep ? p->lay_c : p->lay_d,
+                                                       p->lay_d, pref, 1, &res, &returned);
     if (hs != CUBLAS_STATUS_SUCCESS || returned < 1 || res.state != CUBLAS_STATUS_SUCCESS)
       s = tpla_fail(hs == CUBLAS_STATUS_SUCCESS || hs == CUBLAS_STATUS_NOT_SUPPORTED
                         ? TPLA_ERROR_NOT_SUPPORTED
@@ -179,9 +185,14 @@ tpla_status_t xp_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) {
   return tpla_cuda_status(e, xp->fn, what);
 }
 
-tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, const void *bias) {
-  if (g->k == 0) { /* D = beta D (+ bias): a fold of no slots */
-    ovl_fold_t f = {g->d, g->beta, NULL, 0, 0, bias, {NULL, 0, 0, 1, g->d.dtype}};
+tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, const void *bias,
+                      const tpla_matrix_t *c) {
+  if (g->k == 0) { /* D = beta C + bias: a fold (C apart from D: a dense slot, beta 1) */
+    if (c != NULL && (g->beta != 1.0f || (c->rows > 1 && c->ld != c->cols)))
+      return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "k = 0 with a C other than D needs a "
+                       "dense C and beta 1");
+    ovl_fold_t f = {g->d, c ? 0.0f : g->beta, c ? c->data : NULL, 0, c ? 1 : 0, bias,
+                    {NULL, 0, 0, 1, g->d.dtype}};
     return xp_fold(xp, lane, &f);
   }
   /* bias through the epilogue when its pointer suits TMA-era kernels, else by a fold */
@@ -189,12 +200,14 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   xg_key_t key;
   memset(&key, 0, sizeof key);
   key.m = g->m, key.n = g->n, key.k = g->k;
-  key.lda = g->a.ld, key.ldb = g->b.ld, key.ldd = g->d.ld;
+  key.lda = g->a.ld, key.ldb = g->b.ld, key.ldd = g->d.ld, key.ldc = c ? c->ld : g->d.ld;
+  key.c_sep = c != NULL;
   key.op_a = (int32_t)g->op_a, key.op_b = (int32_t)g->op_b;
   key.in_dtype = (int32_t)g->a.dtype, key.d_dtype = (int32_t)g->d.dtype;
   key.align_a = alignment(g->a.data, g->a.ld, g->a.dtype);
   key.align_b = alignment(g->b.data, g->b.ld, g->b.dtype);
   key.align_d = alignment(g->d.data, g->d.ld, g->d.dtype);
+  key.align_c = c ? alignment(c->data, c->ld, g->d.dtype) : key.align_d;
   key.beta_zero = g->beta == 0.0f;
   key.tf32 = g->allow_tf32 && g->a.dtype == TPLA_FLOAT32;
   key.bias = epi_bias;
@@ -218,8 +231,9 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   float alpha = g->alpha, beta = g->beta;
   cudaStream_t st = xp_lane_stream(xp, lane);
   cublasStatus_t cs = cublasLtMatmul(xp->impl->lt, p->desc, &alpha, g->b.data, p->lay_a,
-                                     g->a.data, p->lay_b, &beta, g->d.data, p->lay_d, g->d.data,
-                                     p->lay_d, &p->algo, ws, ws_bytes, st);
+                                     g->a.data, p->lay_b, &beta, c ? c->data : g->d.data,
+                                     c ? p->lay_c : p->lay_d, g->d.data, p->lay_d, &p->algo, ws,
+                                     ws_bytes, st);
   if (cs != CUBLAS_STATUS_SUCCESS)
     return tpla_fail(cs == CUBLAS_STATUS_NOT_SUPPORTED ? TPLA_ERROR_NOT_SUPPORTED
                                                        : TPLA_ERROR_CUBLAS,

@@ -317,16 +317,26 @@ static tpla_status_t host_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) 
   return TPLA_SUCCESS;
 }
 
+/* D = alpha op(A) op(B) + beta C + bias: the backend's GEMM, then (C apart
+ * from D, or a bias) one pass adding beta C and the bias in fp32. */
 static tpla_status_t host_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
-                               const void *bias) {
-  TPLA_TRY(xp->ctx->backend->gemm(xp->ctx, call, NULL));
-  if (bias == NULL)
+                               const void *bias, const tpla_matrix_t *c) {
+  tpla_gemm_call_t g = *call;
+  if (c != NULL)
+    g.beta = 0.0f;
+  TPLA_TRY(xp->ctx->backend->gemm(xp->ctx, &g, NULL));
+  if (bias == NULL && c == NULL)
     return TPLA_SUCCESS;
   const tpla_matrix_t *d = &call->d;
   for (int64_t i = 0; i < d->rows; i++)
     for (int64_t j = 0; j < d->cols; j++) {
       size_t at = (size_t)(i * d->ld + j);
-      store(d->data, d->dtype, at, load(d->data, d->dtype, at) + load(bias, d->dtype, (size_t)j));
+      float v = load(d->data, d->dtype, at);
+      if (c != NULL && call->beta != 0.0f)
+        v += call->beta * load(c->data, d->dtype, (size_t)(i * c->ld + j));
+      if (bias != NULL)
+        v += load(bias, d->dtype, (size_t)j);
+      store(d->data, d->dtype, at, v);
     }
   return TPLA_SUCCESS;
 }
