@@ -19,7 +19,10 @@
  *      PEER fails with NOT_SUPPORTED on every rank, naming the rank and why;
  *   3. (PEER) each rank maps every peer: in the same process it enables
  *      peer access and uses the peer's pointer, across processes it opens the
- *      IPC handle; the outcomes are exchanged.
+ *      IPC handle; then it writes a spare flag word of every peer with
+ *      cuStreamWriteValue32, as calls will. The outcomes are exchanged; if any
+ *      rank failed, AUTO falls back to SENDRECV on every rank and a forced
+ *      PEER fails on every rank.
  */
 #include "transport.h"
 
@@ -298,7 +301,10 @@ static void judge(const tpla_xport_t *xp, const rec_t *all, verdict_t *v) {
   }
 }
 
-/* Map every peer's allocation (round 3, local part). */
+/* Map every peer's allocation (round 3, local part), then write the spare
+ * flag word of every peer the way calls will (cuStreamWriteValue32 to a
+ * peer-mapped address), so a driver that refuses it fails here, at plan
+ * creation, where AUTO can still fall back to SENDRECV. */
 static tpla_status_t map_peers(tpla_xport_t *xp, const rec_t *all, const char *fn) {
   for (int q = 0; q < xp->nranks; q++) {
     if (q == xp->rank)
@@ -321,7 +327,24 @@ static tpla_status_t map_peers(tpla_xport_t *xp, const rec_t *all, const char *f
       xp->peer_base[q] = p;
     }
   }
-  return TPLA_SUCCESS;
+  cudaStream_t st = xp->streams[0];
+  for (int q = 0; q < xp->nranks; q++)
+    if (q != xp->rank)
+      TPLA_TRY(xp_write(xp, st, xp_step_word(xp, q, xp->nflags), 0u, "test write to a peer"));
+  return tpla_cuda_status(cudaStreamSynchronize(st), fn,
+                          "cudaStreamSynchronize (test writes to the peers' flags)");
+}
+
+/* Undo map_peers (IPC mappings only; peer access stays enabled). */
+static void unmap_peers(tpla_xport_t *xp) {
+  for (int q = 0; q < xp->nranks; q++) {
+    if (xp->ipc_opened[q])
+      (void)cudaIpcCloseMemHandle(xp->ipc_opened[q]);
+    xp->ipc_opened[q] = NULL;
+    if (q != xp->rank)
+      xp->peer_base[q] = NULL;
+  }
+  (void)cudaGetLastError();
 }
 
 /* One agreement round on a status: own failure first, else REMOTE naming
@@ -397,8 +420,16 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
       r = tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "transport PEER is not possible: %s (use "
                     "TPLA_TRANSPORT_AUTO or SENDRECV)", vs[bad].why);
     free(vs);
-    if (r == TPLA_SUCCESS && xp->kind == OVL_XPORT_PEER) /* round 3: map */
+    if (r == TPLA_SUCCESS && xp->kind == OVL_XPORT_PEER) { /* round 3: map */
       r = agree(xp, map_peers(xp, all, fn), "map its peers' transfer windows", fn);
+      if (r != TPLA_SUCCESS && r != TPLA_ERROR_TIMEOUT && desc->kind == OVL_XPORT_AUTO &&
+          !xp->impl->comm_aborted) { /* every rank got the same verdict: fall back together */
+        unmap_peers(xp);
+        xp->kind = OVL_XPORT_SENDRECV;
+        tpla_clear_error();
+        r = TPLA_SUCCESS;
+      }
+    }
   }
   free(all);
   tpla_device_guard_exit(&guard);
