@@ -30,10 +30,12 @@
  *
  * GEMM+AllReduce: the same reduction into a published slice of the window
  * (s, without beta D and bias); then every rank fetches every peer's
- * published slice (PEER: a copy-engine read of the peer's window straight
- * into D when beta = 0 and there is no bias, else into the send slot and
- * folded; SENDRECV: send/recv into the send slot, then folded) while D's
- * own rows become beta D + s + bias (a copy when that is s). The published
+ * published slice (PEER with beta = 0 and no bias: chunk by chunk, a
+ * copy-engine read of the peer's window straight into D as soon as the peer
+ * finished that chunk, so only the last chunk's read is exposed; otherwise
+ * whole slices into the send slots, then folded; SENDRECV: send/recv into
+ * the send slots, then folded) while D's own rows become beta D + s + bias
+ * (a copy when that is s). The published
  * slice is overwritten only after every peer announced the next call, i.e.
  * finished reading it.
  *
@@ -221,30 +223,72 @@ static tpla_matrix_t slot(const ovl_plan_t *p, int i) {
   return ovl_dense(p->ops->window(p->xp), slot_offset(p, i, rows), rows, p->n, p->d_dtype);
 }
 
-/* out = alpha A_own op(B) + (partial of step 1) + bias, chunk by chunk, each
- * chunk's GEMM adding the partial that arrived from rank - 1 (the first to
- * be computed there) in its epilogue (C = the slot), then the partials of
- * steps 2.. (P > 2) folded in one pass. */
+/* Phase 2 of GEMM+AllReduce for row chunk ci (-1: whole slices): this
+ * rank's published chunk goes to every peer and every peer's published
+ * chunk comes into `into(from)` rows [f0, f0 + fn). */
+static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
+                                   const ovl_call_t *c) {
+  const int P = p->nranks, r = p->rank;
+  const bool peer = p->xkind == OVL_XPORT_PEER;
+  const size_t row_bytes = (size_t)p->n * tpla_dtype_size(p->d_dtype);
+  tpla_matrix_t publish = slot(p, 0);
+  for (int i = 1; i < P; i++) {
+    int to = (r + i) % P, from = (r - i + P) % P;
+    int64_t m0 = 0, mn = ovl_rows(p, r), f0 = 0, fn = ovl_rows(p, from);
+    if (ci >= 0) {
+      ovl_chunk(ovl_rows(p, r), p->chunks, ci, &m0, &mn);
+      ovl_chunk(ovl_rows(p, from), p->chunks, ci, &f0, &fn);
+    }
+    if (mn == 0 && fn == 0)
+      continue;
+    tpla_matrix_t into = direct ? ovl_rows_of(c->d, p->offs[from] + f0, fn)
+                                : ovl_dense(p->staging, p->stage_off[from] + (size_t)f0 * row_bytes,
+                                            fn, p->n, p->d_dtype);
+    ovl_step_t st = {mn > 0 ? to : -1,
+                     ovl_rows_of(publish, m0, mn),
+                     0,
+                     fn > 0 ? from : -1,
+                     into,
+                     (size_t)f0 * row_bytes,
+                     peer,
+                     ovl_flag(p, 1, i, ci < 0 ? 0 : ci),
+                     lane};
+    TPLA_TRY(p->ops->step(p->xp, &st, p->seq));
+  }
+  return TPLA_SUCCESS;
+}
+
+/* out = alpha A_own op(B) + (partials of steps 1..P-1) + bias, chunk by
+ * chunk: each chunk's GEMM adds the partial that arrived from rank - 1 (the
+ * first one computed there) in its epilogue (C = the slot); for P > 2 one
+ * fold per chunk adds the other P - 2. `publish` (GEMM+AllReduce, PEER, no
+ * beta or bias): each finished chunk is offered to the peers at once. */
 static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane,
-                                    tpla_matrix_t out, const void *bias) {
+                                    tpla_matrix_t out, const void *bias, bool publish) {
   const int64_t rows = ovl_rows(p, p->rank);
-  tpla_matrix_t first = slot(p, 1), a = ovl_rows_of(c->a, p->offs[p->rank], rows);
+  const size_t stride = (size_t)rows * (size_t)p->n;
+  tpla_matrix_t first = slot(p, 1), rest = slot(p, 2);
+  tpla_matrix_t a = ovl_rows_of(c->a, p->offs[p->rank], rows);
   for (int ci = 0; ci < p->chunks; ci++) {
     int64_t m0, mn;
     ovl_chunk(rows, p->chunks, ci, &m0, &mn);
-    if (mn == 0)
-      continue;
-    TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
-    tpla_matrix_t cin = ovl_rows_of(first, m0, mn);
-    TPLA_TRY(gemm_c(p, lane, ovl_rows_of(out, m0, mn), ovl_rows_of(a, m0, mn), c->b, c->alpha,
-                    1.0f, bias, &cin));
+    if (mn > 0) {
+      TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
+      tpla_matrix_t cin = ovl_rows_of(first, m0, mn);
+      TPLA_TRY(gemm_c(p, lane, ovl_rows_of(out, m0, mn), ovl_rows_of(a, m0, mn), c->b, c->alpha,
+                      1.0f, bias, &cin));
+      for (int i = 2; i < p->nranks; i++)
+        TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
+      if (p->nranks > 2)
+        TPLA_TRY(fold(p, lane, ovl_rows_of(out, m0, mn), 1.0f,
+                      (char *)rest.data + (size_t)m0 * (size_t)p->n *
+                                              tpla_dtype_size(p->d_dtype),
+                      stride, p->nranks - 2, NULL, no_view));
+    }
+    if (publish)
+      TPLA_TRY(publish_steps(p, ci, lane, true, c));
   }
-  if (p->nranks == 2)
-    return TPLA_SUCCESS;
-  TPLA_TRY(wait_partials(p, lane, 2));
-  tpla_matrix_t rest = slot(p, 2);
-  return fold(p, lane, out, 1.0f, rest.data, (size_t)rows * (size_t)p->n, p->nranks - 2, NULL,
-              no_view);
+  return TPLA_SUCCESS;
 }
 
 static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
@@ -252,7 +296,7 @@ static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   int lane = OVL_LANE_COMPUTE0;
   TPLA_TRY(send_partials(p, c, &lane));
   if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
-    return own_rows_fused(p, c, lane, c->d, c->bias);
+    return own_rows_fused(p, c, lane, c->d, c->bias, false);
   TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
                 c->beta, c->bias));
   if (p->nranks == 1)
@@ -290,20 +334,13 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   for (int q = 0; q < P && peer; q++)
     if (q != r)
       TPLA_TRY(x->wait_ready(p->xp, lane, q, p->seq));
-  /* publish = s, this rank's reduced slice without beta D and bias */
-  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL));
+  /* publish = s, this rank's reduced slice without beta D and bias; with
+   * PEER, beta = 0 and no bias the peers pull each chunk straight into D */
   bool direct = peer && c->beta == 0.0f && c->bias == NULL;
-  if (!direct) /* the send slots receive below: their sends must be done */
+  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL, direct));
+  if (!direct) { /* whole slices into the send slots, once their sends are done */
     TPLA_TRY(x->sync_lanes(p->xp, lane));
-  for (int i = 1; i < P; i++) {
-    int to = (r + i) % P, from = (r - i + P) % P;
-    tpla_matrix_t into = direct ? ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from))
-                                : ovl_dense(p->staging, p->stage_off[from], ovl_rows(p, from),
-                                            p->n, p->d_dtype);
-    ovl_step_t st = {rows > 0 ? to : -1, publish,    0,    ovl_rows(p, from) > 0 ? from : -1,
-                     into,              0,          peer, ovl_flag(p, 1, i, 0),
-                     lane};
-    TPLA_TRY(x->step(p->xp, &st, p->seq));
+    TPLA_TRY(publish_steps(p, -1, lane, false, c));
   }
   /* D's own rows, while the peers read the published slice */
   if (c->beta == 0.0f && c->bias == NULL)

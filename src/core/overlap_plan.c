@@ -238,7 +238,8 @@ void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr) {
  * to every peer while each receiver multiplies it by n columns; RS/AR send
  * an n-column partial per peer computed over k. Above 1/2 the transfer is
  * chunked, so a GEMM waits only for its own chunk (about 4 chunks per unit
- * of the ratio, at most 8, never below 128 rows). */
+ * of the ratio, at most 8, never below 128 rows); GEMM+AllReduce takes at
+ * least 4. */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype) {
   if (nranks < 2 || max_rows < 256)
@@ -246,12 +247,15 @@ int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, in
   double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
   double ratio = kind == OVL_AG ? e * (nranks - 1) * flops / (2.0 * (double)(n > 0 ? n : 1) * bw)
                                 : e * flops / (2.0 * (double)(k > 0 ? k : 1) * bw);
-  if (ratio <= 0.5)
-    return 1;
-  int c = (int)ceil(4.0 * ratio);
+  /* GEMM+AllReduce always gains: its all-gather half reads each reduced
+   * chunk while the next one is computed, exposing one chunk's read */
+  int c = ratio <= 0.5 ? 1 : (int)ceil(4.0 * ratio);
+  if (kind == OVL_AR && c < 4)
+    c = 4;
   int64_t by_rows = max_rows / 128;
   c = c < 8 ? c : 8;
-  return c < by_rows ? c : (int)by_rows;
+  c = c < by_rows ? c : (int)by_rows;
+  return c > 1 ? c : 1;
 }
 
 static size_t align_up(size_t x) { return (x + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN; }
