@@ -504,10 +504,11 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
  * GEMM of the own rows runs, then multiplies each peer's chunk as it lands,
  * alternating two compute streams; GEMM+ReduceScatter computes the partial
  * for each peer in ring order (rank+1 first), sends it while the next one is
- * computed, computes its own rows last and folds every received partial in
- * one pass; GEMM+AllReduce is GEMM+ReduceScatter followed by an all-gather
- * of the reduced slices. SERIAL runs one collective then one GEMM (the
- * reference and fallback).
+ * computed, and computes its own rows last, adding the received partials in
+ * that GEMM's epilogue and (more than two ranks, or beta != 0) one fold pass;
+ * GEMM+AllReduce is GEMM+ReduceScatter followed by an all-gather of the
+ * reduced slices, chunk by chunk. SERIAL runs one collective then one GEMM
+ * (the reference and fallback).
  *
  * Transports (OVERLAP). PEER: on the CUDA executor the copy engines write
  * into peer buffers mapped once at plan creation (CUDA peer access inside a
