@@ -20,10 +20,11 @@
  * GEMM's tail overlaps the next one's start.
  *
  * GEMM+ReduceScatter: for each destination in ring order (rank+1 first),
- * chunk by chunk: GEMM the partial of its rows into its send slot, send the
- * chunk into the destination's receive slot for this rank (the send follows
- * the GEMM; the next GEMM proceeds meanwhile). Then the own rows, which hide
- * the last transfer: with beta = 0, chunk by chunk, each GEMM adding the
+ * chunk by chunk: GEMM the partial of its rows into its send slot (compute
+ * lane 0, the high-priority stream on CUDA), send the chunk into the
+ * destination's receive slot for this rank (the send follows the GEMM; the
+ * next GEMM proceeds meanwhile). Then the own rows on lane 1, which fill the
+ * SMs the partials leave idle and hide the last transfer: with beta = 0, chunk by chunk, each GEMM adding the
  * partial from rank - 1 (the first one computed there) as its C operand,
  * and for P > 2 one fold of the other P - 2 partials; with beta != 0, one
  * GEMM into D_local (alpha, beta, bias) and one fold of all P - 1.
@@ -165,14 +166,16 @@ static size_t slot_offset(const ovl_plan_t *p, int i, int64_t rows) {
   return (size_t)(p->kind == OVL_AR ? i : i - 1) * slice;
 }
 
-/* The partials for every peer, sent as they are computed. Returns the lane
- * to use next. */
-static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c, int *lane_io) {
+/* The partials for every peer, sent as they are computed, all on compute
+ * lane 0: the CUDA transport gives it the highest stream priority, so the
+ * peers' inputs are ready as early as possible while the own rows (lane 1)
+ * fill the SMs the partials leave idle, their wave tails included. */
+static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
   const struct tpla_xport_ops *x = p->ops;
   const int P = p->nranks, r = p->rank, C = p->chunks;
   const size_t row_bytes = (size_t)p->n * tpla_dtype_size(p->d_dtype);
   void *win = x->window(p->xp);
-  int lane = *lane_io;
+  const int lane = OVL_LANE_COMPUTE0;
   for (int i = 1; i < P; i++) {
     int to = (r + i) % P, from = (r - i + P) % P;
     tpla_matrix_t slot = ovl_dense(p->staging, p->stage_off[to], ovl_rows(p, to), p->n,
@@ -196,11 +199,8 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c, int *lane
                        ovl_flag(p, 0, i, ci),
                        lane};
       TPLA_TRY(x->step(p->xp, &st, p->seq));
-      if (tn > 0)
-        lane ^= 1;
     }
   }
-  *lane_io = lane;
   return TPLA_SUCCESS;
 }
 
@@ -292,9 +292,8 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
 }
 
 static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
-  const int r = p->rank;
-  int lane = OVL_LANE_COMPUTE0;
-  TPLA_TRY(send_partials(p, c, &lane));
+  const int r = p->rank, lane = OVL_LANE_COMPUTE1;
+  TPLA_TRY(send_partials(p, c));
   if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
     return own_rows_fused(p, c, lane, c->d, c->bias, false);
   TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
@@ -328,8 +327,8 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   if (P == 1)
     return gemm(p, OVL_LANE_COMPUTE0, c->d, c->a, c->b, c->alpha, c->beta, c->bias);
   tpla_matrix_t publish = slot(p, 0), own_d = ovl_rows_of(c->d, p->offs[r], rows);
-  int lane = OVL_LANE_COMPUTE0;
-  TPLA_TRY(send_partials(p, c, &lane));
+  int lane = OVL_LANE_COMPUTE1;
+  TPLA_TRY(send_partials(p, c));
   /* peers read the published slice of the previous call until they start this one */
   for (int q = 0; q < P && peer; q++)
     if (q != r)

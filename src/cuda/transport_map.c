@@ -211,8 +211,13 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
   xp->flag_pull = calloc((size_t)xp->nflags + 1, 1);
   if (!xp->peer_base || !xp->ipc_opened || !xp->flag_events || !xp->flag_pull)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  /* compute stream 0 (GEMM+RS/AR: the partials the peers wait for) gets the
+   * highest priority; copy engines ignore priorities */
+  int least = 0, greatest = 0;
+  STEP(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   for (int i = 0; i < XP_STREAMS; i++) {
-    STEP(cudaStreamCreateWithFlags(&xp->streams[i], cudaStreamNonBlocking));
+    STEP(cudaStreamCreateWithPriority(&xp->streams[i], cudaStreamNonBlocking,
+                                      i == 0 ? greatest : least));
     STEP(cudaEventCreateWithFlags(&xp->ev[i], cudaEventDisableTiming));
   }
   STEP(cudaEventCreateWithFlags(&xp->fork, cudaEventDisableTiming));
