@@ -238,7 +238,7 @@ void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr) {
  * to every peer while each receiver multiplies it by n columns; RS/AR send
  * an n-column partial per peer computed over k. Above 1/2 the transfer is
  * chunked, so a GEMM waits only for its own chunk (about 4 chunks per unit
- * of the ratio, at most 8, never below 128 rows); GEMM+AllReduce takes at
+ * of the ratio, at most 8, never below 128 rows); GEMM+RS/AR take at
  * least 4. */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype) {
@@ -247,10 +247,11 @@ int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, in
   double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
   double ratio = kind == OVL_AG ? e * (nranks - 1) * flops / (2.0 * (double)(n > 0 ? n : 1) * bw)
                                 : e * flops / (2.0 * (double)(k > 0 ? k : 1) * bw);
-  /* GEMM+AllReduce always gains: its all-gather half reads each reduced
-   * chunk while the next one is computed, exposing one chunk's read */
+  /* GEMM+RS/AR always gain: the own rows' GEMM of chunk c waits only for the
+   * peers' partials of chunk c (not a whole slice), and GEMM+AllReduce's
+   * all-gather half reads each reduced chunk while the next one is computed */
   int c = ratio <= 0.5 ? 1 : (int)ceil(4.0 * ratio);
-  if (kind == OVL_AR && c < 4)
+  if (kind != OVL_AG && c < 4)
     c = 4;
   int64_t by_rows = max_rows / 128;
   c = c < 8 ? c : 8;

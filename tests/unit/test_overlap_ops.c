@@ -145,8 +145,8 @@ static void test_chunks_tile_slices(void) {
     }
 }
 
-/* One chunk when the GEMM hides the transfer, more (at most 8) when the
- * transfer is long, never for one rank or tiny slices. */
+/* AG: one chunk when the GEMM hides the transfer, more (at most 8) when the
+ * transfer is long; never for one rank or tiny slices. */
 static void test_auto_chunks(void) {
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 1, 8192, 8192, 1024, TPLA_BFLOAT16), 1);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 2, 100, 8192, 1024, TPLA_BFLOAT16), 1);
@@ -156,7 +156,10 @@ static void test_auto_chunks(void) {
   ASSERT_TRUE(c >= 4 && c <= 8);
   c = ovl_auto_chunks(OVL_RS, 2, 8192, 1024, 8192, TPLA_BFLOAT16);
   ASSERT_TRUE(c >= 4 && c <= 8);
-  ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 4096, 4096, 8192, TPLA_BFLOAT16), 1);
+  /* GEMM+RS/AR: at least 4 (the own rows wait per chunk), rows permitting */
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 4096, 4096, 8192, TPLA_BFLOAT16), 4);
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 2, 4096, 14336, 8192, TPLA_BFLOAT16), 4);
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 300, 4096, 8192, TPLA_BFLOAT16), 2);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 100000, 16, 16, TPLA_FLOAT32), 8);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 300, 16, 16, TPLA_FLOAT32), 2);
 }
