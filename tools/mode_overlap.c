@@ -269,7 +269,8 @@ static int check(tool_rank_t *r, bench_t *x, int64_t *checked, int64_t *wrong) {
       int64_t gi = rows[i] + (job->kind == OP_RS ? b->off : 0), owner = q, li = gi;
       if (job->kind == OP_AG) { /* the gathered row gi is row li of rank owner */
         int64_t base = M / P, extra = M % P;
-        owner = gi < extra * (base + 1) ? gi / (base + 1) : extra + (gi - extra * (base + 1)) / base;
+        int64_t split = extra * (base + 1); /* the first `extra` ranks hold base + 1 rows */
+        owner = gi < split ? gi / (base + 1) : extra + (gi - split) / base;
         li = gi - (base * owner + (owner < extra ? owner : extra));
       }
       for (int64_t p = 0; p < K; p++)
