@@ -29,7 +29,6 @@
 #define NOUT 6 /* h, y, dh, dW2, dx, dW1 */
 
 static const char *out_name[NOUT] = {"h", "y", "dh", "dW2", "dx", "dW1"};
-static uint64_t seed;
 
 typedef struct {
   tpla_dtype_t dtype;

@@ -154,4 +154,239 @@ static inline double *gt_random(gpu_rng_t *g, int64_t count, tpla_dtype_t dtype)
   return v;
 }
 
+/* ---- one case of an overlap plan, checked against float64 --------------------------- */
+
+/* Seed of the cases (set by the test's main). */
+static uint64_t seed; /* of the cases (set by the test's main) */
+
+typedef struct {
+  int kind; /* 0 AG, 1 RS, 2 AR */
+  tpla_dtype_t dtype, d_dtype;
+  tpla_op_t op_b;
+  tpla_overlap_mode_t mode;
+  tpla_transport_t transport;
+  int chunks, bias, pad, calls;
+  float alpha, beta;
+  int64_t rows[GT_MAX_RANKS]; /* AG: local rows; RS: slice rows */
+  int64_t m, k[GT_MAX_RANKS], n;
+  uint64_t seed;
+} gcase_t;
+
+static inline const char *kind_name(int k) {
+  return k == 0 ? "AG+GEMM" : k == 1 ? "GEMM+RS" : "GEMM+AR";
+}
+
+/* Every rank's inputs, generated identically on every rank. */
+typedef struct {
+  double *a[GT_MAX_RANKS], *b[GT_MAX_RANKS], *bias[GT_MAX_RANKS], *d0[GT_MAX_RANKS];
+  int64_t m, arows[GT_MAX_RANKS], drows[GT_MAX_RANKS], doff[GT_MAX_RANKS];
+} inputs_t;
+
+static inline void make_inputs(const gcase_t *c, int P, inputs_t *in) {
+  gpu_rng_t g;
+  gpu_rng_seed(&g, c->seed);
+  memset(in, 0, sizeof *in);
+  in->m = c->kind == 0 ? 0 : c->m;
+  for (int q = 0; q < P && c->kind == 0; q++)
+    in->m += c->rows[q];
+  int64_t off = 0;
+  for (int q = 0; q < P; q++) {
+    int64_t k = c->kind == 0 ? c->k[0] : c->k[q];
+    in->arows[q] = c->kind == 0 ? c->rows[q] : in->m;
+    in->drows[q] = c->kind == 1 ? c->rows[q] : in->m;
+    in->doff[q] = off;
+    off += c->kind == 1 ? c->rows[q] : 0;
+    in->a[q] = gt_random(&g, in->arows[q] * k, c->dtype);
+    in->b[q] = gt_random(&g, k * c->n, c->dtype);
+    in->bias[q] = gt_random(&g, c->n, c->d_dtype);
+    in->d0[q] = gt_random(&g, in->drows[q] * c->n, c->d_dtype);
+  }
+}
+
+static inline void free_inputs(inputs_t *in) {
+  for (int q = 0; q < GT_MAX_RANKS; q++)
+    free(in->a[q]), free(in->b[q]), free(in->bias[q]), free(in->d0[q]);
+}
+
+static inline double unit(tpla_dtype_t t) { return unit_roundoff(t); }
+
+/* Max over rank r's output of |d - ref| / bound (> 1: wrong). sign: of A. */
+static inline double check_output(const gcase_t *c, int P, int r, const inputs_t *in,
+                                  const double *d, double sign) {
+  int64_t ktot = 0;
+  for (int q = 0; q < P; q++)
+    ktot += c->kind == 0 ? 0 : c->k[q];
+  ktot = c->kind == 0 ? c->k[0] : ktot;
+  double factor = (P + 4) * unit(c->d_dtype) + (ktot + 4) * 0x1p-24, worst = 0;
+  for (int64_t i = 0; i < in->drows[r]; i++)
+    for (int64_t j = 0; j < c->n; j++) {
+      double s = 0, sa = 0;
+      int64_t gi = in->doff[r] + i;
+      for (int q = 0; q < P; q++) {
+        int64_t k = c->kind == 0 ? c->k[0] : c->k[q], row = gi;
+        const double *a = in->a[q], *b = c->kind == 0 ? in->b[r] : in->b[q];
+        if (c->kind == 0) { /* the gathered row gi lives on rank q if it is in q's block */
+          int64_t base = 0;
+          for (int t = 0; t < q; t++)
+            base += c->rows[t];
+          if (gi < base || gi >= base + c->rows[q])
+            continue;
+          row = gi - base;
+        }
+        for (int64_t p = 0; p < k; p++) {
+          double bv = c->op_b == TPLA_OP_N ? b[p * c->n + j] : b[j * k + p];
+          double x = sign * a[row * k + p] * bv;
+          s += x;
+          sa += fabs(x);
+        }
+      }
+      double d0 = in->d0[r][i * c->n + j], bias = c->bias ? in->bias[r][j] : 0;
+      double ref = c->alpha * s + c->beta * d0 + bias;
+      double scale = fabs(c->alpha) * sa + fabs(c->beta * d0) + fabs(bias) + 1e-30;
+      double err = fabs(d[i * c->n + j] - ref) / (factor * scale);
+      worst = isnan(err) ? INFINITY : fmax(worst, err);
+    }
+  return worst;
+}
+
+static inline void describe(const gcase_t *c, int P) {
+  fprintf(stderr, "  case %s P=%d %s->%s op_b=%c mode=%d transport=%d chunks=%d bias=%d pad=%d "
+          "alpha=%g beta=%g rows0=%lld k0=%lld n=%lld calls=%d seed=%llu\n",
+          kind_name(c->kind), P, tpla_dtype_name(c->dtype), tpla_dtype_name(c->d_dtype),
+          c->op_b == TPLA_OP_N ? 'N' : 'T', (int)c->mode, (int)c->transport, c->chunks, c->bias,
+          c->pad, (double)c->alpha, (double)c->beta, (long long)c->rows[0], (long long)c->k[0],
+          (long long)c->n, c->calls, (unsigned long long)c->seed);
+}
+
+/* One case on one rank; returns failures. Collective. */
+static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *info_out) {
+  const int P = r->nranks, me = r->rank;
+  int failures = 0;
+  inputs_t in;
+  make_inputs(c, P, &in);
+  int64_t k = c->kind == 0 ? c->k[0] : c->k[me];
+  tpla_matrix_t a[2], b, d, bias;
+  double *neg = malloc(sizeof *neg * (size_t)(in.arows[me] * k + 1));
+  for (int64_t i = 0; i < in.arows[me] * k; i++)
+    neg[i] = -in.a[me][i];
+  a[0] = gt_upload(in.a[me], in.arows[me], k, c->pad, c->dtype, &failures);
+  a[1] = gt_upload(neg, in.arows[me], k, c->pad, c->dtype, &failures);
+  b = c->op_b == TPLA_OP_N ? gt_upload(in.b[me], k, c->n, c->pad, c->dtype, &failures)
+                           : gt_upload(in.b[me], c->n, k, c->pad, c->dtype, &failures);
+  d = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
+  bias = gt_upload(in.bias[me], 1, c->n, 0, c->d_dtype, &failures);
+  free(neg);
+  tpla_ag_gemm_plan_t ag = NULL;
+  tpla_gemm_rs_plan_t rs = NULL;
+  tpla_gemm_ar_plan_t ar = NULL;
+  tpla_status_t st;
+  if (c->kind == 0) {
+    tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
+    x.local_rows = c->rows[me], x.k = k, x.n = c->n, x.op_b = c->op_b, x.dtype = c->dtype;
+    x.d_dtype = c->d_dtype, x.bias = c->bias, x.mode = c->mode, x.transport = c->transport;
+    x.chunks = c->chunks;
+    st = tpla_ag_gemm_plan_create(&ag, r->ctx, &x);
+  } else if (c->kind == 1) {
+    tpla_gemm_rs_desc_t x = TPLA_GEMM_RS_DESC_INIT;
+    x.m = c->m, x.local_rows = c->rows[me], x.k = k, x.n = c->n, x.op_b = c->op_b;
+    x.dtype = c->dtype, x.d_dtype = c->d_dtype, x.bias = c->bias, x.mode = c->mode;
+    x.transport = c->transport, x.chunks = c->chunks;
+    st = tpla_gemm_rs_plan_create(&rs, r->ctx, &x);
+  } else {
+    tpla_gemm_ar_desc_t x = TPLA_GEMM_AR_DESC_INIT;
+    x.m = c->m, x.k = k, x.n = c->n, x.op_b = c->op_b, x.dtype = c->dtype;
+    x.d_dtype = c->d_dtype, x.bias = c->bias, x.mode = c->mode, x.transport = c->transport;
+    x.chunks = c->chunks;
+    st = tpla_gemm_ar_plan_create(&ar, r->ctx, &x);
+  }
+  failures += TPLA_FAILED(st);
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  args.alpha = c->alpha, args.beta = c->beta, args.bias = c->bias ? bias.data : NULL;
+  size_t free_early = 0, free_late = 0, total = 0, ws_early = 0, ws_late = 0;
+  for (int call = 0; st == TPLA_SUCCESS && failures == 0 && call < c->calls; call++) {
+    if (call == 10 && c->calls > 10) { /* steady state: memory must not move from here */
+      failures += sync_stream_timeout(r->stream, 120, "the first ten calls");
+      failures += CUDA_FAILED(cudaMemGetInfo(&free_early, &total));
+      tpla_ctx_workspace_bytes(r->ctx, &ws_early);
+    }
+    if (call > 0 && c->beta != 0.0f) { /* D back to D0, so every call sees the same D */
+      tpla_matrix_t d0 = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
+      size_t bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
+                     tpla_dtype_size(c->d_dtype);
+      failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, bytes, cudaMemcpyDeviceToDevice,
+                                              r->stream));
+      failures += sync_stream_timeout(r->stream, 120, "reset of D");
+      cudaFree(d0.data);
+    }
+    tpla_matrix_t av = a[call % 2];
+    st = c->kind == 0   ? tpla_ag_gemm(ag, d, av, b, &args, r->stream)
+         : c->kind == 1 ? tpla_gemm_rs(rs, d, av, b, &args, r->stream)
+                        : tpla_gemm_ar(ar, d, av, b, &args, r->stream);
+    failures += TPLA_FAILED(st);
+  }
+  failures += sync_stream_timeout(r->stream, 120, kind_name(c->kind));
+  if (c->calls > 10 && failures == 0) {
+    failures += CUDA_FAILED(cudaMemGetInfo(&free_late, &total));
+    tpla_ctx_workspace_bytes(r->ctx, &ws_late);
+    if (free_late != free_early || ws_late != ws_early) {
+      fprintf(stderr, "  rank %d: device memory moved over %d calls: free %zu -> %zu, context "
+              "workspace %zu -> %zu\n", me, c->calls - 10, free_early, free_late, ws_early,
+              ws_late);
+      failures++;
+    }
+  }
+  double sign = c->calls % 2 ? 1.0 : -1.0;
+  if (failures == 0) {
+    double *out = gt_download(d, &failures);
+    double worst = check_output(c, P, me, &in, out, sign);
+    if (!(worst <= 1.0)) {
+      fprintf(stderr, "  rank %d: error %.3g x the rounding bound\n", me, worst);
+      failures++;
+    }
+    free(out);
+  }
+  if (failures == 0 && c->kind == 0) { /* the gathered view, bit for bit */
+    tpla_matrix_t g;
+    int has = 0;
+    failures += TPLA_FAILED(tpla_ag_gemm_plan_has_gathered(ag, &has)) || !has;
+    failures += TPLA_FAILED(tpla_ag_gemm_gathered(ag, &g));
+    if (failures == 0) {
+      double *gv = gt_download(g, &failures);
+      int64_t base = 0;
+      for (int q = 0; q < P; q++) {
+        for (int64_t i = 0; i < c->rows[q] * k && failures == 0; i++)
+          if (gv[base * k + i] != sign * in.a[q][i]) {
+            fprintf(stderr, "  rank %d: gathered element %lld of rank %d's block differs\n", me,
+                    (long long)i, q);
+            failures++;
+          }
+        base += c->rows[q];
+      }
+      free(gv);
+    }
+  }
+  if (info_out != NULL && st == TPLA_SUCCESS) {
+    *info_out = (tpla_overlap_info_t)TPLA_OVERLAP_INFO_INIT;
+    if (c->kind == 0)
+      tpla_ag_gemm_plan_get_info(ag, info_out);
+    else if (c->kind == 1)
+      tpla_gemm_rs_plan_get_info(rs, info_out);
+    else
+      tpla_gemm_ar_plan_get_info(ar, info_out);
+  }
+  /* every rank's calls are complete before any plan goes (a context
+   * collective: works for threads and for processes) */
+  failures += TPLA_FAILED(tpla_barrier(r->ctx, r->stream));
+  failures += sync_stream_timeout(r->stream, 120, "barrier before destroying the plans");
+  tpla_ag_gemm_plan_destroy(ag);
+  tpla_gemm_rs_plan_destroy(rs);
+  tpla_gemm_ar_plan_destroy(ar);
+  cudaFree(a[0].data), cudaFree(a[1].data), cudaFree(b.data), cudaFree(d.data);
+  cudaFree(bias.data);
+  free_inputs(&in);
+  if (failures)
+    describe(c, P);
+  return failures;
+}
+
 #endif /* TPLA_TEST_GPU_OVERLAP_UTIL_H */
