@@ -1,0 +1,225 @@
+"""_muon.py - the Muon optimizer with tpla's Newton-Schulz.
+
+Per matrix parameter (conv-like parameters are flattened to 2-D):
+    buf = momentum * buf + (1 - momentum) * g          (buf.lerp_(g, 1 - momentum))
+    u   = (1 - momentum) * g + momentum * buf  (Nesterov)   or   buf
+    u   = NS(u) * scale(rows, cols)      scale "original": max(1, rows/cols)^0.5
+    p   = p * (1 - lr * weight_decay) - lr * u
+One step orthogonalizes every matrix with ONE batched tpla plan
+(tpla_ns_batch_*), collective over the communicator's ranks:
+  - parameters marked as tensor-parallel shards (mark_tensor_parallel; the
+    tpla layers mark theirs) go in as the shards they are: the plan runs
+    them distributed or gathers them on one rank, and each rank gets its
+    shard of the result;
+  - other (replicated) parameters are split by rows over the ranks; the plan
+    assigns whole matrices to ranks, and an in-place all-gather afterwards
+    gives every rank the full update.
+Parameter groups with use_muon=False (and `adamw_params`) use AdamW: the
+usual recipe for embeddings, heads, and 1-D parameters (split_params()
+sorts a model's parameters that way).
+"""
+import torch
+
+from .. import _core, _lib
+from .._errors import InvalidArgumentError
+from ._comm import local_communicator
+from ._layers import even_split
+from ._ns import coefficient_spec, muon_scale, ns_desc
+from ._tensors import matrix, tpla_dtype
+
+
+def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
+    """(muon_params, adamw_params) of a model: matrices of other modules go to
+    Muon; 1-D parameters, nn.Embedding weights and parameters whose name
+    contains one of adamw_names go to AdamW."""
+    embedding_params = {id(m.weight) for m in model.modules()
+                        if isinstance(m, torch.nn.Embedding)}
+    muon, adamw = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        lowered = name.lower()
+        if (p.dim() < 2 or id(p) in embedding_params or
+                any(k in lowered for k in adamw_names)):
+            adamw.append(p)
+        else:
+            muon.append(p)
+    return muon, adamw
+
+
+def _groups(params, use_muon, **extra):
+    params = list(params)
+    if not params:
+        return []
+    groups = params if isinstance(params[0], dict) else [{"params": params}]
+    out = []
+    for g in groups:
+        g = dict(g)
+        g["use_muon"] = use_muon
+        for k, v in extra.items():
+            g.setdefault(k, v)
+        out.append(g)
+    return out
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon for matrix parameters, AdamW for `adamw_params`.
+
+    comm: a tpla.torch.Communicator whose ranks share this optimizer's steps
+      (None: each process alone). distribute=False orthogonalizes every
+      matrix on every rank (no communication).
+    ns_steps / coefficients: the Newton-Schulz schedule (see newton_schulz);
+      ns_dtype: precision of the NS input (bf16 as in the reference recipe).
+    scale: "original" (max(1, rows/cols)^0.5), "match_rms_adamw"
+      (0.2 sqrt(max(rows, cols))), a number, or None.
+    use_main_grad: read param.main_grad (fp32) when present, else param.grad.
+    """
+
+    def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
+                 ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, scale="original",
+                 comm=None, distribute=True, use_main_grad=False, adamw_params=None,
+                 adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
+                 adamw_weight_decay=0.0):
+        fn = "tpla.torch.Muon"
+        if not 0.0 <= momentum < 1.0:
+            raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
+        tpla_dtype(ns_dtype, fn, "ns_dtype")
+        self.coef = coefficient_spec(coefficients, fn)
+        groups = _groups(params, True) + _groups(adamw_params or [], False, lr=adamw_lr,
+                                                  weight_decay=adamw_weight_decay)
+        defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
+                        betas=adamw_betas, eps=adamw_eps, scale=scale)
+        super().__init__(groups, defaults)
+        self.ns_steps, self.ns_dtype = int(ns_steps), ns_dtype
+        self.comm, self.distribute, self.use_main_grad = comm, bool(distribute), use_main_grad
+        self._index = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._index[p] = len(self._index)
+                if group["use_muon"] and p.dim() < 2:
+                    raise InvalidArgumentError(
+                        "%s: a %d-D parameter of shape %s is in a Muon group; Muon updates "
+                        "matrices - pass it in adamw_params (split_params() sorts a model)"
+                        % (fn, p.dim(), tuple(p.shape)))
+                if group["use_muon"] and getattr(p, "tpla_tp_dim", None) is not None:
+                    if p.dim() != 2:
+                        raise InvalidArgumentError("%s: tensor-parallel parameters must be 2-D"
+                                                   % fn)
+
+    def _grad(self, p):
+        if self.use_main_grad and getattr(p, "main_grad", None) is not None:
+            return p.main_grad
+        return p.grad
+
+    def zero_grad(self, set_to_none=True):
+        super().zero_grad(set_to_none=set_to_none)
+        if self.use_main_grad:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if getattr(p, "main_grad", None) is not None:
+                        p.main_grad.zero_()
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        items = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = self._grad(p)
+                if g is None:
+                    continue
+                if group["use_muon"]:
+                    items.append((group, p, g))
+                else:
+                    self._adamw(group, p, g)
+        if items:
+            self._muon(items)
+        return loss
+
+    # ---- AdamW ---------------------------------------------------------------
+
+    def _adamw(self, group, p, g):
+        st = self.state[p]
+        if not st:
+            st["step"] = 0
+            st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        st["step"] += 1
+        b1, b2 = group["betas"]
+        g = g.to(p.dtype)
+        p.mul_(1.0 - group["lr"] * group["weight_decay"])
+        st["exp_avg"].lerp_(g, 1.0 - b1)
+        st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
+        bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
+        denom = (st["exp_avg_sq"].sqrt() / (bc2 ** 0.5)).add_(group["eps"])
+        p.addcdiv_(st["exp_avg"], denom, value=-group["lr"] / bc1)
+
+    # ---- Muon ---------------------------------------------------------------
+
+    def _communicator(self, device):
+        if self.comm is not None and self.distribute:
+            if self.comm.device != device:
+                raise InvalidArgumentError("tpla.torch.Muon: parameters on %s, communicator on %s"
+                                           % (device, self.comm.device))
+            return self.comm
+        return local_communicator(device)
+
+    def _muon(self, items):
+        comm = self._communicator(items[0][1].device)
+        P, rank = comm.world_size, comm.rank
+        dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
+        entries, descs, keeps = [], [], []
+        for group, p, g in items:
+            st = self.state[p]
+            g2 = g.reshape(g.shape[0], -1)
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                buf = st["momentum_buffer"] = torch.zeros_like(g2)
+            buf.lerp_(g2, 1.0 - group["momentum"])
+            u = g2.lerp(buf, group["momentum"]) if group["nesterov"] else buf
+            x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
+            x.copy_(u)
+            tp_dim = getattr(p, "tpla_tp_dim", None)
+            if tp_dim is not None and P == 1 and len(p.tpla_tp_sizes) > 1:
+                raise InvalidArgumentError(
+                    "tpla.torch.Muon: parameter %s is a tensor-parallel shard over %d ranks; "
+                    "pass comm= (with distribute=True) so that its Newton-Schulz sees the "
+                    "whole matrix" % (tuple(p.shape), len(p.tpla_tp_sizes)))
+            tp_dim = tp_dim if P > 1 else None
+            rows, cols = x.shape
+            if tp_dim is not None:
+                sizes = p.tpla_tp_sizes
+                if len(sizes) != P or sizes[rank] != x.shape[tp_dim]:
+                    raise InvalidArgumentError(
+                        "tpla.torch.Muon: parameter %s is marked as a shard with sizes %s, "
+                        "which do not fit %d ranks and its local shape" % (tuple(p.shape),
+                                                                           list(sizes), P))
+                shard, view, split = tp_dim, x, None
+                rows, cols = (sum(sizes), cols) if tp_dim == 0 else (rows, sum(sizes))
+            else:
+                split = even_split(rows, P)
+                off = sum(split[:rank])
+                shard, view = 0, x[off:off + split[rank]]
+            desc, keep = ns_desc(shard, view.shape[0], view.shape[1], dt, self.ns_steps,
+                                 self.coef, 1e-7, None, _lib.FLOAT32, "auto", "tpla.torch.Muon")
+            descs.append(desc)
+            keeps.append(keep)
+            entries.append((group, p, x, view, split, rows, cols))
+        key = ("muon", id(self), tuple(self._index[p] for _, p, _ in items), dt, self.ns_steps,
+               self.coef[2])
+        plan = comm.plan(key, lambda ctx: _core.NsBatchPlan(ctx, descs))
+        stream = comm.stream()
+        plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
+        for group, p, x, view, split, rows, cols in entries:
+            if split is not None and P > 1:  # replicated: every rank gets every row
+                counts = [s * x.shape[1] for s in split]
+                es = x.element_size()
+                comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
+                                        counts, dt, stream)
+            lr = group["lr"]
+            p.mul_(1.0 - lr * group["weight_decay"])
+            p.add_(x.view(p.shape).to(p.dtype), alpha=-lr * muon_scale(rows, cols,
+                                                                         group["scale"]))

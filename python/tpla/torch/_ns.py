@@ -1,0 +1,164 @@
+"""_ns.py - newton_schulz(): tpla's distributed Newton-Schulz on tensors.
+
+Plans are cached on the communicator per (local shape, dtype, options,
+shard_sizes). Plan creation is collective, so all ranks must hit or miss
+the cache together: with uneven shards whose local shape on some rank could
+come from two different global shapes, pass shard_sizes (the sharded size
+of every rank) so that the key says which global matrix it is.
+"""
+import ctypes
+import math
+
+import torch
+
+from .. import _core, _lib
+from .._errors import InvalidArgumentError
+from ._comm import local_communicator
+from ._tensors import check_tensor, matrix, same_view, tpla_dtype
+
+PRESETS = {
+    "muon": _lib.NS_MUON,
+    "muon5": _lib.NS_MUON_SCHEDULE5, "muon_schedule5": _lib.NS_MUON_SCHEDULE5,
+    "schedule5": _lib.NS_MUON_SCHEDULE5,
+    "polar_express": _lib.NS_POLAR_EXPRESS, "polar-express": _lib.NS_POLAR_EXPRESS,
+    "cubic": _lib.NS_CUBIC,
+}
+
+
+def coefficient_spec(coefficients, fn):
+    """(preset, flat float list or None, hashable key) of a preset name or a
+    list of (a, b, c) triples."""
+    if isinstance(coefficients, str):
+        try:
+            preset = PRESETS[coefficients.lower()]
+        except KeyError:
+            raise InvalidArgumentError(
+                "%s: argument 'coefficients': unknown preset %r (known: %s)"
+                % (fn, coefficients, ", ".join(sorted(PRESETS)))) from None
+        return preset, None, ("preset", preset)
+    try:
+        triples = [tuple(float(v) for v in t) for t in coefficients]
+    except (TypeError, ValueError):
+        raise InvalidArgumentError("%s: argument 'coefficients' must be a preset name or a "
+                                   "sequence of (a, b, c) triples" % fn) from None
+    for i, t in enumerate(triples):
+        if len(t) != 3:
+            raise InvalidArgumentError("%s: argument 'coefficients': entry %d has %d values, "
+                                       "expected 3 (a, b, c)" % (fn, i, len(t)))
+    flat = [v for t in triples for v in t]
+    return _lib.NS_USER, flat, ("user", tuple(flat))
+
+
+def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram_dtype,
+            algorithm, fn):
+    """A filled tpla_ns_desc_t (and the coefficient array it points to)."""
+    preset, flat, _ = coef
+    try:
+        algo = _lib.NS_ALGO[algorithm]
+    except KeyError:
+        raise InvalidArgumentError("%s: argument 'algorithm': %r is not one of %s"
+                                   % (fn, algorithm, ", ".join(_lib.NS_ALGO))) from None
+    d = _lib.NsDesc.new(shard=shard, local_rows=int(local_rows), local_cols=int(local_cols),
+                        dtype=dtype, steps=int(steps), preset=preset, eps=float(eps),
+                        safety=float(safety or 0.0), gram_dtype=gram_dtype, algorithm=algo)
+    keep = None
+    if flat is not None:
+        keep = (ctypes.c_float * len(flat))(*flat)
+        d.coefficients = keep
+        d.ncoefficients = len(flat)
+    return d, keep
+
+
+def shard_of(shard_dim, fn):
+    if shard_dim in (0, -2):
+        return _lib.SHARD_ROWS
+    if shard_dim in (1, -1):
+        return _lib.SHARD_COLS
+    raise InvalidArgumentError("%s: argument 'shard_dim': %r is not 0 (rows) or 1 (columns)"
+                               % (fn, shard_dim))
+
+
+def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=None, *,
+                  shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto"):
+    """Orthogonalize a sharded matrix: the polar factor U V^T of X = U S V^T,
+    approximated by `steps` Newton-Schulz steps.
+
+    x: this rank's shard (2-D float32/float16/bfloat16 tensor on comm.device);
+       rows of the global matrix if shard_dim == 0, columns if 1. Rows may be
+       strided (x[:, a:b] is fine); other layouts are rejected.
+    comm: a Communicator (None: this process alone, on x's device).
+    coefficients: "muon", "muon5" (the 5-step quintic schedule), "polar_express",
+       "cubic", or a list of (a, b, c) triples (then exactly `steps` of them).
+    out: where to write (x itself: in place); default a new tensor.
+    shard_sizes: the sharded size of every rank (needed only for the plan
+       cache with uneven shards, see the module notes).
+    eps, safety, gram_dtype (torch.float32 or x.dtype), algorithm ("auto",
+       "gram_allreduce", "redistribute", "gather", "local"): as tpla_ns_desc_t.
+    Runs on the current CUDA stream (returns without waiting for the GPU).
+    Raises tpla.Error subclasses (InvalidArgumentError for bad input).
+    """
+    fn = "tpla.torch.newton_schulz"
+    if comm is None:
+        if not isinstance(x, torch.Tensor):
+            raise InvalidArgumentError("%s: argument 'x' must be a torch.Tensor" % fn)
+        comm = local_communicator(x.device)
+    check_tensor(x, fn, "x", comm.device)
+    dtype = tpla_dtype(x.dtype, fn, "x")
+    xm = matrix(x, fn, "x")
+    shard = shard_of(shard_dim, fn)
+    coef = coefficient_spec(coefficients, fn)
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise InvalidArgumentError("%s: argument 'steps' must be an int, not %r" % (fn, steps))
+    gram = _lib.FLOAT32 if gram_dtype is None else tpla_dtype(gram_dtype, fn, "gram_dtype")
+    local = x.shape[shard]
+    if shard_sizes is not None:
+        shard_sizes = tuple(int(s) for s in shard_sizes)
+        if len(shard_sizes) != comm.world_size or shard_sizes[comm.rank] != local:
+            raise InvalidArgumentError(
+                "%s: argument 'shard_sizes': %s must have one entry per rank (%d) with entry "
+                "%d equal to this shard's size %d" % (fn, list(shard_sizes), comm.world_size,
+                                                      comm.rank, local))
+    if out is None:
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    else:
+        check_tensor(out, fn, "out", comm.device)
+        if out.shape != x.shape or out.dtype != x.dtype:
+            raise InvalidArgumentError("%s: argument 'out' is %s %s, x is %s %s" % (
+                fn, tuple(out.shape), out.dtype, tuple(x.shape), x.dtype))
+        if out.requires_grad:
+            raise InvalidArgumentError("%s: argument 'out' requires grad; Newton-Schulz is not "
+                                       "differentiable, write into a tensor that does not" % fn)
+    om = matrix(out, fn, "out")
+    key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
+           algorithm, shard_sizes)
+
+    def make(ctx):
+        desc, keep = ns_desc(shard, x.shape[0], x.shape[1], dtype, steps, coef, eps, safety,
+                             gram, algorithm, fn)
+        return _core.NsPlan(ctx, desc)
+
+    plan = comm.plan(key, make)
+    if same_view(out, x):
+        plan.execute(xm, comm.stream())
+    else:
+        plan.execute_out(om, xm, comm.stream())
+    return out
+
+
+def global_shape(shape, shard_dim, shard_sizes):
+    """The global (rows, cols) of a shard."""
+    r, c = shape
+    total = sum(shard_sizes)
+    return (total, c) if shard_dim == 0 else (r, total)
+
+
+def muon_scale(rows, cols, mode="original"):
+    """The shape-based update scale: "original" max(1, rows/cols)^0.5,
+    "match_rms_adamw" 0.2 * sqrt(max(rows, cols)), a number, or None (1)."""
+    if mode is None:
+        return 1.0
+    if mode == "original":
+        return math.sqrt(max(1.0, rows / cols))
+    if mode == "match_rms_adamw":
+        return 0.2 * math.sqrt(max(rows, cols))
+    return float(mode)

@@ -1,0 +1,206 @@
+"""_overlap.py - the overlapped tensor-parallel GEMMs on tensors.
+
+    ag_gemm(a_local, b, comm)   D = allgather_rows(a_local) @ op(b)   (m x n, every rank)
+    gemm_rs(a, b, comm)         D_local = reduce_scatter_rows(a @ op(b))   (this rank's rows)
+    gemm_ar(a, b, comm)         D = allreduce(a @ op(b))
+    allgather_rows(a_local, comm)   the plain gather (when no gathered operand is kept)
+
+op(b) is b^T when transpose_b (the default: b is a weight W stored n x k as
+in torch.nn.Linear, y = x W^T), else b. Each plan is cached on the
+communicator per shapes, dtypes and options; plan creation is collective,
+so every rank must make the same calls in the same order, and hit or miss
+the cache together. Row counts may differ between ranks; the cache key of
+ag_gemm is this rank's row count unless `m` (the global row count) is
+given - pass it when one rank's count could belong to two different global
+sizes in one run (uneven splits of varying lengths).
+
+ag_gemm(..., return_gathered=True) also returns the gathered A as a tensor
+aliasing the plan's buffer (no copy, no second all-gather): read it before
+the next call of the same plan (on the GPU, in stream order) and never
+write into it. It is None when the plan holds no gathered operand.
+"""
+import torch
+
+from .. import _core, _lib
+from .._errors import InvalidArgumentError
+from ._tensors import check_tensor, matrix, tensor_from_matrix, tpla_dtype
+
+
+def _options(mode, transport, chunks, fn):
+    try:
+        return _lib.OVERLAP_MODE[mode], _lib.TRANSPORT[transport], int(chunks)
+    except KeyError:
+        raise InvalidArgumentError("%s: mode must be one of %s and transport one of %s" % (
+            fn, list(_lib.OVERLAP_MODE), list(_lib.TRANSPORT))) from None
+
+
+def _rows_key(rows, mine, comm, fn, what="rows"):
+    rows = tuple(int(r) for r in rows)
+    if len(rows) != comm.world_size or rows[comm.rank] != mine:
+        raise InvalidArgumentError("%s: argument '%s': %s must have one entry per rank (%d) "
+                                   "with entry %d equal to this rank's %d rows"
+                                   % (fn, what, list(rows), comm.world_size, comm.rank, mine))
+    return rows
+
+
+def _out(out, shape, dtype, comm, fn):
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=comm.device)
+    check_tensor(out, fn, "out", comm.device)
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
+        raise InvalidArgumentError("%s: argument 'out' is %s %s, expected %s %s"
+                                   % (fn, tuple(out.shape), out.dtype, tuple(shape), dtype))
+    return out
+
+
+def _bias(bias, n, dtype, comm, fn):
+    if bias is None:
+        return None
+    check_tensor(bias, fn, "bias", comm.device, ndim=1)
+    if bias.shape[0] != n or bias.dtype != dtype or not bias.is_contiguous():
+        raise InvalidArgumentError("%s: argument 'bias' must be a contiguous vector of %d "
+                                   "elements of %s, got %s %s" % (fn, n, dtype,
+                                                                  tuple(bias.shape), bias.dtype))
+    return bias.data_ptr()
+
+
+def _common(a, b, comm, transpose_b, out_dtype, fn):
+    check_tensor(a, fn, "a", comm.device)
+    check_tensor(b, fn, "b", comm.device)
+    dt = tpla_dtype(a.dtype, fn, "a")
+    d_dtype = a.dtype if out_dtype is None else out_dtype
+    ddt = tpla_dtype(d_dtype, fn, "out_dtype")
+    n = b.shape[0] if transpose_b else b.shape[1]
+    kb = b.shape[1] if transpose_b else b.shape[0]
+    return dt, d_dtype, ddt, n, kb
+
+
+def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
+            out_dtype=None, m=None, return_gathered=False, mode="auto", transport="auto",
+            chunks=0, allow_tf32=False):
+    """D (m x n) = alpha * allgather_rows(a_local) @ op(b) + beta * out + bias.
+    a_local: this rank's rows (local_rows x k; counts may differ between
+    ranks); m: the global row count, optional (plan cache key, checked).
+    Returns D, or (D, gathered) with return_gathered."""
+    fn = "tpla.torch.ag_gemm"
+    dt, d_dtype, ddt, n, kb = _common(a_local, b, comm, transpose_b, out_dtype, fn)
+    lr, k = a_local.shape
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
+           m_mode, m_xport, chunks, None if m is None else int(m))
+
+    def make(ctx):
+        desc = _lib.AgGemmDesc.new(local_rows=lr, k=k, n=n,
+                                   op_b=_lib.OP_T if transpose_b else _lib.OP_N, dtype=dt,
+                                   d_dtype=ddt, bias=int(bias is not None),
+                                   allow_tf32=int(bool(allow_tf32)), mode=m_mode,
+                                   transport=m_xport, chunks=chunks)
+        return _core.AgGemmPlan(ctx, desc)
+
+    plan = comm.plan(key, make)
+    if m is not None and plan.info["m"] != m:
+        raise InvalidArgumentError("%s: argument 'm': %d, but the ranks' rows add up to %d"
+                                   % (fn, m, plan.info["m"]))
+    d = _out(out, (plan.info["m"], n), d_dtype, comm, fn)
+    bias_ptr = _bias(bias, n, d_dtype, comm, fn)
+    plan(matrix(d, fn, "out"), matrix(a_local, fn, "a_local"), matrix(b, fn, "b"), alpha, beta,
+         bias_ptr, comm.stream())
+    if not return_gathered:
+        return d
+    return d, gathered(plan, comm)
+
+
+def gathered(plan, comm):
+    """The gathered A of `plan`'s last call as a tensor view, or None."""
+    if not plan.has_gathered():
+        return None
+    return tensor_from_matrix(plan.gathered(), comm.device)
+
+
+def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
+            out_dtype=None, local_rows=None, mode="auto", transport="auto", chunks=0,
+            allow_tf32=False):
+    """D_local = alpha * [reduce_scatter_rows(sum over ranks of a @ op(b))]_rank
+    + beta * out + bias. a: m x k (this rank's k); local_rows: this rank's
+    output rows (the ranks' must add up to m; default on every rank: m split
+    evenly, the first m % P ranks one row more)."""
+    fn = "tpla.torch.gemm_rs"
+    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    m, k = a.shape
+    lr = -1 if local_rows is None else int(local_rows)
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    key = ("rs", m, lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
+           m_mode, m_xport, chunks)
+
+    def make(ctx):
+        desc = _lib.GemmRsDesc.new(m=m, local_rows=lr, k=k,
+                                   n=n, op_b=_lib.OP_T if transpose_b else _lib.OP_N, dtype=dt,
+                                   d_dtype=ddt, bias=int(bias is not None),
+                                   allow_tf32=int(bool(allow_tf32)), mode=m_mode,
+                                   transport=m_xport, chunks=chunks)
+        return _core.GemmRsPlan(ctx, desc)
+
+    plan = comm.plan(key, make)
+    d = _out(out, (plan.info["rows"], n), d_dtype, comm, fn)
+    bias_ptr = _bias(bias, n, d_dtype, comm, fn)
+    plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
+         comm.stream())
+    return d
+
+
+def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
+            out_dtype=None, mode="auto", transport="auto", chunks=0, allow_tf32=False):
+    """D (m x n) = alpha * allreduce(a @ op(b)) + beta * out + bias, every rank."""
+    fn = "tpla.torch.gemm_ar"
+    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    m, k = a.shape
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    key = ("ar", m, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
+           m_mode, m_xport, chunks)
+
+    def make(ctx):
+        desc = _lib.GemmArDesc.new(m=m, k=k, n=n, op_b=_lib.OP_T if transpose_b else _lib.OP_N,
+                                   dtype=dt, d_dtype=ddt, bias=int(bias is not None),
+                                   allow_tf32=int(bool(allow_tf32)), mode=m_mode,
+                                   transport=m_xport, chunks=chunks)
+        return _core.GemmArPlan(ctx, desc)
+
+    plan = comm.plan(key, make)
+    d = _out(out, (m, n), d_dtype, comm, fn)
+    bias_ptr = _bias(bias, n, d_dtype, comm, fn)
+    plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
+         comm.stream())
+    return d
+
+
+def allgather_rows(a_local, comm, *, rows=None, out=None):
+    """The rows of every rank's a_local stacked in rank order (one all-gather).
+    rows: every rank's row count (default: all equal to a_local's)."""
+    fn = "tpla.torch.allgather_rows"
+    check_tensor(a_local, fn, "a_local", comm.device)
+    tpla_dtype(a_local.dtype, fn, "a_local")
+    lr, k = a_local.shape
+    if rows is None:
+        rows = (lr,) * comm.world_size
+    rows = _rows_key(rows, lr, comm, fn)
+    g = _out(out, (sum(rows), k), a_local.dtype, comm, fn)
+    if not g.is_contiguous():
+        raise InvalidArgumentError("%s: argument 'out' must be contiguous" % fn)
+    comm.context.allgather_rows(matrix(g, fn, "out"), matrix(a_local, fn, "a_local"), rows,
+                                comm.stream())
+    return g
+
+
+def local_gemm(d, a, b, comm, *, transpose_a=False, transpose_b=False, alpha=1.0, beta=0.0,
+               allow_tf32=False):
+    """d = alpha * op(a) @ op(b) + beta * d on this rank (tpla_gemm): d may be
+    float32 while a and b are half (e.g. accumulating a wgrad into an fp32
+    main grad with beta = 1)."""
+    fn = "tpla.torch.local_gemm"
+    for t, name in ((d, "d"), (a, "a"), (b, "b")):
+        check_tensor(t, fn, name, comm.device)
+    comm.context.gemm(matrix(d, fn, "d"), matrix(a, fn, "a"),
+                      _lib.OP_T if transpose_a else _lib.OP_N, matrix(b, fn, "b"),
+                      _lib.OP_T if transpose_b else _lib.OP_N, alpha, beta, allow_tf32,
+                      comm.stream())
+    return d

@@ -1,0 +1,192 @@
+"""test_package.py - the tpla package in one process: error translation (the
+C status and tpla_last_error() reach Python as the right tpla.Error
+subclass), struct layouts against a C compiler, the library search and its
+failure message, local Newton-Schulz (every preset) against a float64
+NumPy reference, local overlapped GEMMs, bad inputs, and `pip install`."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+import tpla
+import tpla.torch as tt
+from tpla import _core, _lib
+from refs import CUBIC, MUON, MUON5, ns_numpy, schedule
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Polar Express, degree 5 (arXiv:2505.16932), typed in again; safety 1.01
+PE = [(8.28721201814563, -23.595886519098837, 17.300387312530933),
+      (4.107059111542203, -2.9478499167379106, 0.5448431082926601),
+      (3.9486908534822946, -2.908902115962949, 0.5518191394370137),
+      (3.3184196573706015, -2.488488024314874, 0.51004894012372),
+      (2.300652019954817, -1.6689039845747493, 0.4188073119525673),
+      (1.891301407787398, -1.2679958271945868, 0.37680408948524835),
+      (1.8750014808534479, -1.2500016453999487, 0.3750001645474248),
+      (1.875, -1.25, 0.375)]
+
+
+def polar_express_table(steps, s=float(np.float32(1.01))):
+    out = []
+    for k in range(steps):
+        a, b, c = PE[min(k, len(PE) - 1)]
+        d = s if k < len(PE) - 1 else 1.0
+        out.append((a / d, b / d ** 3, c / d ** 5))
+    return out
+
+
+def test_error_classes_and_c_messages():
+    assert issubclass(tpla.InvalidArgumentError, tpla.Error)
+    assert issubclass(tpla.InvalidArgumentError, ValueError)
+    assert issubclass(tpla.TimeoutError, TimeoutError)
+    assert issubclass(tpla.OutOfMemoryError, MemoryError)
+    with _core.Context.single_host() as ctx:
+        a = torch.zeros(3, 4)
+        d = torch.zeros(3, 5)
+        with pytest.raises(tpla.InvalidArgumentError) as e:  # inner sizes differ
+            ctx.gemm(tt._tensors.matrix(d, "t", "d"), tt._tensors.matrix(a, "t", "a"),
+                     _lib.OP_N, tt._tensors.matrix(a, "t", "b"), _lib.OP_N)
+        assert e.value.status == 1 and e.value.status_name == "TPLA_ERROR_INVALID_ARGUMENT"
+        assert e.value.detail.startswith("tpla_gemm: argument 'b'"), e.value.detail
+        assert "inner sizes differ" in str(e.value)
+        with pytest.raises(tpla.InvalidArgumentError, match="root"):
+            ctx.broadcast(a.data_ptr(), 4, _lib.FLOAT32, 3)
+    with pytest.raises(tpla.InvalidUsageError, match="closed"):
+        ctx.barrier()
+    assert _core.status_string(9) == "TPLA_ERROR_TIMEOUT"
+    err = tpla._errors.error_for(99, "x")
+    assert type(err) is tpla.Error and err.status == 99
+
+
+STRUCTS = {
+    "tpla_matrix_t": _lib.Matrix, "tpla_config_t": _lib.Config,
+    "tpla_features_t": _lib.Features, "tpla_unique_id_t": _lib.UniqueId,
+    "tpla_gemm_args_t": _lib.GemmArgs, "tpla_ns_desc_t": _lib.NsDesc,
+    "tpla_overlap_args_t": _lib.OverlapArgs, "tpla_ag_gemm_desc_t": _lib.AgGemmDesc,
+    "tpla_gemm_rs_desc_t": _lib.GemmRsDesc, "tpla_gemm_ar_desc_t": _lib.GemmArDesc,
+    "tpla_overlap_info_t": _lib.OverlapInfo, "tpla_counters_t": _lib.Counters,
+}
+
+
+def test_struct_layouts_match_the_header():
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "tpla.h"', 'int main(void) {']
+    for cname, cls in STRUCTS.items():
+        lines.append('printf("%s sizeof() %%zu\\n", sizeof(%s));' % (cname, cname))
+        for f, _ in cls._fields_:
+            lines.append('printf("%s %s %%zu\\n", offsetof(%s, %s));' % (cname, f, cname, f))
+    lines.append("return 0; }")
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines))
+        subprocess.check_call([cc, "-I", os.path.join(REPO, "include"), src, "-o", exe])
+        out = subprocess.check_output([exe]).decode().split("\n")
+    got = {}
+    for line in filter(None, out):
+        name, field, value = line.split()
+        got[(name, field)] = int(value)
+    import ctypes
+    for cname, cls in STRUCTS.items():
+        assert got[(cname, "sizeof()")] == ctypes.sizeof(cls), cname
+        for f, _ in cls._fields_:
+            assert got[(cname, f)] == getattr(cls, f).offset, (cname, f)
+
+
+def test_library_not_found_says_what_to_do():
+    env = dict(os.environ, TPLA_LIBRARY="/nonexistent/libtpla.so")
+    code = ("import tpla\ntry:\n    tpla.library_path()\nexcept tpla.LibraryNotFoundError as e:\n"
+            "    print('OK', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.startswith("OK"), out.stderr
+    assert "TPLA_LIBRARY" in out.stdout and "/nonexistent/libtpla.so" in out.stdout
+
+
+@pytest.mark.parametrize("coefficients,steps,table,safety", [
+    ("muon", 5, schedule(MUON, 5), 1.0),
+    ("muon5", 7, schedule(MUON5, 7), 1.0),
+    ("cubic", 12, schedule(CUBIC, 12), 1.0),
+    ("polar_express", 8, None, 1.01),
+    ([(3.0, -3.2, 1.2), (2.0, -1.5, 0.5)], 2, [(3.0, -3.2, 1.2), (2.0, -1.5, 0.5)], 1.0),
+])
+def test_local_newton_schulz_matches_numpy(coefficients, steps, table, safety):
+    x = torch.randn(50, 30, generator=torch.Generator().manual_seed(3))
+    y = tt.newton_schulz(x, steps=steps, coefficients=coefficients)
+    table = table or polar_express_table(steps)
+    want = ns_numpy(x.double().numpy(), table, safety=float(np.float32(safety)))
+    err = np.abs(y.double().numpy() - want).max() / np.abs(want).max()
+    assert err < 2e-5, err
+    assert torch.equal(x, torch.randn(50, 30, generator=torch.Generator().manual_seed(3)))
+
+
+def test_local_half_precision_and_polar_quality():
+    x = torch.randn(64, 96, generator=torch.Generator().manual_seed(4))
+    for dtype, tol in ((torch.float16, 1e-2), (torch.bfloat16, 6e-2)):
+        y = tt.newton_schulz(x.to(dtype))
+        assert y.dtype == dtype
+        want = ns_numpy(x.to(dtype).double().numpy(), schedule(MUON, 5))
+        assert np.abs(y.double().numpy() - want).max() / np.abs(want).max() < tol
+    # each step maps every singular value through a s + b s^3 + c s^5
+    sigma = torch.linalg.svdvals(x.double())
+    sigma = sigma / (sigma.norm() + 1e-7)
+    for a, b, c in schedule(MUON, 5):
+        a, b, c = (float(np.float32(v)) for v in (a, b, c))
+        sigma = a * sigma + b * sigma ** 3 + c * sigma ** 5
+    got = torch.linalg.svdvals(tt.newton_schulz(x).double())
+    assert torch.allclose(got, sigma.sort(descending=True).values, atol=2e-5)
+
+
+def test_local_overlap_ops_and_local_gemm():
+    comm = tt.local_communicator("cpu")
+    a = torch.randn(7, 5)
+    w = torch.randn(3, 5)
+    assert torch.allclose(tt.ag_gemm(a, w, comm), a @ w.t(), atol=1e-5)
+    assert torch.allclose(tt.gemm_rs(a, w, comm), a @ w.t(), atol=1e-5)
+    assert torch.allclose(tt.gemm_ar(a, w.t().contiguous(), comm, transpose_b=False),
+                          a @ w.t(), atol=1e-5)
+    d = torch.ones(5, 5)
+    tt.local_gemm(d, a.bfloat16(), a.bfloat16(), comm, transpose_a=True, beta=1.0)
+    assert torch.allclose(d, 1 + a.bfloat16().float().t() @ a.bfloat16().float(), atol=1e-3)
+
+
+def test_bad_inputs():
+    x = torch.randn(6, 4)
+    with pytest.raises(tpla.InvalidArgumentError, match="torch.Tensor"):
+        tt.newton_schulz(x.numpy())
+    with pytest.raises(tpla.InvalidArgumentError, match="must be an int"):
+        tt.newton_schulz(x, steps=2.0)
+    with pytest.raises(tpla.InvalidArgumentError, match="expanded|strides"):
+        tt.newton_schulz(torch.randn(1, 4).expand(6, 4))
+    with pytest.raises(tpla.InvalidArgumentError, match="requires grad"):
+        p = torch.randn(6, 4, requires_grad=True)
+        tt.newton_schulz(p.detach(), out=p)
+    with pytest.raises(tpla.InvalidArgumentError, match="algorithm"):
+        tt.newton_schulz(x, algorithm="fast")
+    with pytest.raises(tpla.InvalidArgumentError, match="momentum"):
+        tt.Muon([torch.nn.Parameter(x)], momentum=1.5)
+
+
+def test_pip_install_bundles_the_library():
+    pytest.importorskip("setuptools")
+    lib = tpla.library_path()
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TPLA_LIBRARY=lib)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
+                        "--no-deps", "--target", d, os.path.join(REPO, "python")],
+                       env=env, check=True, capture_output=True, cwd=d)
+        env = {k: v for k, v in os.environ.items() if k not in ("TPLA_LIBRARY", "PYTHONPATH")}
+        env["PYTHONPATH"] = d
+        code = "import tpla; print(tpla.library_path()); print(tpla.version())"
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=d, capture_output=True,
+                             text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(os.path.join(d, "tpla", "libtpla.so")), out.stdout
+    shutil.rmtree(os.path.join(REPO, "python", "build"), ignore_errors=True)
+    shutil.rmtree(os.path.join(REPO, "python", "tpla.egg-info"), ignore_errors=True)
