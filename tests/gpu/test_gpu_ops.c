@@ -84,8 +84,11 @@ static int dbuf_init(dbuf_t *b, shape_t s, tpla_dtype_t dt, rng_t *rng, int fill
   for (int64_t i = 0; i < s.rows; i++)
     for (int64_t j = 0; j < s.cols; j++)
       tpla_store_elem(b->host, dt, view_index(b, i, j), fill ? NAN : rng_uniform(rng));
+  /* cudaMemcpy from pageable memory may return before its DMA lands, and the
+   * ops run on a non-blocking stream: synchronize the device before use. */
   if (cudaMalloc(&b->base, b->bytes) != cudaSuccess ||
-      cudaMemcpy(b->base, b->host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaMemcpy(b->base, b->host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {
     fprintf(stderr, "  cudaMalloc/cudaMemcpy of %zu bytes failed\n", b->bytes);
     return 1;
   }
