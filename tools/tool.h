@@ -46,6 +46,10 @@ typedef struct {
   /* positional numbers after the mode (e.g. gemm's M N K) */
   int64_t pos[8];
   int npos;
+  /* modes that parse their own arguments (see tpla.c) get here, in order,
+   * every "--name[=value]" and every positional word (e.g. ns's MxN) */
+  const char *extra[32];
+  int nextra;
   /* which flags the user gave, so modes can pick their own defaults */
   bool set_sizes, set_ranks, set_iters, set_warmup, set_dtype;
 } tool_opts_t;
@@ -60,6 +64,9 @@ bool tool_parse_dtype(const char *text, tpla_dtype_t *out);
 int tool_mode_info(tool_opts_t *opts);
 int tool_mode_gemm(tool_opts_t *opts);
 int tool_mode_run(tool_opts_t *opts);
+int tool_mode_ns(tool_opts_t *opts);
+/* The ns flags, for the usage text (ns.c). */
+void tool_ns_usage(FILE *out);
 
 /* ---- executor choice (team.c) ---------------------------------------------- */
 

@@ -4,6 +4,8 @@
  *
  *   tpla info                        version, build features, GPUs, peer access
  *   tpla gemm [flags] [M N K]        local GEMM on every rank: check + timing table
+ *   tpla ns [flags] [MxN ...]        distributed Newton-Schulz: timing, TFLOP/s and the
+ *                                    error against the exact polar factor (tools/ns.c)
  *   tpla run [flags]                 info, then GEMM checks and benchmarks on the
  *                                    GPUs present, or on the host executor (with a
  *                                    notice) when there is none
@@ -32,7 +34,6 @@ typedef struct {
 /* The modes. To add one, write tools/<mode>.c with `int tool_mode_<x>(tool_opts_t *)`
  * (declared in tool.h), reuse the common flags and the team/memory/timing
  * helpers of tool.h, and add a row here. Planned, by their owners:
- *   ns       distributed Newton-Schulz (rows/cols sharded, preset coefficients)
  *   ag-gemm  AllGather+GEMM, overlapped (and the gathered-operand reuse)
  *   gemm-rs  GEMM+ReduceScatter, overlapped
  *   gemm-ar  GEMM+AllReduce
@@ -49,6 +50,7 @@ static const tool_mode_t modes[] = {
     {"ag-gemm", tool_mode_ag_gemm, "AllGather+GEMM, overlapped vs serial/GEMM/NCCL [M K N]"},
     {"gemm-rs", tool_mode_gemm_rs, "GEMM+ReduceScatter, overlapped vs its parts [M K N]"},
     {"gemm-ar", tool_mode_gemm_ar, "GEMM+AllReduce, overlapped vs its parts [M K N]"},
+    {"ns", tool_mode_ns, "distributed Newton-Schulz: time, TFLOP/s, polar error [MxN ...]"},
 };
 
 static void usage(FILE *out) {
@@ -74,7 +76,12 @@ static void usage(FILE *out) {
           "  -B X      beta (default 0; 1 accumulates into D)\n"
           "  -T 0|1    let fp32 GEMMs use TF32 (default 0)\n"
           "  -h        this help\n");
+  tool_ns_usage(out);
 }
+
+/* Modes that parse their own "--name[=value]" options and positional words
+ * (opts->extra); the others reject both. */
+static bool own_args(const char *mode) { return strcmp(mode, "ns") == 0; }
 
 /* ---- parsing ------------------------------------------------------------------- */
 
@@ -156,8 +163,20 @@ static bool bad_flag(int flag, const char *value, const char *expected) {
 }
 
 /* Parse the flags and positional sizes after the mode into *o. */
-static bool parse_args(int argc, char **argv, tool_opts_t *o) {
+static bool parse_args(int argc, char **argv, tool_opts_t *o, bool extra) {
   memset(o, 0, sizeof *o);
+  int kept = 1; /* "--name..." would confuse getopt: set them aside */
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0')
+      argv[kept++] = argv[i];
+    else if (extra && o->nextra < (int)(sizeof o->extra / sizeof o->extra[0]))
+      o->extra[o->nextra++] = argv[i];
+    else {
+      fprintf(stderr, "tpla: %s: %s\n", argv[i], extra ? "too many options" : "unknown option");
+      return false;
+    }
+  }
+  argc = kept;
   o->step_factor = 2;
   o->iters = 20;
   o->warmup = 5;
@@ -264,6 +283,13 @@ static bool parse_args(int argc, char **argv, tool_opts_t *o) {
       return false;
     }
   }
+  for (; extra && optind < argc; optind++) {
+    if (o->nextra == (int)(sizeof o->extra / sizeof o->extra[0])) {
+      fprintf(stderr, "tpla: '%s': too many arguments\n", argv[optind]);
+      return false;
+    }
+    o->extra[o->nextra++] = argv[optind];
+  }
   for (int i = optind; i < argc; i++) {
     if (o->npos == (int)(sizeof o->pos / sizeof o->pos[0]) ||
         !tool_parse_size(argv[i], &o->pos[o->npos])) {
@@ -348,7 +374,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tool_opts_t opts;
-  if (!parse_args(argc - 1, argv + 1, &opts)) {
+  if (!parse_args(argc - 1, argv + 1, &opts, own_args(mode->name))) {
     fprintf(stderr, "(tpla -h for help)\n");
     return 2;
   }

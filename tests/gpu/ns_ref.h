@@ -1,0 +1,207 @@
+/*
+ * ns_ref.h - the float64 host side of test_gpu_ns.c, independent of the
+ * library's Newton-Schulz code: the coefficient sets typed in again from
+ * their sources, a float64 Newton-Schulz iteration (the same map, computed
+ * as X <- a X + (b A + c A^2) X on the short-side Gram), relative
+ * Frobenius differences, and (with LAPACK) singular values and the
+ * interval the scalar polynomial predicts for them.
+ *
+ * Header-only (static functions), host memory only, no CUDA.
+ */
+#ifndef TPLA_NS_REF_H
+#define TPLA_NS_REF_H
+
+#include "tpla.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- coefficient sets -------------------------------------------------------- */
+
+/* Muon (K. Jordan): one triple, every step. */
+static const double ref_muon[][3] = {{3.4445, -4.7750, 2.0315}};
+/* Polar Express, degree 5: Amsel, Persson, Musco, Gower, arXiv:2505.16932,
+ * Algorithm 1; all but the last triple deflated by the safety factor 1.01
+ * (a / s, b / s^3, c / s^5); the last triple repeats. */
+static const double ref_polar_express[][3] = {
+    {8.28721201814563, -23.595886519098837, 17.300387312530933},
+    {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
+    {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
+    {3.3184196573706015, -2.488488024314874, 0.51004894012372},
+    {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
+    {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
+    {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
+    {1.875, -1.25, 0.375}};
+
+/* Fill table[3*steps] with the triples the library is documented to apply
+ * (stored as floats, as it stores them) and return the safety factor (as
+ * the float the library keeps). Only MUON and POLAR_EXPRESS are needed. */
+static inline double ref_table(tpla_ns_preset_t preset, int steps, float *table) {
+  bool pe = preset == TPLA_NS_POLAR_EXPRESS;
+  const double(*t)[3] = pe ? ref_polar_express : ref_muon;
+  int n = pe ? 8 : 1;
+  double s = pe ? (double)1.01f : 1.0;
+  for (int k = 0; k < steps; k++) {
+    int j = k < n ? k : n - 1;
+    double d = pe && j < n - 1 ? s : 1.0;
+    table[3 * k] = (float)(t[j][0] / d);
+    table[3 * k + 1] = (float)(t[j][1] / (d * d * d));
+    table[3 * k + 2] = (float)(t[j][2] / (d * d * d * d * d));
+  }
+  return s;
+}
+
+/* One step of the scalar map: a x + b x^3 + c x^5. */
+static inline double ref_poly(const float *abc, double x) {
+  double x2 = x * x;
+  return x * (abc[0] + x2 * (abc[1] + x2 * (double)abc[2]));
+}
+
+/* ---- float64 Newton-Schulz ----------------------------------------------------- */
+
+/* y[0..n) += alpha x[0..n): the inner loop of every product below (rows
+ * stay contiguous, so the compiler vectorizes it). */
+static inline void ref_axpy(double *y, const double *x, double alpha, int64_t n) {
+  for (int64_t j = 0; j < n; j++)
+    y[j] += alpha * x[j];
+}
+
+/* c (r x q) = a (r x k) b (k x q), all row-major and dense. */
+static inline void ref_matmul(double *c, const double *a, const double *b, int64_t r, int64_t k,
+                              int64_t q) {
+  memset(c, 0, sizeof(double) * (size_t)(r * q));
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t t = 0; t < k; t++)
+      ref_axpy(c + i * q, b + t * q, a[i * k + t], q);
+}
+
+/* x (m x n, row-major) <- Newton-Schulz of x: divide by safety ||x||_F + eps,
+ * then per step X <- a X + (b A + c A^2) X with A the Gram of the short
+ * side (A = X X^T when m <= n, else the transposed form). Returns false
+ * when out of memory (x untouched). */
+static inline bool ref_ns_f64(double *x, int64_t m, int64_t n, const float *table, int steps,
+                              double safety, double eps) {
+  bool wide = m <= n;
+  int64_t s = wide ? m : n, l = wide ? n : m;
+  size_t ss = (size_t)(s * s), sl = (size_t)(s * l);
+  double *z = malloc(sizeof(double) * sl), *zt = malloc(sizeof(double) * sl);
+  double *y = malloc(sizeof(double) * sl), *a = malloc(sizeof(double) * ss);
+  double *p = malloc(sizeof(double) * ss);
+  bool ok = z && zt && y && a && p;
+  if (ok) {
+    double sumsq = 0.0;
+    for (size_t i = 0; i < sl; i++)
+      sumsq += x[i] * x[i];
+    double scale = 1.0 / (safety * sqrt(sumsq) + eps);
+    for (int64_t i = 0; i < m; i++) /* Z = X (s x l) or X^T */
+      for (int64_t j = 0; j < n; j++)
+        z[wide ? i * n + j : j * m + i] = x[i * n + j] * scale;
+    for (int k = 0; k < steps; k++) {
+      double ca = table[3 * k], cb = table[3 * k + 1], cc = table[3 * k + 2];
+      for (int64_t i = 0; i < s; i++) /* Z^T, so that A = Z Z^T is row-by-row */
+        for (int64_t j = 0; j < l; j++)
+          zt[j * s + i] = z[i * l + j];
+      ref_matmul(a, z, zt, s, l, s);
+      ref_matmul(p, a, a, s, s, s);
+      for (size_t i = 0; i < ss; i++)
+        p[i] = cb * a[i] + cc * p[i];
+      for (int64_t i = 0; i < s; i++) {
+        double *yi = y + i * l;
+        for (int64_t j = 0; j < l; j++)
+          yi[j] = ca * z[i * l + j];
+        for (int64_t t = 0; t < s; t++)
+          ref_axpy(yi, z + t * l, p[i * s + t], l);
+      }
+      double *swap = z;
+      z = y;
+      y = swap;
+    }
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        x[i * n + j] = z[wide ? i * n + j : j * m + i];
+  }
+  free(z);
+  free(zt);
+  free(y);
+  free(a);
+  free(p);
+  return ok;
+}
+
+/* ||a - b||_F / ||b||_F (NaN anywhere gives NaN). */
+static inline double ref_rel_diff(const double *a, const double *b, size_t n) {
+  double d = 0.0, r = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    d += (a[i] - b[i]) * (a[i] - b[i]);
+    r += b[i] * b[i];
+  }
+  return sqrt(d / (r > 0 ? r : 1.0));
+}
+
+/* ---- singular values (LAPACK) ------------------------------------------------------ */
+
+#ifdef TPLA_HAVE_LAPACK
+/* Fortran LAPACK, column-major; the trailing arguments are the lengths of
+ * the character arguments. */
+void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a,
+             const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt,
+             double *work, const int *lwork, int *info, size_t jobu_len, size_t jobvt_len);
+
+static int ref_desc_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The min(m, n) singular values (descending) of x (m x n row-major);
+ * false if LAPACK fails or memory runs out. */
+static inline bool ref_singular_values(const double *x, int64_t m, int64_t n, double *sv) {
+  int im = (int)m, in = (int)n, one = 1, info = 0, lwork = -1;
+  double query = 0.0, dummy = 0.0;
+  double *a = malloc(sizeof(double) * (size_t)(m * n));
+  if (a == NULL)
+    return false;
+  memcpy(a, x, sizeof(double) * (size_t)(m * n)); /* column-major n x m: X^T, same values */
+  dgesvd_("N", "N", &in, &im, a, &in, sv, &dummy, &one, &dummy, &one, &query, &lwork, &info, 1,
+          1);
+  lwork = info == 0 ? (int)query + 1 : 0;
+  double *work = lwork > 0 ? malloc(sizeof(double) * (size_t)lwork) : NULL;
+  if (work != NULL)
+    dgesvd_("N", "N", &in, &im, a, &in, sv, &dummy, &one, &dummy, &one, work, &lwork, &info, 1,
+            1);
+  bool ok = work != NULL && info == 0;
+  free(a);
+  free(work);
+  return ok;
+}
+
+/* The singular values the map predicts from the input's: sv_out[i] =
+ * |p_k(...p_1(sv_in[i] / norm))| sorted descending, and [lo, hi], the
+ * image of the whole interval [min sv_in, max sv_in] / norm (scanned
+ * finely: the composed polynomial is not monotonic). */
+static inline void ref_predict(const double *sv_in, int64_t k, double norm, const float *table,
+                               int steps, double *sv_out, double *lo, double *hi) {
+  double smin = sv_in[k - 1] / norm, smax = sv_in[0] / norm;
+  for (int64_t i = 0; i < k; i++) {
+    double v = sv_in[i] / norm;
+    for (int t = 0; t < steps; t++)
+      v = ref_poly(table + 3 * t, v);
+    sv_out[i] = fabs(v);
+  }
+  qsort(sv_out, (size_t)k, sizeof(double), ref_desc_cmp);
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  for (int i = 0; i <= 20000; i++) {
+    double v = smin + (smax - smin) * i / 20000.0;
+    for (int t = 0; t < steps; t++)
+      v = ref_poly(table + 3 * t, v);
+    v = fabs(v);
+    *lo = v < *lo ? v : *lo;
+    *hi = v > *hi ? v : *hi;
+  }
+}
+#endif /* TPLA_HAVE_LAPACK */
+
+#endif /* TPLA_NS_REF_H */
