@@ -18,6 +18,8 @@ Parameter groups with use_muon=False (and `adamw_params`) use AdamW: the
 usual recipe for embeddings, heads, and 1-D parameters (split_params()
 sorts a model's parameters that way).
 """
+import itertools
+
 import torch
 
 from .. import _core, _lib
@@ -26,6 +28,9 @@ from ._comm import local_communicator
 from ._layers import even_split
 from ._ns import coefficient_spec, muon_scale, ns_desc
 from ._tensors import matrix, tpla_dtype
+
+
+_tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
 
 
 def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
@@ -92,6 +97,7 @@ class Muon(torch.optim.Optimizer):
         super().__init__(groups, defaults)
         self.ns_steps, self.ns_dtype = int(ns_steps), ns_dtype
         self.comm, self.distribute, self.use_main_grad = comm, bool(distribute), use_main_grad
+        self._token = next(_tokens)
         self._index = {}
         for group in self.param_groups:
             for p in group["params"]:
@@ -208,7 +214,7 @@ class Muon(torch.optim.Optimizer):
             descs.append(desc)
             keeps.append(keep)
             entries.append((group, p, x, view, split, rows, cols))
-        key = ("muon", id(self), tuple(self._index[p] for _, p, _ in items), dt, self.ns_steps,
+        key = ("muon", self._token, tuple(self._index[p] for _, p, _ in items), dt, self.ns_steps,
                self.coef[2])
         plan = comm.plan(key, lambda ctx: _core.NsBatchPlan(ctx, descs))
         stream = comm.stream()
