@@ -55,6 +55,24 @@ def check_communicator(rank, world, device):
     return {}
 
 
+def check_peer_exit(rank, world, device):
+    """The last rank exits without a word: the others get RemoteError quickly
+    (well within the 60 s timeout), not a hang."""
+    import time
+    comm = tt.Communicator(device=device, timeout=60)
+    x = seeded((12, 8), 3, device=comm.device)
+    tt.newton_schulz(x, comm)  # a working group first
+    if rank == world - 1:
+        os._exit(0)
+    t0 = time.monotonic()
+    e = _raises(tpla.RemoteError, lambda: tt.newton_schulz(x, comm), "exited or died")
+    elapsed = time.monotonic() - t0
+    assert elapsed < 10, "noticed after %.1f s" % elapsed
+    _raises(tpla.RemoteError, lambda: comm.barrier(), "broken")
+    comm.close()
+    return {"noticed_after_s": elapsed, "message": e.detail}
+
+
 # ---- Newton-Schulz ---------------------------------------------------------------
 
 def check_ns_numerics(rank, world, device):

@@ -42,7 +42,11 @@ def run(world, fn, *args, timeout=300):
                 raise TimeoutError("%s on %d ranks did not finish in %d s"
                                    % (fn.__name__, world, timeout))
         results = []
-        for r in range(world):
-            with open(os.path.join(d, "%d.pkl" % r), "rb") as f:
+        for r in range(world):  # None for a rank that exited without returning
+            path = os.path.join(d, "%d.pkl" % r)
+            if not os.path.exists(path):
+                results.append(None)
+                continue
+            with open(path, "rb") as f:
                 results.append(pickle.load(f))
         return results

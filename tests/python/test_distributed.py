@@ -1,6 +1,6 @@
 """test_distributed.py - the checks of checks.py on 2 and 3 CPU processes
-joined by gloo (tpla's cross-process host executor underneath):
-Newton-Schulz vs a float64 NumPy reference, error translation and bad
+joined by gloo (tpla's cross-process host executor underneath): a peer
+that exits (an error, not a hang), Newton-Schulz vs a float64 NumPy reference, error translation and bad
 inputs, the overlapped GEMMs and the tensor-parallel layers vs
 torch.nn.Linear (forward, backward, gathered-dy reuse), Muon vs a plain
 PyTorch Muon, and a small MLP trained under tensor parallelism."""
@@ -15,6 +15,13 @@ WORLDS = [2, 3]
 @pytest.mark.parametrize("world", WORLDS)
 def test_communicator(world):
     dist_util.run(world, checks.check_communicator, "cpu")
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_peer_exit_is_an_error_not_a_hang(world):
+    res = dist_util.run(world, checks.check_peer_exit, "cpu", timeout=120)
+    assert res[-1] is None and all(r is not None for r in res[:-1])
+    print(res[0])
 
 
 @pytest.mark.parametrize("world", WORLDS)
