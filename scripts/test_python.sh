@@ -2,8 +2,7 @@
 # scripts/test_python.sh - the CPU tests of the tpla Python package
 # (tests/python: 1 process, and 2 and 3 processes joined by gloo on the host
 # executor's cross-process group). Builds libtpla into build-python/ (host
-# executor only) unless TPLA_LIBRARY names one, installs torch (the CPU wheel
-# if its index is reachable, else PyPI's), numpy and pytest if they are
+# executor only) unless TPLA_LIBRARY names one, installs torch (PyPI), numpy and pytest if they are
 # missing, then runs pytest and prints its summary. Extra arguments go to
 # pytest, e.g. scripts/test_python.sh -k muon.
 #   Run: scripts/test_python.sh        (about 2 minutes on 2 cores)
@@ -26,9 +25,8 @@ echo "test_python: TPLA_LIBRARY=$TPLA_LIBRARY"
 missing=$("$python" -c 'import importlib.util as u
 print(" ".join(m for m in ("torch", "numpy", "pytest") if u.find_spec(m) is None))')
 if [[ " $missing " == *" torch "* ]]; then
-  echo "test_python: installing torch (CPU)"
-  "$python" -m pip install -q --index-url https://download.pytorch.org/whl/cpu torch ||
-    "$python" -m pip install -q torch
+  echo "test_python: installing torch from PyPI"
+  "$python" -m pip install -q torch
 fi
 for m in numpy pytest; do
   if [[ " $missing " == *" $m "* ]]; then
