@@ -6,6 +6,9 @@
  *   tpla gemm [flags] [M N K]        local GEMM on every rank: check + timing table
  *   tpla ns [flags] [MxN ...]        distributed Newton-Schulz: timing, TFLOP/s and the
  *                                    error against the exact polar factor (tools/ns.c)
+ *   tpla ag-gemm|gemm-rs|gemm-ar [flags] [M K N]
+ *                                    communication + GEMM, overlapped, against its parts
+ *                                    (tools/mode_overlap.c)
  *   tpla run [flags]                 info, then GEMM checks and benchmarks on the
  *                                    GPUs present, or on the host executor (with a
  *                                    notice) when there is none
@@ -33,11 +36,7 @@ typedef struct {
 
 /* The modes. To add one, write tools/<mode>.c with `int tool_mode_<x>(tool_opts_t *)`
  * (declared in tool.h), reuse the common flags and the team/memory/timing
- * helpers of tool.h, and add a row here. Planned, by their owners:
- *   ag-gemm  AllGather+GEMM, overlapped (and the gathered-operand reuse)
- *   gemm-rs  GEMM+ReduceScatter, overlapped
- *   gemm-ar  GEMM+AllReduce
- * An unknown mode is a usage error. */
+ * helpers of tool.h, and add a row here. An unknown mode is a usage error. */
 /* tools/mode_overlap.c */
 int tool_mode_ag_gemm(tool_opts_t *opts);
 int tool_mode_gemm_rs(tool_opts_t *opts);
