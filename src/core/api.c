@@ -108,7 +108,7 @@ tpla_status_t tpla_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, cons
   static const char fn[] = "tpla_allgatherv";
   CHECK_CTX(fn);
   TPLA_TRY(check_dtype(fn, dtype, false));
-  size_t total;
+  size_t total = 0;
   TPLA_TRY(check_counts(fn, counts, ctx->nranks, &total));
   TPLA_TRY(check_buffer(fn, "recv", recv, total, dtype));
   TPLA_TRY(check_buffer(fn, "send", send, counts[ctx->rank], dtype));
@@ -125,7 +125,7 @@ tpla_status_t tpla_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   static const char fn[] = "tpla_reduce_scatterv";
   CHECK_CTX(fn);
   TPLA_TRY(check_dtype(fn, dtype, true));
-  size_t total;
+  size_t total = 0;
   TPLA_TRY(check_counts(fn, counts, ctx->nranks, &total));
   TPLA_TRY(check_buffer(fn, "recv", recv, counts[ctx->rank], dtype));
   TPLA_TRY(check_buffer(fn, "send", send, total, dtype));

@@ -19,8 +19,9 @@
 #include <string.h>
 
 enum { TEST_RUNNING, TEST_FAILED, TEST_SKIPPED };
-static int test_state_;
-static int test_passed_, test_failed_, test_skipped_;
+static int test_state_ __attribute__((unused));
+static int test_passed_ __attribute__((unused)), test_failed_ __attribute__((unused)),
+    test_skipped_ __attribute__((unused));
 
 #define TEST_FAIL_(...)                                      \
   do {                                                       \
