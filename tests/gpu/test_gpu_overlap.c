@@ -12,9 +12,14 @@
  * back-pressure must keep them apart) with no device memory growth, and the
  * transport the plans resolve to (printed: PEER expected on NVLink peers).
  *
- * Run: build/tests/test_gpu_overlap (exits 77 without a GPU). A hang is
- * turned into a failure by a watchdog (TPLA_TEST_NO_WATCHDOG=1 disarms it,
- * e.g. under compute-sanitizer, with TPLA_TEST_QUICK=1 for a subset).
+ * Run: build/tests/test_gpu_overlap (exits 77 without a GPU). With 2+
+ * ranks every rank prints each step (create, call, sync, barrier, destroy)
+ * and flushes; a rank stuck in one step for TPLA_TEST_HANG_S seconds (20)
+ * ends the run with a report of every rank's step and the plans' flag
+ * words (test_gpu_overlap_watch.h); a watchdog kills the whole test after
+ * 1500 s (TPLA_TEST_NO_WATCHDOG=1 disarms it and raises the hang limit to
+ * 900 s, e.g. under compute-sanitizer, with TPLA_TEST_QUICK=1 for a
+ * subset).
  */
 #include "test.h"
 #include "tpla.h"
@@ -100,12 +105,15 @@ static int cases_body(gt_rank_t *r, void *arg) {
   int n = make_cases(r->nranks, cases), failures = 0;
   for (int i = 0; i < n; i++) {
     tpla_overlap_info_t info = TPLA_OVERLAP_INFO_INIT;
+    gt_step(r, "case %d of %d: variant %d", i + 1, n, i % VARIANTS);
     failures += run_case(r, &cases[i], &info);
-    if (r->rank == 0 && cases[i].dtype == TPLA_BFLOAT16 && cases[i].op_b == TPLA_OP_N)
+    if (r->rank == 0 && cases[i].dtype == TPLA_BFLOAT16 && cases[i].op_b == TPLA_OP_N) {
       printf("# %d GPU%s %s variant %d: mode %s, transport %s, chunks %d, workspace %zu\n",
              r->nranks, r->nranks > 1 ? "s" : "", kind_name(cases[i].kind), i % VARIANTS,
              info.mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP",
              transport_name(info.transport), info.chunks, info.workspace_bytes);
+      fflush(stdout);
+    }
   }
   free(cases);
   return failures;
@@ -165,6 +173,7 @@ static int choice_body(gt_rank_t *r, void *arg) {
   tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
   x.local_rows = 64, x.k = 64, x.n = 64, x.dtype = x.d_dtype = TPLA_BFLOAT16;
   tpla_ag_gemm_plan_t p = NULL;
+  gt_step(r, "create AG+GEMM plan, transport AUTO");
   int failures = TPLA_FAILED(tpla_ag_gemm_plan_create(&p, r->ctx, &x));
   tpla_overlap_info_t info = TPLA_OVERLAP_INFO_INIT;
   if (p != NULL)
@@ -172,11 +181,16 @@ static int choice_body(gt_rank_t *r, void *arg) {
   ch->resolved[r->rank] = info.transport;
   tpla_ag_gemm_plan_destroy(p);
   p = NULL;
+  /* the destroy frees device memory: every rank is out of it before the
+   * next creation's exchange may spin on a GPU (see test_gpu_overlap_util.h) */
+  gt_barrier_at(r, "after the first destroy");
   x.transport = TPLA_TRANSPORT_PEER;
+  gt_step(r, "create AG+GEMM plan, transport PEER");
   ch->forced[r->rank] = tpla_ag_gemm_plan_create(&p, r->ctx, &x);
   if (ch->forced[r->rank] != TPLA_SUCCESS)
     printf("# forced PEER on rank %d: %s\n", r->rank, tpla_last_error());
   tpla_ag_gemm_plan_destroy(p);
+  gt_barrier_at(r, "after the second destroy");
   return failures;
 }
 
@@ -203,6 +217,7 @@ int main(void) {
     return test_summary();
   }
   seed = gpu_fresh_seed("test_gpu_overlap");
+  gw_test_name = "test_gpu_overlap";
   quick = getenv("TPLA_TEST_QUICK") != NULL;
   watchdog_arm("test_gpu_overlap", 1500);
   TEST(test_transport_choice);

@@ -2,8 +2,20 @@
  * test_gpu_overlap_util.h - helpers of the GPU overlap tests
  * (test_gpu_overlap*.c): a team of ranks, one thread per GPU, each with its
  * NCCL communicator, tpla context and non-blocking stream, that runs a body
- * and can meet at a barrier; checked device buffers filled from float64
- * host data through the library's own dtype conversions.
+ * and can meet at a host barrier; checked device buffers filled from
+ * float64 host data through the library's own dtype conversions; one case
+ * of a plan against float64, with progress lines and a hang report
+ * (test_gpu_overlap_watch.h).
+ *
+ * One process, a thread per GPU: once peer access is enabled between the
+ * GPUs (NCCL enables it for its P2P transport in one process, and so do the
+ * PEER plans), cudaFree on one GPU waits for the work of its peer GPUs. A
+ * rank that frees (plan destroy, test buffers) while another rank's NCCL
+ * kernel (a plan's creation-time exchange, tpla_barrier, a collective)
+ * spins waiting for this very rank deadlocks both. So the team meets at a
+ * host barrier after every phase that frees or allocates and before the
+ * next collective: after the communicators, after the uploads, after the
+ * frees of every case, before the teardown.
  *
  * Header-only (static functions); include after gpu_util.h.
  */
@@ -11,13 +23,15 @@
 #define TPLA_TEST_GPU_OVERLAP_UTIL_H
 
 #include "gpu_util.h"
+#include "test_gpu_overlap_watch.h"
 
 #include <pthread.h>
 
-#define GT_MAX_RANKS 8
+#define GT_MAX_RANKS GW_MAX_RANKS
 
 typedef struct gt_team gt_team_t;
 
+/* team == NULL: a rank of its own process (test_gpu_overlap_procs.c). */
 typedef struct {
   int rank, nranks, device;
   tpla_ctx_t ctx;
@@ -35,16 +49,59 @@ struct gt_team {
   gt_body_t body;
   void *arg;
   int failures[GT_MAX_RANKS];
+  int comm_failed[GT_MAX_RANKS];
   int setup_failed[GT_MAX_RANKS];
+  gw_watch_t watch;
 };
 
-static inline void gt_barrier(gt_rank_t *r) { pthread_barrier_wait(&r->team->barrier); }
+/* The progress record of r's team, or of this process for a lone rank. */
+static inline gw_watch_t *gt_watch(gt_rank_t *r) {
+  static gw_watch_t solo;
+  static int solo_ready;
+  if (r->team != NULL)
+    return &r->team->watch;
+  if (!solo_ready) {
+    gw_init(&solo, r->nranks < GW_MAX_RANKS ? r->nranks : GW_MAX_RANKS);
+    for (int q = 0; q < solo.nranks; q++)
+      if (q != r->rank) {
+        solo.rank[q].active = 0;
+        snprintf(solo.rank[q].step, sizeof solo.rank[q].step, "(another process)");
+      }
+    solo_ready = 1;
+  }
+  return &solo;
+}
+
+#define gt_step(r, ...) gw_step(gt_watch(r), (r)->rank, __VA_ARGS__)
+
+/* Waits for r's stream with the hang deadline; 0 when drained. */
+static inline int gt_sync(gt_rank_t *r, const char *what) {
+  return gw_sync(gt_watch(r), r->rank, r->stream, what);
+}
+
+/* Host barrier of the team (a no-op for a lone rank: other processes'
+ * frees do not wait for this process's GPUs). */
+static inline void gt_barrier_at(gt_rank_t *r, const char *what) {
+  if (r->team == NULL)
+    return;
+  gt_step(r, "host barrier: %s", what);
+  pthread_barrier_wait(&r->team->barrier);
+}
+static inline void gt_barrier(gt_rank_t *r) { gt_barrier_at(r, "(body)"); }
 
 typedef struct {
   gt_team_t *team;
   int rank;
 } gt_start_t;
 
+static inline int gt_all_ok(const int *failed, int n) {
+  for (int q = 0; q < n; q++)
+    if (failed[q])
+      return 0;
+  return 1;
+}
+
+/* Every rank passes the same barriers, whatever failed. */
 static void *gt_main(void *p) {
   gt_start_t *s = p;
   gt_team_t *t = s->team;
@@ -52,28 +109,36 @@ static void *gt_main(void *p) {
   struct ncclComm *comm = NULL;
   tpla_config_t cfg = TPLA_CONFIG_INIT;
   cfg.timeout_ms = 60000;
+  gt_step(&r, "setup: NCCL communicator on device %d", r.device);
   int bad = CUDA_FAILED(cudaSetDevice(r.device));
   bad = bad || TPLA_FAILED(tpla_nccl_comm_create(&comm, &t->id, t->nranks, r.rank, r.device, &cfg));
-  bad = bad || TPLA_FAILED(tpla_ctx_create_nccl(&r.ctx, comm, &cfg));
-  bad = bad || CUDA_FAILED(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  t->comm_failed[r.rank] = bad;
+  /* NCCL's initialization allocates and frees: nobody's first collective
+   * (the context's exchange) may spin before every rank is out of it */
+  gt_barrier_at(&r, "after the communicators");
+  if (gt_all_ok(t->comm_failed, t->nranks)) {
+    gt_step(&r, "setup: context and stream");
+    bad = bad || TPLA_FAILED(tpla_ctx_create_nccl(&r.ctx, comm, &cfg));
+    bad = bad || CUDA_FAILED(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  }
   t->setup_failed[r.rank] = bad;
-  gt_barrier(&r); /* every rank knows whether the team is complete */
-  int complete = 1;
-  for (int q = 0; q < t->nranks; q++)
-    complete &= !t->setup_failed[q];
-  if (complete)
+  gt_barrier_at(&r, "after the contexts"); /* every rank knows whether the team is complete */
+  if (gt_all_ok(t->setup_failed, t->nranks))
     t->failures[r.rank] = t->body(&r, t->arg);
+  gt_barrier_at(&r, "before the teardown"); /* no collective of a body is left */
   if (r.stream)
     cudaStreamDestroy(r.stream);
   if (r.ctx)
     t->failures[r.rank] += TPLA_FAILED(tpla_ctx_destroy(r.ctx));
+  gt_barrier_at(&r, "before the communicators go");
   if (comm)
     t->failures[r.rank] += TPLA_FAILED(tpla_nccl_comm_destroy(comm));
+  gw_done(&t->watch, r.rank);
   return NULL;
 }
 
-/* Run `body` on ranks 0..nranks-1 (rank r on GPU r). Returns the total of
- * failures, setup failures included. */
+/* Run `body` on ranks 0..nranks-1 (rank r on GPU r), watched for hangs.
+ * Returns the total of failures, setup failures included. */
 static inline int gt_run(int nranks, gt_body_t body, void *arg) {
   gt_team_t *t = calloc(1, sizeof *t);
   if (t == NULL || nranks > GT_MAX_RANKS)
@@ -81,8 +146,10 @@ static inline int gt_run(int nranks, gt_body_t body, void *arg) {
   t->nranks = nranks;
   t->body = body;
   t->arg = arg;
+  gw_init(&t->watch, nranks);
   int failures = TPLA_FAILED(tpla_nccl_get_unique_id(&t->id));
   pthread_barrier_init(&t->barrier, NULL, (unsigned)nranks);
+  gw_monitor_start(&t->watch);
   pthread_t ids[GT_MAX_RANKS];
   gt_start_t starts[GT_MAX_RANKS];
   int started = 0;
@@ -100,7 +167,9 @@ static inline int gt_run(int nranks, gt_body_t body, void *arg) {
     pthread_join(ids[q], NULL);
     failures += t->failures[q] + t->setup_failed[q];
   }
+  gw_monitor_stop(&t->watch);
   pthread_barrier_destroy(&t->barrier);
+  pthread_mutex_destroy(&t->watch.lock);
   free(t);
   return failures;
 }
@@ -258,14 +327,29 @@ static inline void describe(const gcase_t *c, int P) {
           (long long)c->n, c->calls, (unsigned long long)c->seed);
 }
 
-/* One case on one rank; returns failures. Collective. */
+/* The plan inside a public handle, for the hang report. */
+static inline const ovl_plan_t *gt_plan_of(tpla_ag_gemm_plan_t ag, tpla_gemm_rs_plan_t rs,
+                                           tpla_gemm_ar_plan_t ar) {
+  return ag ? &ag->p : rs ? &rs->p : ar ? &ar->p : NULL;
+}
+
+/* One case on one rank; returns failures. Collective: every rank passes
+ * the same plan creation, calls, barriers and syncs whatever failed (a
+ * rank that stops calling leaves its peers waiting: the hang report ends
+ * the process then). */
 static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *info_out) {
   const int P = r->nranks, me = r->rank;
   int failures = 0;
+  char label[160];
+  snprintf(label, sizeof label, "%s %s->%s op_b %c %s transport %d chunks %d calls %d seed %llu",
+           kind_name(c->kind), tpla_dtype_name(c->dtype), tpla_dtype_name(c->d_dtype),
+           c->op_b == TPLA_OP_N ? 'N' : 'T', c->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP",
+           (int)c->transport, c->chunks, c->calls, (unsigned long long)c->seed);
+  gt_step(r, "case %s: uploads", label);
   inputs_t in;
   make_inputs(c, P, &in);
   int64_t k = c->kind == 0 ? c->k[0] : c->k[me];
-  tpla_matrix_t a[2], b, d, bias;
+  tpla_matrix_t a[2], b, d, d0, bias;
   double *neg = malloc(sizeof *neg * (size_t)(in.arows[me] * k + 1));
   for (int64_t i = 0; i < in.arows[me] * k; i++)
     neg[i] = -in.a[me][i];
@@ -274,12 +358,18 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   b = c->op_b == TPLA_OP_N ? gt_upload(in.b[me], k, c->n, c->pad, c->dtype, &failures)
                            : gt_upload(in.b[me], c->n, k, c->pad, c->dtype, &failures);
   d = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
+  d0 = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures); /* for resets */
   bias = gt_upload(in.bias[me], 1, c->n, 0, c->d_dtype, &failures);
   free(neg);
+  /* a pageable cudaMemcpy may return before its DMA lands, and the calls
+   * run on non-blocking streams; nothing else runs on this GPU now */
+  failures += CUDA_FAILED(cudaDeviceSynchronize());
+  gt_barrier_at(r, "after the uploads"); /* no rank allocates while a peer's exchange spins */
   tpla_ag_gemm_plan_t ag = NULL;
   tpla_gemm_rs_plan_t rs = NULL;
   tpla_gemm_ar_plan_t ar = NULL;
   tpla_status_t st;
+  gt_step(r, "create plan");
   if (c->kind == 0) {
     tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
     x.local_rows = c->rows[me], x.k = k, x.n = c->n, x.op_b = c->op_b, x.dtype = c->dtype;
@@ -300,31 +390,34 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     st = tpla_gemm_ar_plan_create(&ar, r->ctx, &x);
   }
   failures += TPLA_FAILED(st);
+  gw_plan(gt_watch(r), me, gt_plan_of(ag, rs, ar));
+  gt_step(r, "plan created: %s", tpla_status_string(st));
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.alpha = c->alpha, args.beta = c->beta, args.bias = c->bias ? bias.data : NULL;
   size_t free_early = 0, free_late = 0, total = 0, ws_early = 0, ws_late = 0;
+  size_t d_bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
+                   tpla_dtype_size(c->d_dtype);
+  bool chatty = c->calls <= 10; /* 200 back-to-back calls: one line for all */
   for (int call = 0; st == TPLA_SUCCESS && failures == 0 && call < c->calls; call++) {
     if (call == 10 && c->calls > 10) { /* steady state: memory must not move from here */
-      failures += sync_stream_timeout(r->stream, 120, "the first ten calls");
+      failures += gt_sync(r, "the first ten calls");
       failures += CUDA_FAILED(cudaMemGetInfo(&free_early, &total));
       tpla_ctx_workspace_bytes(r->ctx, &ws_early);
     }
-    if (call > 0 && c->beta != 0.0f) { /* D back to D0, so every call sees the same D */
-      tpla_matrix_t d0 = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
-      size_t bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
-                     tpla_dtype_size(c->d_dtype);
-      failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, bytes, cudaMemcpyDeviceToDevice,
+    if (call > 0 && c->beta != 0.0f) /* D back to D0 (stream-ordered), so every call sees it */
+      failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, d_bytes, cudaMemcpyDeviceToDevice,
                                               r->stream));
-      failures += sync_stream_timeout(r->stream, 120, "reset of D");
-      cudaFree(d0.data);
-    }
+    if (chatty || call == 0)
+      gt_step(r, "call %d of %d", call + 1, c->calls);
     tpla_matrix_t av = a[call % 2];
     st = c->kind == 0   ? tpla_ag_gemm(ag, d, av, b, &args, r->stream)
          : c->kind == 1 ? tpla_gemm_rs(rs, d, av, b, &args, r->stream)
                         : tpla_gemm_ar(ar, d, av, b, &args, r->stream);
     failures += TPLA_FAILED(st);
+    if (chatty)
+      gt_step(r, "call %d enqueued: %s", call + 1, tpla_status_string(st));
   }
-  failures += sync_stream_timeout(r->stream, 120, kind_name(c->kind));
+  failures += gt_sync(r, "the calls");
   if (c->calls > 10 && failures == 0) {
     failures += CUDA_FAILED(cudaMemGetInfo(&free_late, &total));
     tpla_ctx_workspace_bytes(r->ctx, &ws_late);
@@ -335,6 +428,7 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
       failures++;
     }
   }
+  gt_step(r, "check against float64");
   double sign = c->calls % 2 ? 1.0 : -1.0;
   if (failures == 0) {
     double *out = gt_download(d, &failures);
@@ -376,14 +470,21 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   }
   /* every rank's calls are complete before any plan goes (a context
    * collective: works for threads and for processes) */
+  gt_step(r, "tpla_barrier before destroying the plan");
   failures += TPLA_FAILED(tpla_barrier(r->ctx, r->stream));
-  failures += sync_stream_timeout(r->stream, 120, "barrier before destroying the plans");
+  failures += gt_sync(r, "tpla_barrier");
+  gw_plan(gt_watch(r), me, NULL);
+  gt_step(r, "destroy plan, free buffers");
   tpla_ag_gemm_plan_destroy(ag);
   tpla_gemm_rs_plan_destroy(rs);
   tpla_gemm_ar_plan_destroy(ar);
   cudaFree(a[0].data), cudaFree(a[1].data), cudaFree(b.data), cudaFree(d.data);
-  cudaFree(bias.data);
+  cudaFree(d0.data), cudaFree(bias.data);
   free_inputs(&in);
+  /* cudaFree waits for the peer GPUs: no rank's next collective may start
+   * (and spin, waiting for this one) before every rank is out of it */
+  gt_barrier_at(r, "after the frees");
+  gt_step(r, "case done: %d failure%s", failures, failures == 1 ? "" : "s");
   if (failures)
     describe(c, P);
   return failures;
