@@ -9,8 +9,12 @@
  *
  * Sizes: M K N (ag-gemm: M global rows, K, N per rank; gemm-rs/ar: M, K per
  * rank, N), or DESIGN.md's shapes. Options after the common flags:
- *   --chunks=N  --transport=auto|peer|sendrecv  (or TPLA_OVERLAP_CHUNKS /
- *   TPLA_OVERLAP_TRANSPORT in the environment); -t xN/xT picks op(B).
+ *   --chunks=N  --transport=auto|peer|sendrecv  (TPLA_OVERLAP_CHUNKS /
+ *   TPLA_OVERLAP_TRANSPORT in the environment are the defaults; an option
+ *   wins); -t xN/xT picks op(B).
+ * One process, a thread per GPU: cudaFree (plan destroy included) waits for
+ * the peer GPUs, so the ranks meet at a host barrier after every destroy
+ * and free, before anyone's next collective could wait for a freeing rank.
  *
  * Per shape, every rank measures (median of -n calls after -w warm-up, each
  * timed alone with CUDA events, inputs rotated over enough buffer sets to
@@ -30,10 +34,12 @@
 
 #include "internal.h" /* tpla_load_elem / tpla_store_elem */
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_SHAPES 16
 #define MAX_SETS 8
@@ -346,6 +352,8 @@ static int time_plan(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode, doubl
   /* peers read this rank's buffers until their own last call is done */
   failed |= tool_team_sync(r, failed);
   plan_destroy(x);
+  /* nobody's next exchange or collective spins while a rank is in cudaFree */
+  failed |= tool_team_sync(r, failed);
   return failed;
 }
 
@@ -392,11 +400,14 @@ static void print_header(const job_t *job) {
       "D_local = reduce_scatter_rows(A op(B)): A is M x K per rank, D M x N",
       "D = allreduce(A op(B)): A is M x K per rank, D M x N"};
   printf("# tpla %s: %s\n", op_names[job->kind], what[job->kind]);
+  char chunks[16] = "auto";
+  if (job->chunks > 0)
+    snprintf(chunks, sizeof chunks, "%d", job->chunks);
   printf("# executor %s, %d rank%s%s, %s -> %s, op(B) %s, alpha %g, beta %g, chunks %s, "
          "transport %s\n", tool_executor_name(o->executor), o->ranks, o->ranks == 1 ? "" : "s",
          o->executor == TOOL_EXEC_CUDA ? " (rank r on GPU r)" : " (threads)",
          tpla_dtype_name(o->dtype), tpla_dtype_name(out), o->op_b == TPLA_OP_N ? "N" : "T",
-         (double)o->alpha, (double)o->beta, job->chunks ? "set" : "auto",
+         (double)o->alpha, (double)o->beta, chunks,
          job->transport == TPLA_TRANSPORT_AUTO ? "auto" : transport_name(job->transport));
   printf("# iters %d, warmup %d, check %d, seed %" PRIu64 "; times: median, slowest rank\n",
          o->iters, o->warmup, o->check, job->seed);
@@ -468,6 +479,74 @@ static int default_shapes(op_kind_t kind, bool cuda, int64_t (*s)[3]) {
   return n;
 }
 
+/* "auto", "peer", "sendrecv" (any case); false otherwise. */
+static bool parse_transport(const char *v, tpla_transport_t *out) {
+  bool a = strcasecmp(v, "auto") == 0, p = strcasecmp(v, "peer") == 0;
+  bool s = strcasecmp(v, "sendrecv") == 0;
+  *out = p ? TPLA_TRANSPORT_PEER : s ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_AUTO;
+  return a || p || s;
+}
+
+/* "0".."TPLA_OVERLAP_MAX_CHUNKS" (0: automatic); false otherwise. */
+static bool parse_chunks(const char *v, int *out) {
+  char *end = NULL;
+  errno = 0;
+  long c = strtol(v, &end, 10);
+  if (end == v || *end != '\0' || errno != 0 || c < 0 || c > TPLA_OVERLAP_MAX_CHUNKS)
+    return false;
+  *out = (int)c;
+  return true;
+}
+
+/* The mode's own arguments (tpla.c hands them over in o->extra, in order):
+ * --chunks=N, --transport=T and the positional sizes M K N. The
+ * environment (TPLA_OVERLAP_CHUNKS, TPLA_OVERLAP_TRANSPORT) gives the
+ * defaults. False (after a message) on a usage error. */
+static bool parse_options(const tool_opts_t *o, op_kind_t kind, job_t *job, int64_t *sizes,
+                          int *nsizes) {
+  const char *name = op_names[kind], *env = getenv("TPLA_OVERLAP_CHUNKS");
+  job->chunks = 0;
+  job->transport = TPLA_TRANSPORT_AUTO;
+  if (env != NULL && !parse_chunks(env, &job->chunks)) {
+    fprintf(stderr, "tpla %s: TPLA_OVERLAP_CHUNKS=%s is not in 0..%d\n", name, env,
+            TPLA_OVERLAP_MAX_CHUNKS);
+    return false;
+  }
+  env = getenv("TPLA_OVERLAP_TRANSPORT");
+  if (env != NULL && !parse_transport(env, &job->transport)) {
+    fprintf(stderr, "tpla %s: TPLA_OVERLAP_TRANSPORT=%s is not auto, peer or sendrecv\n", name,
+            env);
+    return false;
+  }
+  for (int i = 0; i < o->npos && *nsizes < 3; i++) /* a mode without own arguments */
+    sizes[(*nsizes)++] = o->pos[i];
+  for (int i = 0; i < o->nextra; i++) {
+    const char *w = o->extra[i], *eq = strchr(w, '=');
+    if (strncmp(w, "--", 2) != 0) {
+      if (*nsizes == 3 || !tool_parse_size(w, &sizes[*nsizes])) {
+        fprintf(stderr, "tpla %s: '%s': expected M K N (three sizes > 0, e.g. 4096 or 4K)\n",
+                name, w);
+        return false;
+      }
+      (*nsizes)++;
+      continue;
+    }
+    size_t klen = eq ? (size_t)(eq - w) : strlen(w);
+    const char *v = eq ? eq + 1 : "";
+    bool chunks = klen == 8 && strncmp(w, "--chunks", klen) == 0;
+    if (!chunks && !(klen == 11 && strncmp(w, "--transport", klen) == 0)) {
+      fprintf(stderr, "tpla %s: unknown option '%s' (--chunks=N, --transport=T)\n", name, w);
+      return false;
+    }
+    if (!(chunks ? parse_chunks(v, &job->chunks) : parse_transport(v, &job->transport))) {
+      fprintf(stderr, "tpla %s: '%s': expected --chunks=0..%d (0: automatic) or "
+              "--transport=auto|peer|sendrecv\n", name, w, TPLA_OVERLAP_MAX_CHUNKS);
+      return false;
+    }
+  }
+  return true;
+}
+
 static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
   if (!tool_pick_executor(o, NULL))
     return 2;
@@ -485,22 +564,14 @@ static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
   job.kind = kind;
   job.o = o;
   job.seed = o->seed ? o->seed : tool_fresh_seed();
-  const char *env = getenv("TPLA_OVERLAP_CHUNKS");
-  job.chunks = env ? atoi(env) : 0;
-  env = getenv("TPLA_OVERLAP_TRANSPORT");
-  job.transport = env == NULL                  ? TPLA_TRANSPORT_AUTO
-                  : strcmp(env, "peer") == 0     ? TPLA_TRANSPORT_PEER
-                  : strcmp(env, "sendrecv") == 0 ? TPLA_TRANSPORT_SENDRECV
-                                                 : TPLA_TRANSPORT_AUTO;
-  if (job.chunks < 0 || job.chunks > TPLA_OVERLAP_MAX_CHUNKS) {
-    fprintf(stderr, "tpla %s: TPLA_OVERLAP_CHUNKS=%d is not in 0..%d\n", op_names[kind],
-            job.chunks, TPLA_OVERLAP_MAX_CHUNKS);
+  int64_t sizes[3];
+  int nsizes = 0;
+  if (!parse_options(o, kind, &job, sizes, &nsizes))
     return 2;
-  }
-  if (o->npos == 3) {
-    memcpy(job.shapes[0], o->pos, sizeof job.shapes[0]);
+  if (nsizes == 3) {
+    memcpy(job.shapes[0], sizes, sizeof job.shapes[0]);
     job.nshapes = 1;
-  } else if (o->npos == 0) {
+  } else if (nsizes == 0) {
     job.nshapes = default_shapes(kind, cuda, job.shapes);
   } else {
     fprintf(stderr, "tpla %s: give M K N (three sizes) or none for DESIGN.md's shapes\n",

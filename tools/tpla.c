@@ -76,11 +76,21 @@ static void usage(FILE *out) {
           "  -T 0|1    let fp32 GEMMs use TF32 (default 0)\n"
           "  -h        this help\n");
   tool_ns_usage(out);
+  fprintf(out,
+          "ag-gemm, gemm-rs, gemm-ar flags (tpla <mode> [flags] [M K N]):\n"
+          "  --chunks=N      row chunks per slice, 0..%d (default 0: automatic;\n"
+          "                  env TPLA_OVERLAP_CHUNKS)\n"
+          "  --transport=T   auto (default), peer or sendrecv (env TPLA_OVERLAP_TRANSPORT)\n",
+          TPLA_OVERLAP_MAX_CHUNKS);
 }
 
 /* Modes that parse their own "--name[=value]" options and positional words
- * (opts->extra); the others reject both. */
-static bool own_args(const char *mode) { return strcmp(mode, "ns") == 0; }
+ * (opts->extra): ns (--preset ..., MxN shapes) and the overlap modes
+ * (--chunks, --transport, M K N); the others reject both. */
+static bool own_args(const char *mode) {
+  return strcmp(mode, "ns") == 0 || strcmp(mode, "ag-gemm") == 0 ||
+         strcmp(mode, "gemm-rs") == 0 || strcmp(mode, "gemm-ar") == 0;
+}
 
 /* ---- parsing ------------------------------------------------------------------- */
 
