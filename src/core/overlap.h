@@ -134,6 +134,15 @@ struct tpla_xport_ops {
   tpla_status_t (*fold)(tpla_xport_t *xp, int lane, const ovl_fold_t *fold);
   /* dst = src, equal shapes and dtypes, any lds. */
   tpla_status_t (*copy)(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src);
+  /* Optional (NULL: the host). Plan creation rehearses one call so that
+   * every kernel the schedule launches is loaded before any real call (CUDA
+   * lazy loading: see docs/OVERLAP.md "Lazy loading"). rehearse_begin loads
+   * the transport's own kernels and, when scratch_bytes > 0, returns zeroed
+   * device scratch; until rehearse_end, begin announces nothing and step,
+   * arrival and wait_ready do nothing (no peer is touched or waited for).
+   * rehearse_end waits for the lanes and frees the scratch; NULL accepted. */
+  tpla_status_t (*rehearse_begin)(tpla_xport_t *xp, size_t scratch_bytes, void **scratch);
+  tpla_status_t (*rehearse_end)(tpla_xport_t *xp, void *scratch);
 };
 
 /* The executors' tables (src/cuda/transport.c, src/host/host_transport.c). */

@@ -320,6 +320,52 @@ void ovl_plan_free(ovl_plan_t *p) {
   free(p);
 }
 
+/* Plan-time rehearsal (transports with rehearse_begin: CUDA): one call of
+ * the real schedule with no peer traffic, on zeroed scratch operands shaped
+ * like dense caller views, once with beta = 0 and once with beta = 1, so
+ * every kernel a later call launches (the fold kernels, the cuBLASLt kernel
+ * of each GEMM configuration) is loaded before any call can wait on a peer.
+ * Why: CUDA lazy loading (docs/OVERLAP.md "Lazy loading"). Operands all
+ * alias one zeroed buffer: every product is 0, so the overlap is harmless.
+ * Caller operands with other leading dimensions or alignments may select
+ * other cuBLASLt kernels, which are not covered (CUDA_MODULE_LOADING=EAGER
+ * is). SERIAL plans run NCCL collectives, so only the fold kernels load. */
+static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
+  const struct tpla_xport_ops *x = p->ops;
+  if (x->rehearse_begin == NULL)
+    return TPLA_SUCCESS;
+  const int64_t own = ovl_rows(p, p->rank);
+  const int64_t a_rows = p->kind == OVL_AG ? own : p->m;
+  const int64_t d_rows = p->kind == OVL_RS ? own : p->m;
+  const size_t ei = tpla_dtype_size(p->dtype), ed = tpla_dtype_size(p->d_dtype);
+  size_t a_bytes = (size_t)a_rows * (size_t)p->k * ei, b_bytes = (size_t)p->k * (size_t)p->n * ei;
+  size_t d_bytes = (size_t)d_rows * (size_t)p->n * ed, bias_bytes = (size_t)p->n * ed;
+  size_t bytes = a_bytes > b_bytes ? a_bytes : b_bytes;
+  bytes = d_bytes > bytes ? d_bytes : bytes;
+  bytes = bias_bytes > bytes ? bias_bytes : bytes;
+  bool run = p->mode == TPLA_OVERLAP_OVERLAP;
+  void *scratch = NULL;
+  TPLA_TRY(x->rehearse_begin(p->xp, run ? align_up(bytes) : 0, &scratch));
+  tpla_status_t st = TPLA_SUCCESS;
+  if (run) {
+    uint32_t seq = p->seq;
+    tpla_matrix_t b = p->op_b == TPLA_OP_T ? ovl_dense(scratch, 0, p->n, p->k, p->dtype)
+                                           : ovl_dense(scratch, 0, p->k, p->n, p->dtype);
+    ovl_call_t call = {ovl_dense(scratch, 0, d_rows, p->n, p->d_dtype),
+                       ovl_dense(scratch, 0, a_rows, p->k, p->dtype), b, 1.0f, 0.0f,
+                       p->bias ? scratch : NULL, x->stream(p->xp, OVL_LANE_COMPUTE0)};
+    for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
+      call.beta = (float)pass;
+      st = ovl_run(p, &call, fn);
+    }
+    p->seq = seq; /* the rehearsal is no call: peers count from the same start */
+    p->has_gathered = false;
+    p->broken = false;
+  }
+  tpla_status_t ended = x->rehearse_end(p->xp, scratch);
+  return st != TPLA_SUCCESS ? st : ended;
+}
+
 /* Everything after a successful agreement: shape, transport, buffers. */
 static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) {
   const summary_t *s = &all[p->rank];
@@ -370,7 +416,9 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   tpla_status_t st = p->ctx->backend->mem_alloc(p->ctx, p->staging_bytes, &p->staging);
   if (st != TPLA_SUCCESS)
     p->staging = NULL;
-  return agree_status(p->ctx, fn, st, "allocate its staging buffers");
+  else
+    st = rehearse(p, fn);
+  return agree_status(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
 }
 
 /* The common create: validate (summary already filled, status in st),

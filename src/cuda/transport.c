@@ -24,6 +24,7 @@
  * stream, so tpla_gemm and these lanes never share the workspace at once.
  */
 #include "transport.h"
+#include "transport_kernels.h"
 
 #include <stdio.h>
 
@@ -70,7 +71,7 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
     if (s < 2 && impl->gemm_done_valid && impl->gemm_last_stream != caller)
       CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], impl->gemm_done, 0));
   }
-  if (xp->kind != OVL_XPORT_PEER)
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal)
     return TPLA_SUCCESS;
   /* our window is free for call seq: everything before it on the caller's stream is done */
   for (int q = 0; q < xp->nranks; q++)
@@ -165,6 +166,8 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
 }
 
 static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
+  if (xp->rehearsal)
+    return TPLA_SUCCESS;
   const int P = xp->nranks, r = xp->rank;
   int dist = s->to >= 0 ? (s->to - r + P) % P : s->from >= 0 ? (r - s->from + P) % P : 1;
   cudaStream_t st = step_stream(xp, dist);
@@ -202,6 +205,8 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
 }
 
 static tpla_status_t xp_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t seq) {
+  if (xp->rehearsal)
+    return TPLA_SUCCESS;
   cudaStream_t st = xp_lane_stream(xp, lane);
   if (xp->kind == OVL_XPORT_SENDRECV || xp->flag_pull[flag]) {
     CUDA_TRY(xp->fn, cudaStreamWaitEvent(st, xp->flag_events[flag], 0));
@@ -211,7 +216,7 @@ static tpla_status_t xp_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t s
 }
 
 static tpla_status_t xp_wait_ready(tpla_xport_t *xp, int lane, int peer, uint32_t seq) {
-  if (xp->kind != OVL_XPORT_PEER)
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal)
     return TPLA_SUCCESS;
   return xp_wait(xp, xp_lane_stream(xp, lane), xp_ready_word(xp, xp->rank, peer), seq,
                  "wait for a peer's ready");
@@ -240,6 +245,78 @@ static void *xp_window(const tpla_xport_t *xp) {
 static size_t xp_bytes(const tpla_xport_t *xp) { return xp->flag_bytes + xp->window_bytes; }
 static void *xp_stream(const tpla_xport_t *xp, int lane) { return xp_lane_stream(xp, lane); }
 
+/* ---- plan-time rehearsal ------------------------------------------------------------ */
+
+/* CUDA lazy module loading (CUDA_MODULE_LOADING=LAZY, the default) loads a
+ * kernel at its first launch, and the load waits for the device to idle. In
+ * an overlapped call the device may be blocked in cuStreamWaitValue32 on a
+ * flag that a peer writes only after work that waits on this rank, so the
+ * first launch of a fold instance or of a cuBLASLt kernel for a new GEMM
+ * configuration mid-call deadlocks the GPUs (seen on 2 H200s). Plan
+ * creation therefore loads the fold kernels here and rehearses one call
+ * (GEMMs, folds and copies on zeroed scratch, no peer traffic), then waits,
+ * so every later launch of those kernels finds them loaded. */
+static tpla_status_t xp_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, void **scratch) {
+  const char *fn = xp->fn;
+  *scratch = NULL;
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, fn));
+  cudaStream_t st = xp->streams[0];
+  tpla_status_t s = tpla_cuda_status(tpla_transport_preload_kernels(), fn,
+                                     "cudaFuncGetAttributes (loading the fold kernels)");
+  /* stream-ordered: cudaMalloc/cudaFree could wait for peer GPUs in one process */
+  if (s == TPLA_SUCCESS && scratch_bytes > 0) {
+    s = tpla_cuda_status(cudaMallocAsync(scratch, scratch_bytes, st), fn,
+                         "cudaMallocAsync (scratch of the plan-time rehearsal)");
+    if (s == TPLA_SUCCESS)
+      s = tpla_cuda_status(cudaMemsetAsync(*scratch, 0, scratch_bytes, st), fn,
+                           "cudaMemsetAsync (scratch of the plan-time rehearsal)");
+  }
+  /* the window too, so the rehearsal reads no stale NaN/Inf */
+  if (s == TPLA_SUCCESS && xp->window_bytes > 0)
+    s = tpla_cuda_status(cudaMemsetAsync((char *)xp->alloc + xp->flag_bytes, 0,
+                                         xp->window_bytes, st),
+                         fn, "cudaMemsetAsync (window, plan-time rehearsal)");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaStreamSynchronize(st), fn,
+                         "cudaStreamSynchronize (plan-time rehearsal)");
+  if (s != TPLA_SUCCESS && *scratch != NULL) {
+    (void)cudaFreeAsync(*scratch, st);
+    (void)cudaStreamSynchronize(st);
+    *scratch = NULL;
+  }
+  if (s == TPLA_SUCCESS)
+    xp->rehearsal = 1;
+  tpla_device_guard_exit(&guard);
+  return s;
+}
+
+static tpla_status_t xp_rehearse_end(tpla_xport_t *xp, void *scratch) {
+  const char *fn = xp->fn;
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, fn));
+  tpla_status_t first = TPLA_SUCCESS;
+  for (int s = 0; s < XP_STREAMS; s++) {
+    if (!streams_used(xp, s))
+      continue;
+    tpla_status_t t = tpla_cuda_status(cudaStreamSynchronize(xp->streams[s]), fn,
+                                       "cudaStreamSynchronize (end of the plan-time rehearsal)");
+    if (first == TPLA_SUCCESS)
+      first = t;
+  }
+  if (scratch != NULL) {
+    tpla_status_t t = tpla_cuda_status(cudaFreeAsync(scratch, xp->streams[0]), fn,
+                                       "cudaFreeAsync (scratch of the plan-time rehearsal)");
+    if (t == TPLA_SUCCESS)
+      t = tpla_cuda_status(cudaStreamSynchronize(xp->streams[0]), fn, "cudaStreamSynchronize");
+    if (first == TPLA_SUCCESS)
+      first = t;
+  }
+  xp->rehearsal = 0;
+  tpla_device_guard_exit(&guard);
+  return first;
+}
+
 const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .create = xp_create,
     .destroy = xp_destroy,
@@ -256,4 +333,6 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .gemm = xp_gemm,
     .fold = xp_fold,
     .copy = xp_copy,
+    .rehearse_begin = xp_rehearse_begin,
+    .rehearse_end = xp_rehearse_end,
 };

@@ -58,6 +58,7 @@ struct tpla_xport {
   xg_cache_t *gemm_cache;
   tpla_device_guard_t guard;  /* begin .. end */
   const char *fn;             /* the call's public function */
+  int rehearsal;              /* plan-time rehearsal: no peer is announced, written or waited */
 };
 
 /* ---- stream memory operations (transport_map.c) -------------------------- */

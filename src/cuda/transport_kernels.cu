@@ -142,3 +142,22 @@ extern "C" cudaError_t tpla_launch_fold(tpla_matrix_t y, float beta, const void 
   default: return cudaErrorInvalidValue;
   }
 }
+
+/* Lazy module loading (CUDA_MODULE_LOADING=LAZY, the default) loads a
+ * kernel at its first launch and that load waits for the device to idle; in
+ * an overlapped call the device may be blocked in cuStreamWaitValue32 on a
+ * peer that waits for this rank, so the first fold launch mid-call can
+ * deadlock two GPUs. Querying the attributes loads every instance now. */
+extern "C" cudaError_t tpla_transport_preload_kernels(void) {
+  cudaFuncAttributes attr;
+  const void *kernels[] = {
+      (const void *)fold_kernel<float, 4>,          (const void *)fold_kernel<float, 1>,
+      (const void *)fold_kernel<__half, 8>,         (const void *)fold_kernel<__half, 1>,
+      (const void *)fold_kernel<__nv_bfloat16, 8>,  (const void *)fold_kernel<__nv_bfloat16, 1>};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    cudaError_t e = cudaFuncGetAttributes(&attr, kernels[i]);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}

@@ -22,6 +22,12 @@ extern "C" {
 cudaError_t tpla_launch_fold(tpla_matrix_t y, float beta, const void *slots, size_t slot_stride,
                              int nslots, const void *bias, tpla_matrix_t y2, cudaStream_t stream);
 
+/* Loads every instance of the fold kernel into the current context now
+ * (cudaFuncGetAttributes), so no launch inside an overlapped call triggers a
+ * lazy module load (which waits for the device to idle: a cross-GPU
+ * deadlock while a stream waits on a peer's flag). */
+cudaError_t tpla_transport_preload_kernels(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,6 +88,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
   const int64_t sp = m->s_rows[me], so = m->s_off[me], fp = m->f_cols[me], fo = m->f_off[me];
   tpla_dtype_t t = m->dtype;
   int f = 0;
+  gt_step(r, "MLP: uploads");
   double *hx = block(m->X, H, so, sp, 0, H), *hw1 = block(m->W1, H, fo, fp, 0, H);
   double *hw2 = block(m->W2, F, 0, H, fo, fp), *hdy = block(m->dY, H, so, sp, 0, H);
   tpla_matrix_t x = dev(hx, sp, H, t, &f), w1 = dev(hw1, fp, H, t, &f);
@@ -96,6 +97,14 @@ static int tp_body(gt_rank_t *r, void *arg) {
   tpla_matrix_t h = dev(NULL, S, fp, t, &f), y = dev(NULL, sp, H, t, &f);
   tpla_matrix_t dh = dev(NULL, S, fp, t, &f), dw2 = dev(NULL, H, fp, t, &f);
   tpla_matrix_t dx = dev(NULL, sp, H, t, &f), dw1 = dev(NULL, fp, H, t, &f);
+  /* The uploads allocate and copy (pageable, synchronous) while a faster
+   * peer would already be spinning in the first plan's exchange: in one
+   * process that can wait on the peer's GPU, which waits on this rank --
+   * the 20 s hang reported as "host barrier: after the contexts" (the last
+   * step recorded; both ranks had passed it). Everyone finishes first. */
+  f += CUDA_FAILED(cudaDeviceSynchronize());
+  gt_barrier_at(r, "after the uploads");
+  gt_step(r, "MLP: create the plans");
   tpla_ag_gemm_desc_t ag = TPLA_AG_GEMM_DESC_INIT;
   ag.local_rows = sp, ag.k = H, ag.n = fp, ag.op_b = TPLA_OP_T, ag.dtype = ag.d_dtype = t;
   tpla_gemm_rs_desc_t rs = TPLA_GEMM_RS_DESC_INIT;
@@ -112,6 +121,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
   void *st = r->stream;
   tpla_counters_t c0 = TPLA_COUNTERS_INIT, c1 = TPLA_COUNTERS_INIT, c2 = TPLA_COUNTERS_INIT;
   tpla_ctx_get_counters(r->ctx, &c0);
+  gt_step(r, "MLP: forward and backward calls");
   if (f == 0) { /* forward */
     f += TPLA_FAILED(tpla_ag_gemm(fwd_ag, h, x, w1, NULL, st));
     f += TPLA_FAILED(tpla_gemm_rs(fwd_rs, y, h, w2, NULL, st));
@@ -135,6 +145,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
   m->gathers[me][1] = c2.allgathers - c1.allgathers;
   m->reduce_scatters[me][0] = c1.reduce_scatters - c0.reduce_scatters;
   m->reduce_scatters[me][1] = c2.reduce_scatters - c1.reduce_scatters;
+  gt_step(r, "MLP: sync and downloads");
   f += sync_stream_timeout(r->stream, 120, "tensor-parallel MLP");
   tpla_matrix_t outs[NOUT] = {h, y, dh, dw2, dx, dw1};
   for (int i = 0; i < NOUT; i++)
@@ -147,6 +158,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
   for (int i = 0; i < NOUT; i++)
     cudaFree(outs[i].data);
   cudaFree(x.data), cudaFree(w1.data), cudaFree(w2.data), cudaFree(dy.data);
+  gt_barrier_at(r, "after the frees"); /* cudaFree waits for peer GPUs in one process */
   return f;
 }
 
