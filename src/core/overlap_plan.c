@@ -325,8 +325,8 @@ void ovl_plan_free(ovl_plan_t *p) {
  * like dense caller views, once with beta = 0 and once with beta = 1, so
  * every kernel a later call launches (the fold kernels, the cuBLASLt kernel
  * of each GEMM configuration) is loaded before any call can wait on a peer.
- * Why: CUDA lazy loading (docs/OVERLAP.md "Lazy loading"). Operands all
- * alias one zeroed buffer: every product is 0, so the overlap is harmless.
+ * Why: CUDA lazy loading (docs/OVERLAP.md "Lazy loading"). The operands
+ * are disjoint zeroed regions of one scratch buffer.
  * Caller operands with other leading dimensions or alignments may select
  * other cuBLASLt kernels, which are not covered (CUDA_MODULE_LOADING=EAGER
  * is). SERIAL plans run NCCL collectives, so only the fold kernels load. */
@@ -340,20 +340,21 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
   const size_t ei = tpla_dtype_size(p->dtype), ed = tpla_dtype_size(p->d_dtype);
   size_t a_bytes = (size_t)a_rows * (size_t)p->k * ei, b_bytes = (size_t)p->k * (size_t)p->n * ei;
   size_t d_bytes = (size_t)d_rows * (size_t)p->n * ed, bias_bytes = (size_t)p->n * ed;
-  size_t bytes = a_bytes > b_bytes ? a_bytes : b_bytes;
-  bytes = d_bytes > bytes ? d_bytes : bytes;
-  bytes = bias_bytes > bytes ? bias_bytes : bytes;
+  /* separate regions: cuBLASLt's output must not alias its inputs */
+  const size_t off_b = align_up(a_bytes), off_d = off_b + align_up(b_bytes);
+  const size_t off_bias = off_d + align_up(d_bytes), bytes = off_bias + align_up(bias_bytes);
   bool run = p->mode == TPLA_OVERLAP_OVERLAP;
   void *scratch = NULL;
-  TPLA_TRY(x->rehearse_begin(p->xp, run ? align_up(bytes) : 0, &scratch));
+  TPLA_TRY(x->rehearse_begin(p->xp, run ? bytes : 0, &scratch));
   tpla_status_t st = TPLA_SUCCESS;
   if (run) {
     uint32_t seq = p->seq;
-    tpla_matrix_t b = p->op_b == TPLA_OP_T ? ovl_dense(scratch, 0, p->n, p->k, p->dtype)
-                                           : ovl_dense(scratch, 0, p->k, p->n, p->dtype);
-    ovl_call_t call = {ovl_dense(scratch, 0, d_rows, p->n, p->d_dtype),
-                       ovl_dense(scratch, 0, a_rows, p->k, p->dtype), b, 1.0f, 0.0f,
-                       p->bias ? scratch : NULL, x->stream(p->xp, OVL_LANE_COMPUTE0)};
+    char *base = scratch;
+    tpla_matrix_t b = p->op_b == TPLA_OP_T ? ovl_dense(base + off_b, 0, p->n, p->k, p->dtype)
+                                           : ovl_dense(base + off_b, 0, p->k, p->n, p->dtype);
+    ovl_call_t call = {ovl_dense(base + off_d, 0, d_rows, p->n, p->d_dtype),
+                       ovl_dense(base, 0, a_rows, p->k, p->dtype), b, 1.0f, 0.0f,
+                       p->bias ? base + off_bias : NULL, x->stream(p->xp, OVL_LANE_COMPUTE0)};
     for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
       call.beta = (float)pass;
       st = ovl_run(p, &call, fn);
