@@ -126,6 +126,64 @@ tpla_status_t host_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_coun
                              const size_t *send_counts, const size_t *send_displs,
                              tpla_dtype_t dtype, void *stream);
 
+/* ---- shared by the thread group and the cross-process group ------------- */
+
+/* Backend methods that do not depend on the kind of group (host_ctx.c).
+ * They read ctx->impl as a host_ctx_t, which is also the first member of
+ * a shared group's context (shm_ctx_t). */
+size_t host_workspace_bytes(tpla_ctx_t ctx);
+tpla_status_t host_gemm_m(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
+tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr);
+void host_mem_free(tpla_ctx_t ctx, void *ptr);
+tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
+                           float beta, void *stream);
+tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
+tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
+                                   const float *sumsq, float safety, float eps, void *stream);
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+void *host_side_stream(tpla_ctx_t ctx, int i);
+tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
+
+/* Context creation (host_ctx.c). The configuration of a new context: the
+ * group's, or cfg checked against it. */
+tpla_status_t host_ctx_config(tpla_config_t *conf, tpla_host_group_t group,
+                              const tpla_config_t *cfg, const char *fn);
+/* Allocate a context and its zeroed impl of impl_bytes, filled in but for
+ * the impl's fields (OUT_OF_MEMORY from `fn`); host_ctx_discard frees both
+ * (when joining the group fails). */
+tpla_status_t host_ctx_new(tpla_ctx_t *out, size_t impl_bytes, const tpla_backend_t *backend,
+                           int rank, int nranks, const tpla_config_t *conf, const char *fn);
+void host_ctx_discard(tpla_ctx_t ctx);
+
+/* Collectives (host_coll.c). Name of an operation in messages. */
+const char *host_op_name(int kind);
+
+static inline size_t host_sum_counts(const size_t *counts, int n) {
+  size_t s = 0;
+  for (int i = 0; i < n; i++)
+    s += counts[i];
+  return s;
+}
+
+static inline bool host_bytes_overlap(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na > 0 && nb > 0 && x < y + nb && y < x + na;
+}
+
+/* out[0..n) = sum over ranks r (in order) of rank_data(group, r) at element
+ * offset `first`: fp32/fp64 in place, fp16/bf16 through fp32 accumulators
+ * rounded once. */
+void host_reduce_ranks(void *out, const void *(*rank_data)(void *group, int rank), void *group,
+                       int nranks, size_t first, size_t n, tpla_dtype_t dtype);
+
+/* The rank-local part of tpla_sendrecv: a self exchange (dst == src ==
+ * rank) is done here (*done = true, its status returned); otherwise
+ * *done = false and the result is the call's local status (not SUCCESS: it
+ * rejected its own arguments but must still meet its remote peers). */
+tpla_status_t host_sendrecv_check(tpla_ctx_t ctx, const char *fn, const void *send,
+                                  size_t send_count, int dst, void *recv, size_t recv_count,
+                                  int src, tpla_dtype_t dtype, bool *done);
+
 /* ---- GEMM (host_gemm.c) ------------------------------------------------- */
 
 /* Run a validated GEMM; scratch holds fp32 copies of half operands. */

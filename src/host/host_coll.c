@@ -22,7 +22,7 @@ static host_ctx_t *impl(tpla_ctx_t ctx) { return (host_ctx_t *)ctx->impl; }
 
 /* ---- agreement ----------------------------------------------------------- */
 
-static const char *op_name(host_op_kind_t k) {
+const char *host_op_name(int k) {
   switch (k) {
   case HOST_OP_BARRIER: return "tpla_barrier";
   case HOST_OP_ALLREDUCE: return "tpla_allreduce";
@@ -49,7 +49,7 @@ static tpla_status_t agree(tpla_ctx_t ctx, const char *fn) {
                        tpla_status_string(p->local_status));
     if (p->kind != p0->kind)
       return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank 0 called %s, rank %d %s",
-                       op_name(p0->kind), r, op_name(p->kind));
+                       host_op_name(p0->kind), r, host_op_name(p->kind));
     if (p->dtype != p0->dtype)
       return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank 0 passed dtype %s, rank %d %s",
                        tpla_dtype_name(p0->dtype), r, tpla_dtype_name(p->dtype));
@@ -81,35 +81,21 @@ static uint64_t hash_counts(const size_t *counts, int n) {
   return h;
 }
 
-static size_t sum_counts(const size_t *counts, int n) {
-  size_t s = 0;
-  for (int i = 0; i < n; i++)
-    s += counts[i];
-  return s;
-}
-
-static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return na > 0 && nb > 0 && x < y + nb && y < x + na;
-}
-
 static tpla_status_t enter(tpla_ctx_t ctx, host_post_t *post, const char *fn) {
   return host_group_enter(impl(ctx)->group, ctx->rank, post, ctx->cfg.timeout_ms, fn);
 }
 
 /* ---- reductions ---------------------------------------------------------- */
 
-/* out[0..n) = sum over ranks r (in order) of the posted send buffers of
- * group g at element offset `first`. */
-static void reduce_block(void *out, tpla_host_group_t g, int nranks, size_t first, size_t n,
-                         tpla_dtype_t dtype) {
+void host_reduce_ranks(void *out, const void *(*rank_data)(void *group, int rank), void *group,
+                       int nranks, size_t first, size_t n, tpla_dtype_t dtype) {
   size_t es = tpla_dtype_size(dtype);
   if (n == 0)
     return; /* out may be NULL */
   if (dtype == TPLA_FLOAT32 || dtype == TPLA_FLOAT64) {
-    memcpy(out, (const char *)host_group_post(g, 0)->send + first * es, n * es);
+    memmove(out, (const char *)rank_data(group, 0) + first * es, n * es);
     for (int r = 1; r < nranks; r++) {
-      const char *in = (const char *)host_group_post(g, r)->send + first * es;
+      const char *in = (const char *)rank_data(group, r) + first * es;
       if (dtype == TPLA_FLOAT32)
         for (size_t i = 0; i < n; i++)
           ((float *)out)[i] += ((const float *)in)[i];
@@ -125,7 +111,7 @@ static void reduce_block(void *out, tpla_host_group_t g, int nranks, size_t firs
   for (size_t c0 = 0; c0 < n; c0 += CHUNK) {
     size_t len = n - c0 < CHUNK ? n - c0 : CHUNK;
     for (int r = 0; r < nranks; r++) {
-      const uint16_t *in = (const uint16_t *)host_group_post(g, r)->send + first + c0;
+      const uint16_t *in = (const uint16_t *)rank_data(group, r) + first + c0;
       for (size_t i = 0; i < len; i++) {
         float v = dtype == TPLA_FLOAT16 ? tpla_half_to_float(in[i]) : tpla_bf16_to_float(in[i]);
         acc[i] = r == 0 ? v : acc[i] + v;
@@ -135,6 +121,17 @@ static void reduce_block(void *out, tpla_host_group_t g, int nranks, size_t firs
     for (size_t i = 0; i < len; i++)
       o[i] = dtype == TPLA_FLOAT16 ? tpla_float_to_half(acc[i]) : tpla_float_to_bf16(acc[i]);
   }
+}
+
+/* The posted send buffer of rank r of a thread group. */
+static const void *posted_send(void *group, int r) {
+  return host_group_post((tpla_host_group_t)group, r)->send;
+}
+
+/* out[0..n) = sum over ranks of their posted send buffers at `first`. */
+static void reduce_block(void *out, tpla_host_group_t g, int nranks, size_t first, size_t n,
+                         tpla_dtype_t dtype) {
+  host_reduce_ranks(out, posted_send, g, nranks, first, n, dtype);
 }
 
 /* Rank r's slice [lo, hi) of count elements split over n ranks. */
@@ -180,9 +177,9 @@ tpla_status_t host_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   static const char fn[] = "tpla_reduce_scatterv";
   host_ctx_t *h = impl(ctx);
   size_t es = tpla_dtype_size(dtype), mine = counts[ctx->rank];
-  size_t first = sum_counts(counts, ctx->rank);
+  size_t first = host_sum_counts(counts, ctx->rank);
   host_post_t post = {.kind = HOST_OP_REDUCE_SCATTERV, .dtype = dtype, .send = send,
-                      .recv = recv, .total = sum_counts(counts, ctx->nranks),
+                      .recv = recv, .total = host_sum_counts(counts, ctx->nranks),
                       .counts_hash = hash_counts(counts, ctx->nranks)};
   post.local_status = host_scratch_reserve(&h->coll, mine * es, fn);
   TPLA_TRY(enter(ctx, &post, fn));
@@ -205,19 +202,19 @@ tpla_status_t host_allgatherv(tpla_ctx_t ctx, void *recv, const void *send,
                                      const size_t *counts, tpla_dtype_t dtype, void *stream) {
   static const char fn[] = "tpla_allgatherv";
   host_ctx_t *h = impl(ctx);
-  size_t es = tpla_dtype_size(dtype), total = sum_counts(counts, ctx->nranks);
-  char *own_block = (char *)recv + sum_counts(counts, ctx->rank) * es;
+  size_t es = tpla_dtype_size(dtype), total = host_sum_counts(counts, ctx->nranks);
+  char *own_block = (char *)recv + host_sum_counts(counts, ctx->rank) * es;
   host_post_t post = {.kind = HOST_OP_ALLGATHERV, .dtype = dtype, .count = counts[ctx->rank],
                       .send = send, .recv = recv, .total = total,
                       .counts_hash = hash_counts(counts, ctx->nranks)};
   /* Peers read our send while we write recv: only the exact in-place
    * position is safe. */
   if ((const char *)send != own_block &&
-      bytes_overlap(send, counts[ctx->rank] * es, recv, total * es))
+      host_bytes_overlap(send, counts[ctx->rank] * es, recv, total * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'send' overlaps 'recv' but is not the in-place "
                                   "position recv + %zu elements",
-                                  sum_counts(counts, ctx->rank));
+                                  host_sum_counts(counts, ctx->rank));
   TPLA_TRY(enter(ctx, &post, fn));
   tpla_status_t s = agree(ctx, fn);
   for (int r = 0; r < ctx->nranks && s == TPLA_SUCCESS; r++)
@@ -263,13 +260,13 @@ tpla_status_t host_barrier(tpla_ctx_t ctx, void *stream) {
   return s;
 }
 
-tpla_status_t host_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
-                                   void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
-                                   void *stream) {
-  static const char fn[] = "tpla_sendrecv";
+tpla_status_t host_sendrecv_check(tpla_ctx_t ctx, const char *fn, const void *send,
+                                  size_t send_count, int dst, void *recv, size_t recv_count,
+                                  int src, tpla_dtype_t dtype, bool *done) {
   int me = ctx->rank;
   size_t es = tpla_dtype_size(dtype);
-  if (dst == me && src == me) {
+  *done = dst == me && src == me;
+  if (*done) {
     if (send_count != recv_count)
       return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                        "argument 'recv_count': a self exchange sends %zu elements but receives "
@@ -279,18 +276,30 @@ tpla_status_t host_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count,
       memmove(recv, send, send_count * es);
     return TPLA_SUCCESS;
   }
-  tpla_status_t local = TPLA_SUCCESS;
   if (dst == me)
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'src': dst is the calling rank %d, so src must be too (it is %d)",
-                      me, src);
-  else if (src == me)
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'dst': src is the calling rank %d, so dst must be too (it is %d)",
-                      me, dst);
-  else if (dst >= 0 && src >= 0 && bytes_overlap(send, send_count * es, recv, recv_count * es))
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'recv' overlaps 'send' (only a self exchange may be in place)");
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'src': dst is the calling rank %d, so src must be too (it is %d)",
+                     me, src);
+  if (src == me)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'dst': src is the calling rank %d, so dst must be too (it is %d)",
+                     me, dst);
+  if (dst >= 0 && src >= 0 && host_bytes_overlap(send, send_count * es, recv, recv_count * es))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'recv' overlaps 'send' (only a self exchange may be in place)");
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
+                            void *recv, size_t recv_count, int src, tpla_dtype_t dtype,
+                            void *stream) {
+  static const char fn[] = "tpla_sendrecv";
+  int me = ctx->rank;
+  bool done;
+  tpla_status_t local = host_sendrecv_check(ctx, fn, send, send_count, dst, recv, recv_count, src,
+                                            dtype, &done);
+  if (done)
+    return local;
   /* A rejected call still meets its remote peers, so that they fail too. */
   return host_group_sendrecv(impl(ctx)->group, me, ctx->cfg.timeout_ms, fn, dtype, send,
                              send_count, dst == me ? -1 : dst, recv, recv_count,
@@ -313,7 +322,7 @@ tpla_status_t host_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_coun
   }
   host_post_t post = {.kind = HOST_OP_ALLTOALLV, .dtype = dtype, .send = send, .recv = recv,
                       .counts = send_counts, .displs = send_displs};
-  if (bytes_overlap(send, send_end * es, recv, recv_end * es))
+  if (host_bytes_overlap(send, send_end * es, recv, recv_end * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'recv' overlaps 'send' (no in-place all-to-all)");
   TPLA_TRY(enter(ctx, &post, fn));

@@ -50,15 +50,15 @@ static tpla_status_t host_destroy(tpla_ctx_t ctx) {
   return TPLA_SUCCESS;
 }
 
-static size_t host_workspace_bytes(tpla_ctx_t ctx) {
+size_t host_workspace_bytes(tpla_ctx_t ctx) {
   return impl(ctx)->coll.bytes + impl(ctx)->gemm.bytes;
 }
 
-static tpla_status_t host_gemm(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
+tpla_status_t host_gemm_m(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
   return host_gemm_run(&impl(ctx)->gemm, call);
 }
 
-static tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
+tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
   size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
   void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
   if (p == NULL)
@@ -68,31 +68,30 @@ static tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
   return TPLA_SUCCESS;
 }
 
-static void host_mem_free(tpla_ctx_t ctx, void *ptr) { free(ptr); }
+void host_mem_free(tpla_ctx_t ctx, void *ptr) { free(ptr); }
 
-static tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                                  float beta, void *stream) {
+tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
+                           float beta, void *stream) {
   return host_axpby(y, x, alpha, beta);
 }
 
-static tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
+tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
   return host_sumsq(sumsq, x);
 }
 
-static tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                          const float *sumsq, float safety, float eps,
-                                          void *stream) {
+tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
+                                   const float *sumsq, float safety, float eps, void *stream) {
   return host_scale_by_norm(y, x, sumsq, safety, eps);
 }
 
-static tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
   return host_mirror_upper(a);
 }
 
 /* Host calls complete before they return: there is nothing to overlap or
  * to order. */
-static void *host_side_stream(tpla_ctx_t ctx, int i) { return NULL; }
-static tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
+void *host_side_stream(tpla_ctx_t ctx, int i) { return NULL; }
+tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
   return TPLA_SUCCESS;
 }
 
@@ -107,7 +106,7 @@ static const tpla_backend_t host_backend = {
     .barrier = host_barrier,
     .side_stream = host_side_stream,
     .stream_wait = host_stream_wait,
-    .gemm = host_gemm,
+    .gemm = host_gemm_m,
     .workspace_bytes = host_workspace_bytes,
     .mem_alloc = host_mem_alloc,
     .mem_free = host_mem_free,
@@ -119,6 +118,42 @@ static const tpla_backend_t host_backend = {
     .exchange = tpla_host_exchange, /* host_ops.c */
     .xport = &tpla_host_xport_ops,  /* host_transport.c (overlap plans) */
 };
+
+/* ---- contexts ------------------------------------------------------------ */
+
+tpla_status_t host_ctx_config(tpla_config_t *conf, tpla_host_group_t group,
+                              const tpla_config_t *cfg, const char *fn) {
+  /* Without a configuration of its own a context inherits the group's. */
+  *conf = *host_group_config(group);
+  if (cfg != NULL)
+    TPLA_TRY(tpla_check_config(fn, cfg, conf));
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_ctx_new(tpla_ctx_t *out, size_t impl_bytes, const tpla_backend_t *backend,
+                           int rank, int nranks, const tpla_config_t *conf, const char *fn) {
+  struct tpla_ctx *c = calloc(1, sizeof *c);
+  void *h = calloc(1, impl_bytes);
+  if (c == NULL || h == NULL) {
+    free(c);
+    free(h);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate a context");
+  }
+  c->backend = backend;
+  c->executor = TPLA_EXECUTOR_HOST;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = -1;
+  c->cfg = *conf;
+  c->impl = h;
+  *out = c;
+  return TPLA_SUCCESS;
+}
+
+void host_ctx_discard(tpla_ctx_t ctx) {
+  free(ctx->impl);
+  free(ctx);
+}
 
 /* ---- public: create ------------------------------------------------------ */
 
@@ -136,31 +171,16 @@ tpla_status_t tpla_ctx_create_host(tpla_ctx_t *ctx, tpla_host_group_t group, int
                      rank, nranks);
   if (host_group_shared(group) != NULL) /* a cross-process group: shm_ctx.c */
     return shm_ctx_create(ctx, group, rank, cfg, fn);
-  /* Without a configuration of its own a context inherits the group's. */
-  tpla_config_t conf = *host_group_config(group);
-  if (cfg != NULL)
-    TPLA_TRY(tpla_check_config(fn, cfg, &conf));
-  struct tpla_ctx *c = calloc(1, sizeof *c);
-  host_ctx_t *h = calloc(1, sizeof *h);
-  if (c == NULL || h == NULL) {
-    free(c);
-    free(h);
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate a context");
-  }
+  tpla_config_t conf;
+  TPLA_TRY(host_ctx_config(&conf, group, cfg, fn));
+  tpla_ctx_t c;
+  TPLA_TRY(host_ctx_new(&c, sizeof(host_ctx_t), &host_backend, rank, nranks, &conf, fn));
   tpla_status_t s = host_group_join(group, rank, fn);
   if (s != TPLA_SUCCESS) {
-    free(c);
-    free(h);
+    host_ctx_discard(c);
     return s;
   }
-  h->group = group;
-  c->backend = &host_backend;
-  c->executor = TPLA_EXECUTOR_HOST;
-  c->rank = rank;
-  c->nranks = nranks;
-  c->device = -1;
-  c->cfg = conf;
-  c->impl = h;
+  impl(c)->group = group;
   *ctx = c;
   return TPLA_SUCCESS;
 }

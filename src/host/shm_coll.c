@@ -22,18 +22,6 @@
 
 static shm_ctx_t *impl(tpla_ctx_t ctx) { return (shm_ctx_t *)ctx->impl; }
 
-static const char *op_name(int32_t k) {
-  switch (k) {
-  case HOST_OP_BARRIER: return "tpla_barrier";
-  case HOST_OP_ALLREDUCE: return "tpla_allreduce";
-  case HOST_OP_ALLGATHERV: return "tpla_allgatherv";
-  case HOST_OP_REDUCE_SCATTERV: return "tpla_reduce_scatterv";
-  case HOST_OP_BROADCAST: return "tpla_broadcast";
-  case HOST_OP_ALLTOALLV: return "alltoallv";
-  }
-  return "?";
-}
-
 /* Fingerprint of a counts array (FNV-1a over the values). */
 static uint64_t hash_counts(const size_t *counts, int n) {
   uint64_t h = 1469598103934665603ull;
@@ -42,18 +30,6 @@ static uint64_t hash_counts(const size_t *counts, int n) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-static size_t sum_counts(const size_t *counts, int n) {
-  size_t s = 0;
-  for (int i = 0; i < n; i++)
-    s += counts[i];
-  return s;
-}
-
-static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return na > 0 && nb > 0 && x < y + nb && y < x + na;
 }
 
 /* After the entry rendezvous: our own rejection, or REMOTE if any post
@@ -70,7 +46,7 @@ static tpla_status_t agree(tpla_ctx_t ctx, const char *fn) {
                        tpla_status_string((tpla_status_t)p->local_status));
     if (p->kind != p0->kind)
       return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank 0 called %s, rank %d %s",
-                       op_name(p0->kind), r, op_name(p->kind));
+                       host_op_name(p0->kind), r, host_op_name(p->kind));
     if (p->dtype != p0->dtype)
       return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank 0 passed dtype %s, rank %d %s",
                        tpla_dtype_name((tpla_dtype_t)p0->dtype), r,
@@ -113,41 +89,13 @@ static size_t chunk_elems(tpla_ctx_t ctx, size_t es) {
   return shm_staging_bytes(impl(ctx)->shm) / es;
 }
 
+static const void *staging_of(void *group, int r) { return shm_staging(group, r); }
+
 /* out[0..n) = sum over ranks (in order) of their staging areas at element
- * offset `first`: fp32/fp64 in place, fp16/bf16 through fp32 accumulators. */
+ * offset `first` (host_reduce_ranks: the thread group's arithmetic). */
 static void reduce_staged(void *out, shm_group_t *g, int nranks, size_t first, size_t n,
                           tpla_dtype_t dtype) {
-  size_t es = tpla_dtype_size(dtype);
-  if (n == 0)
-    return;
-  if (dtype == TPLA_FLOAT32 || dtype == TPLA_FLOAT64) {
-    memmove(out, (const char *)shm_staging(g, 0) + first * es, n * es);
-    for (int r = 1; r < nranks; r++) {
-      const char *in = (const char *)shm_staging(g, r) + first * es;
-      if (dtype == TPLA_FLOAT32)
-        for (size_t i = 0; i < n; i++)
-          ((float *)out)[i] += ((const float *)in)[i];
-      else
-        for (size_t i = 0; i < n; i++)
-          ((double *)out)[i] += ((const double *)in)[i];
-    }
-    return;
-  }
-  enum { CHUNK = 512 };
-  float acc[CHUNK];
-  for (size_t c0 = 0; c0 < n; c0 += CHUNK) {
-    size_t len = n - c0 < CHUNK ? n - c0 : CHUNK;
-    for (int r = 0; r < nranks; r++) {
-      const uint16_t *in = (const uint16_t *)shm_staging(g, r) + first + c0;
-      for (size_t i = 0; i < len; i++) {
-        float v = dtype == TPLA_FLOAT16 ? tpla_half_to_float(in[i]) : tpla_bf16_to_float(in[i]);
-        acc[i] = r == 0 ? v : acc[i] + v;
-      }
-    }
-    uint16_t *o = (uint16_t *)out + c0;
-    for (size_t i = 0; i < len; i++)
-      o[i] = dtype == TPLA_FLOAT16 ? tpla_float_to_half(acc[i]) : tpla_float_to_bf16(acc[i]);
-  }
+  host_reduce_ranks(out, staging_of, g, nranks, first, n, dtype);
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -160,7 +108,7 @@ tpla_status_t shm_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t
   shm_post_t post = {.kind = HOST_OP_ALLREDUCE, .dtype = dtype, .count = count};
   /* Writing recv must not change send bytes a later round still stages. */
   const char *src = send;
-  if (recv != send && bytes_overlap(recv, count * es, send, count * es)) {
+  if (recv != send && host_bytes_overlap(recv, count * es, send, count * es)) {
     post.local_status = host_scratch_reserve(&h->base.coll, count * es, fn);
     if (post.local_status == TPLA_SUCCESS)
       src = memcpy(h->base.coll.ptr, send, count * es);
@@ -181,8 +129,8 @@ tpla_status_t shm_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   static const char fn[] = "tpla_reduce_scatterv";
   shm_ctx_t *h = impl(ctx);
   size_t es = tpla_dtype_size(dtype), step = chunk_elems(ctx, es);
-  size_t total = sum_counts(counts, ctx->nranks), mine = counts[ctx->rank];
-  size_t first = sum_counts(counts, ctx->rank), last = first + mine;
+  size_t total = host_sum_counts(counts, ctx->nranks), mine = counts[ctx->rank];
+  size_t first = host_sum_counts(counts, ctx->rank), last = first + mine;
   shm_post_t post = {.kind = HOST_OP_REDUCE_SCATTERV, .dtype = dtype, .total = total,
                      .counts_hash = hash_counts(counts, ctx->nranks)};
   /* recv may lie inside send: reduce into scratch, copy at the end */
@@ -213,11 +161,11 @@ tpla_status_t shm_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, const
   size_t es = tpla_dtype_size(dtype), step = chunk_elems(ctx, es), most = 0;
   for (int r = 0; r < n; r++)
     most = counts[r] > most ? counts[r] : most;
-  size_t own = counts[ctx->rank], own_at = sum_counts(counts, ctx->rank);
+  size_t own = counts[ctx->rank], own_at = host_sum_counts(counts, ctx->rank);
   shm_post_t post = {.kind = HOST_OP_ALLGATHERV, .dtype = dtype,
-                     .total = sum_counts(counts, n), .counts_hash = hash_counts(counts, n)};
+                     .total = host_sum_counts(counts, n), .counts_hash = hash_counts(counts, n)};
   if ((const char *)send != (char *)recv + own_at * es &&
-      bytes_overlap(send, own * es, recv, post.total * es))
+      host_bytes_overlap(send, own * es, recv, post.total * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'send' overlaps 'recv' but is not the in-place "
                                   "position recv + %zu elements",
@@ -273,29 +221,11 @@ tpla_status_t shm_sendrecv_m(tpla_ctx_t ctx, const void *send, size_t send_count
                              void *stream) {
   static const char fn[] = "tpla_sendrecv";
   int me = ctx->rank;
-  size_t es = tpla_dtype_size(dtype);
-  if (dst == me && src == me) {
-    if (send_count != recv_count)
-      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                       "argument 'recv_count': a self exchange sends %zu elements but receives "
-                       "%zu",
-                       send_count, recv_count);
-    if (send_count > 0 && recv != send)
-      memmove(recv, send, send_count * es);
-    return TPLA_SUCCESS;
-  }
-  tpla_status_t local = TPLA_SUCCESS;
-  if (dst == me)
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'src': dst is the calling rank %d, so src must be too (it is %d)",
-                      me, src);
-  else if (src == me)
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'dst': src is the calling rank %d, so dst must be too (it is %d)",
-                      me, dst);
-  else if (dst >= 0 && src >= 0 && bytes_overlap(send, send_count * es, recv, recv_count * es))
-    local = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                      "argument 'recv' overlaps 'send' (only a self exchange may be in place)");
+  bool done;
+  tpla_status_t local = host_sendrecv_check(ctx, fn, send, send_count, dst, recv, recv_count, src,
+                                            dtype, &done);
+  if (done)
+    return local;
   /* A rejected call still meets its remote peers, so that they fail too. */
   return shm_sendrecv(impl(ctx)->shm, ctx->cfg.timeout_ms, fn, dtype, send, send_count,
                       dst == me ? -1 : dst, recv, recv_count, src == me ? -1 : src, local);
@@ -316,7 +246,7 @@ tpla_status_t shm_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_count
       recv_end = recv_displs[r] + recv_counts[r];
   }
   shm_post_t post = {.kind = HOST_OP_ALLTOALLV, .dtype = dtype};
-  if (bytes_overlap(send, send_end * es, recv, recv_end * es))
+  if (host_bytes_overlap(send, send_end * es, recv, recv_end * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'recv' overlaps 'send' (no in-place all-to-all)");
   uint64_t *staged = shm_staging(g, me); /* the send counts, for the peers to check */

@@ -70,49 +70,8 @@ static tpla_status_t shm_destroy(tpla_ctx_t ctx) {
   return TPLA_SUCCESS;
 }
 
-static size_t shm_workspace_bytes(tpla_ctx_t ctx) {
-  return impl(ctx)->base.coll.bytes + impl(ctx)->base.gemm.bytes;
-}
-
-static tpla_status_t shm_gemm(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
-  return host_gemm_run(&impl(ctx)->base.gemm, call);
-}
-
-static tpla_status_t shm_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
-  size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
-  void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
-  if (p == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "host executor",
-                     "cannot allocate %zu bytes of plan memory", bytes);
-  *ptr = p;
-  return TPLA_SUCCESS;
-}
-
-static void shm_mem_free(tpla_ctx_t ctx, void *ptr) { free(ptr); }
-
-static tpla_status_t shm_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                               float beta, void *stream) {
-  return host_axpby(y, x, alpha, beta);
-}
-
-static tpla_status_t shm_sumsq(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
-  return host_sumsq(sumsq, x);
-}
-
-static tpla_status_t shm_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                       const float *sumsq, float safety, float eps,
-                                       void *stream) {
-  return host_scale_by_norm(y, x, sumsq, safety, eps);
-}
-
-static tpla_status_t shm_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
-  return host_mirror_upper(a);
-}
-
-static void *shm_side_stream(tpla_ctx_t ctx, int i) { return NULL; }
-static tpla_status_t shm_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
-  return TPLA_SUCCESS;
-}
+/* The GEMM, elementwise building blocks, plan memory and streams are the
+ * host executor's (host_ctx.c): they work on this context's base. */
 
 /* The overlap transport: the host transport's SENDRECV mode (point-to-point
  * through the segment); PEER would need the peers' windows mapped here. */
@@ -146,16 +105,16 @@ static const tpla_backend_t shm_backend = {
     .broadcast = shm_broadcast,
     .sendrecv = shm_sendrecv_m,
     .barrier = shm_barrier,
-    .side_stream = shm_side_stream,
-    .stream_wait = shm_stream_wait,
-    .gemm = shm_gemm,
-    .workspace_bytes = shm_workspace_bytes,
-    .mem_alloc = shm_mem_alloc,
-    .mem_free = shm_mem_free,
-    .axpby = shm_axpby,
-    .sumsq = shm_sumsq,
-    .scale_by_norm = shm_scale_by_norm,
-    .mirror_upper = shm_mirror_upper,
+    .side_stream = host_side_stream,
+    .stream_wait = host_stream_wait,
+    .gemm = host_gemm_m,
+    .workspace_bytes = host_workspace_bytes,
+    .mem_alloc = host_mem_alloc,
+    .mem_free = host_mem_free,
+    .axpby = host_axpby_m,
+    .sumsq = host_sumsq_m,
+    .scale_by_norm = host_scale_by_norm_m,
+    .mirror_upper = host_mirror_upper_m,
     .alltoallv = shm_alltoallv,
     .exchange = tpla_host_exchange, /* an all-gather of bytes: shm_allgatherv */
     .xport = &shm_xport_ops,
@@ -170,32 +129,19 @@ tpla_status_t shm_ctx_create(tpla_ctx_t *ctx, tpla_host_group_t group, int rank,
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'rank': %d, but this process joined the shared group as rank %d",
                      rank, shm_group_rank(shm));
-  tpla_config_t conf = *host_group_config(group);
-  if (cfg != NULL)
-    TPLA_TRY(tpla_check_config(fn, cfg, &conf));
+  tpla_config_t conf;
+  TPLA_TRY(host_ctx_config(&conf, group, cfg, fn));
   pthread_once(&shm_xport_once, shm_xport_init);
-  struct tpla_ctx *c = calloc(1, sizeof *c);
-  shm_ctx_t *h = calloc(1, sizeof *h);
-  if (c == NULL || h == NULL) {
-    free(c);
-    free(h);
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate a context");
-  }
+  tpla_ctx_t c;
+  TPLA_TRY(host_ctx_new(&c, sizeof(shm_ctx_t), &shm_backend, rank, host_group_nranks(group),
+                        &conf, fn));
   tpla_status_t s = shm_group_join(shm, fn);
   if (s != TPLA_SUCCESS) {
-    free(c);
-    free(h);
+    host_ctx_discard(c);
     return s;
   }
-  h->base.group = group;
-  h->shm = shm;
-  c->backend = &shm_backend;
-  c->executor = TPLA_EXECUTOR_HOST;
-  c->rank = rank;
-  c->nranks = host_group_nranks(group);
-  c->device = -1;
-  c->cfg = conf;
-  c->impl = h;
+  impl(c)->base.group = group;
+  impl(c)->shm = shm;
   *ctx = c;
   return TPLA_SUCCESS;
 }
