@@ -1,0 +1,321 @@
+/*
+ * test_host_shared_failures.c - the cross-process host group
+ * (tpla_host_group_create_shared) failing cleanly: fork()ed processes as ranks.
+ *   - failures: disagreement and local rejection (REMOTE everywhere, group
+ *     still usable), a sendrecv count mismatch, a peer that exits without
+ *     cleaning up, a peer that never comes (TIMEOUT), a peer that leaves;
+ *   - creation: bad arguments, attach timeouts, a taken rank, an nranks
+ *     mismatch, a name in use, a leftover segment, context rules;
+ *   - nothing is left in /dev/shm after any of it.
+ * Correct results (collectives, NS, overlap): test_host_shared_group.c.
+ * Run: ./test_host_shared_failures
+ */
+#include "test.h"
+
+#include "internal.h"
+#include "ranks.h"
+#include "host_shared_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- failures ----------------------------------------------------------------------- */
+
+static int body_disagree(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  float send[12], recv[12];
+  for (int i = 0; i < 12; i++)
+    send[i] = 1.0f, recv[i] = -3.0f;
+  /* counts differ: REMOTE on every rank, recv untouched */
+  PCHECK_STATUS(tpla_allreduce(ctx, recv, send, rank == 1 ? 11 : 10, TPLA_FLOAT32, NULL),
+                TPLA_ERROR_REMOTE);
+  PCHECK(strstr(tpla_last_error(), "disagree") != NULL, "message: %s", tpla_last_error());
+  for (int i = 0; i < 12; i++)
+    PCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
+  /* a local rejection: INVALID_ARGUMENT here, REMOTE at the peers */
+  size_t counts[MAX_PROCS];
+  for (int r = 0; r < nranks; r++)
+    counts[r] = 2;
+  const float *bad = rank == 1 ? recv + 1 : send; /* overlaps recv off its place */
+  PCHECK_STATUS(tpla_allgatherv(ctx, recv, bad, counts, TPLA_FLOAT32, NULL),
+                rank == 1 ? TPLA_ERROR_INVALID_ARGUMENT : TPLA_ERROR_REMOTE);
+  if (rank != 1)
+    PCHECK(strstr(tpla_last_error(), "rank 1 rejected") != NULL, "%s", tpla_last_error());
+  /* a sendrecv whose sizes differ: REMOTE on both sides */
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  PCHECK_STATUS(tpla_sendrecv(ctx, send, rank == 0 ? 5 : 6, next, recv, 6, prev, TPLA_FLOAT32,
+                              NULL),
+                rank == 0 || rank == 1 ? TPLA_ERROR_REMOTE : TPLA_SUCCESS);
+  /* the group is still usable */
+  PCHECK_OK(tpla_barrier(ctx, NULL));
+  PCHECK_OK(tpla_allreduce(ctx, recv, send, 12, TPLA_FLOAT32, NULL));
+  PCHECK(recv[11] == (float)nranks, "sum %g", recv[11]);
+  return 0;
+}
+
+static void test_disagreement_and_rejection(void) {
+  ASSERT_EQ_INT(run_procs(2, body_disagree, NULL, NULL), 0);
+  ASSERT_EQ_INT(run_procs(3, body_disagree, NULL, NULL), 0);
+}
+
+/* Rank 1 exits without cleaning up; rank 0, with a long timeout, must learn
+ * of it quickly. */
+static int body_peer_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (rank == 1) {
+    sleep_ms(100);
+    _exit(0);
+  }
+  float v = 1.0f;
+  double t0 = now_s();
+  PCHECK_STATUS(tpla_allreduce(ctx, &v, &v, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  PCHECK(now_s() - t0 < 5.0, "noticed after %.1f s", now_s() - t0);
+  PCHECK(strstr(tpla_last_error(), "rank 1 exited or died") != NULL, "%s", tpla_last_error());
+  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE); /* broken for good */
+  return 0;
+}
+
+static void test_peer_exits(void) {
+  proc_opts_t o = {60000, 0};
+  ASSERT_EQ_INT(run_procs(2, body_peer_exits, NULL, &o), 0);
+}
+
+/* Rank 1 comes late: rank 0 times out, rank 1 then finds the group broken. */
+static int body_late_peer(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  double t0 = now_s();
+  if (rank == 1) {
+    sleep_ms(1200);
+    PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE);
+    PCHECK(strstr(tpla_last_error(), "timed out") != NULL, "%s", tpla_last_error());
+    return 0;
+  }
+  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_TIMEOUT);
+  PCHECK(now_s() - t0 < 1.1, "timed out after %.2f s", now_s() - t0);
+  PCHECK(strstr(tpla_last_error(), "rank(s) 1") != NULL, "%s", tpla_last_error());
+  return 0;
+}
+
+/* Rank 1 leaves (destroys its context) while rank 0 waits in a transfer. */
+static int body_peer_leaves(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (rank == 1)
+    return 0;
+  float v[4] = {0};
+  PCHECK_STATUS(tpla_sendrecv(ctx, NULL, 0, -1, v, 4, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  PCHECK(strstr(tpla_last_error(), "left the group") != NULL ||
+             strstr(tpla_last_error(), "exited") != NULL,
+         "%s", tpla_last_error());
+  return 0;
+}
+
+static void test_timeouts_and_departures(void) {
+  proc_opts_t o = {400, 0};
+  ASSERT_EQ_INT(run_procs(2, body_late_peer, NULL, &o), 0);
+  proc_opts_t slow = {60000, 0};
+  ASSERT_EQ_INT(run_procs(2, body_peer_leaves, NULL, &slow), 0);
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static void test_create_bad_arguments(void) {
+  tpla_host_group_t g = NULL;
+  ASSERT_STATUS(tpla_host_group_create_shared(NULL, "x", 1, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, NULL, 1, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'name'");
+  char longname[240];
+  memset(longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  const char *bad[] = {"", "/", "a/b", "x y", "..", "caf\xc3\xa9", longname};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ASSERT_STATUS(tpla_host_group_create_shared(&g, bad[i], 1, 0, NULL),
+                  TPLA_ERROR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(tpla_last_error(), "argument 'name'");
+  }
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 0, 0, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'nranks'");
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 1025, 0, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 2, 2, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'rank'");
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 2, -1, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.size = 3;
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, "ok", 1, 0, &cfg), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_TRUE(g == NULL);
+}
+
+/* One process, one rank; the name disappears as soon as the group exists. */
+static void test_single_rank_and_context_rules(void) {
+  char name[96];
+  unique_name(name, sizeof name);
+  tpla_host_group_t g = NULL;
+  tpla_ctx_t ctx = NULL, second = NULL;
+  ASSERT_OK(tpla_host_group_create_shared(&g, name, 1, 0, NULL));
+  ASSERT_TRUE(!segment_exists(name));
+  ASSERT_STATUS(tpla_ctx_create_host(&ctx, g, 1, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_OK(tpla_ctx_create_host(&ctx, g, 0, NULL));
+  ASSERT_STATUS(tpla_ctx_create_host(&second, g, 0, NULL), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_STATUS(tpla_host_group_destroy(g), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "destroy it first");
+  int rank = -1, nranks = -1, device = 0;
+  tpla_executor_t ex = TPLA_EXECUTOR_CUDA;
+  ASSERT_OK(tpla_ctx_get_info(ctx, &rank, &nranks, &ex, &device));
+  ASSERT_EQ_INT(rank, 0);
+  ASSERT_EQ_INT(nranks, 1);
+  ASSERT_EQ_INT(ex, TPLA_EXECUTOR_HOST);
+  ASSERT_EQ_INT(device, -1);
+  double v[3] = {1, 2, 3};
+  ASSERT_OK(tpla_allreduce(ctx, v, v, 3, TPLA_FLOAT64, NULL));
+  ASSERT_TRUE(v[2] == 3.0);
+  ASSERT_OK(tpla_ctx_destroy(ctx));
+  ASSERT_OK(tpla_ctx_create_host(&ctx, g, 0, NULL)); /* a rank may come back */
+  ASSERT_OK(tpla_ctx_destroy(ctx));
+  ASSERT_OK(tpla_host_group_destroy(g));
+  ASSERT_OK(tpla_host_group_destroy(NULL));
+}
+
+/* Creates/attaches with the given arguments in a child; returns the status. */
+typedef struct {
+  char name[96];
+  int nranks, rank;
+  int64_t timeout_ms;
+  int hold_ms; /* keep the group this long before destroying it */
+} join_t;
+
+static pid_t spawn_join(const join_t *j, tpla_status_t *status_out) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = j->timeout_ms;
+  tpla_host_group_t g = NULL;
+  tpla_status_t s = tpla_host_group_create_shared(&g, j->name, j->nranks, j->rank, &cfg);
+  *status_out = s;
+  if (s == TPLA_SUCCESS) {
+    tpla_ctx_t ctx = NULL;
+    if (tpla_ctx_create_host(&ctx, g, j->rank, NULL) == TPLA_SUCCESS) {
+      sleep_ms(j->hold_ms);
+      tpla_ctx_destroy(ctx);
+    }
+    tpla_host_group_destroy(g);
+  } else if (s != TPLA_SUCCESS) {
+    printf("  (expected) rank %d: %s: %s\n", j->rank, tpla_status_string(s), tpla_last_error());
+  }
+  fflush(stdout);
+  _exit(0);
+}
+
+static void wait_all(pid_t *pids, int n) {
+  for (int i = 0; i < n; i++)
+    waitpid(pids[i], NULL, 0);
+}
+
+static void test_create_failures(void) {
+  tpla_status_t *st = shared_alloc(4 * sizeof(tpla_status_t));
+  ASSERT_TRUE(st != NULL);
+  pid_t pids[3];
+  /* rank 0 alone: TIMEOUT, and the name is gone */
+  join_t j = {"", 2, 0, 200, 0};
+  unique_name(j.name, sizeof j.name);
+  double t0 = now_s();
+  pids[0] = spawn_join(&j, &st[0]);
+  wait_all(pids, 1);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  ASSERT_LE(now_s() - t0, 2.0);
+  ASSERT_TRUE(!segment_exists(j.name));
+  /* rank 1 alone: TIMEOUT waiting for rank 0 */
+  j.rank = 1;
+  pids[0] = spawn_join(&j, &st[0]);
+  wait_all(pids, 1);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  /* two processes claim rank 1 (rank 2 comes late, so the name stays
+   * until both tried): one gets INVALID_USAGE, the other joins */
+  join_t a = {"", 3, 0, 5000, 100}, b = a, c = a, d = a;
+  unique_name(a.name, sizeof a.name);
+  memcpy(b.name, a.name, sizeof a.name);
+  memcpy(c.name, a.name, sizeof a.name);
+  memcpy(d.name, a.name, sizeof a.name);
+  b.rank = c.rank = 1;
+  d.rank = 2;
+  pid_t four[4];
+  four[0] = spawn_join(&a, &st[0]);
+  four[1] = spawn_join(&b, &st[1]);
+  four[2] = spawn_join(&c, &st[2]);
+  sleep_ms(300);
+  four[3] = spawn_join(&d, &st[3]);
+  wait_all(four, 4);
+  ASSERT_EQ_INT(st[0], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[3], TPLA_SUCCESS);
+  ASSERT_TRUE((st[1] == TPLA_SUCCESS && st[2] == TPLA_ERROR_INVALID_USAGE) ||
+              (st[2] == TPLA_SUCCESS && st[1] == TPLA_ERROR_INVALID_USAGE));
+  ASSERT_TRUE(!segment_exists(a.name));
+  /* nranks differs from rank 0's: INVALID_ARGUMENT there, REMOTE at rank 0 */
+  join_t r0 = {"", 2, 0, 5000, 0}, r1 = r0;
+  unique_name(r0.name, sizeof r0.name);
+  memcpy(r1.name, r0.name, sizeof r0.name);
+  r1.rank = 1;
+  r1.nranks = 3;
+  t0 = now_s();
+  pids[0] = spawn_join(&r0, &st[0]);
+  pids[1] = spawn_join(&r1, &st[1]);
+  wait_all(pids, 2);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_REMOTE);
+  ASSERT_EQ_INT(st[1], TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_LE(now_s() - t0, 3.0);
+  ASSERT_TRUE(!segment_exists(r0.name));
+  munmap(st, 4 * sizeof(tpla_status_t));
+}
+
+static void test_name_in_use_and_leftovers(void) {
+  tpla_status_t *st = shared_alloc(2 * sizeof(tpla_status_t));
+  ASSERT_TRUE(st != NULL);
+  /* a live rank 0 waiting for its peers holds the name */
+  join_t j = {"", 2, 0, 1500, 0};
+  unique_name(j.name, sizeof j.name);
+  pid_t pid = spawn_join(&j, &st[0]);
+  char path[128];
+  snprintf(path, sizeof path, "/%s", j.name);
+  for (int i = 0; i < 500; i++) { /* until it exists */
+    int fd = shm_open(path, O_RDONLY, 0);
+    if (fd >= 0) {
+      close(fd);
+      break;
+    }
+    sleep_ms(2);
+  }
+  sleep_ms(20);
+  tpla_host_group_t g = NULL;
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, j.name, 2, 0, NULL), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "in use");
+  waitpid(pid, NULL, 0);
+  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  ASSERT_TRUE(!segment_exists(j.name));
+  /* a leftover (here: garbage) under the name is replaced */
+  int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_TRUE(fd >= 0);
+  ASSERT_TRUE(ftruncate(fd, 100) == 0);
+  close(fd);
+  ASSERT_OK(tpla_host_group_create_shared(&g, path, 1, 0, NULL)); /* leading '/' allowed */
+  ASSERT_TRUE(!segment_exists(j.name));
+  ASSERT_OK(tpla_host_group_destroy(g));
+  munmap(st, 2 * sizeof(tpla_status_t));
+}
+
+int main(void) {
+  TEST(test_create_bad_arguments);
+  TEST(test_single_rank_and_context_rules);
+  TEST(test_disagreement_and_rejection);
+  TEST(test_peer_exits);
+  TEST(test_timeouts_and_departures);
+  TEST(test_create_failures);
+  TEST(test_name_in_use_and_leftovers);
+  return test_summary();
+}
