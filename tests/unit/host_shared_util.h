@@ -1,6 +1,6 @@
 /*
  * host_shared_util.h - shared helpers for the cross-process host group tests
- * (test_host_shared_group.c, test_host_shared_failures.c): the PCHECK macros a
+ * (test_host_shared_group.c, test_host_shared_failures.c): the RCHECK macros a
  * forked rank reports failures with, timing helpers, unique segment names,
  * /dev/shm leftover checks, parent/child shared memory, and run_procs, which
  * forks one process per rank of a fresh tpla_host_group_create_shared group.
@@ -9,6 +9,7 @@
 #define TPLA_TESTS_HOST_SHARED_UTIL_H
 
 #include "internal.h"
+#include "rank_check.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -22,23 +23,6 @@
 #include <unistd.h>
 
 #define MAX_PROCS 8
-
-/* Inside a child: report and fail the child. */
-#define PCHECK(cond, ...)                                                                \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "  rank %d: %s:%d: %s failed: ", rank, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                      \
-      fprintf(stderr, "\n");                                                             \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
-#define PCHECK_STATUS(expr, want)                                                         \
-  do {                                                                                    \
-    tpla_status_t got_ = (expr);                                                          \
-    PCHECK(got_ == (want), "got %s (%s)", tpla_status_string(got_), tpla_last_error());  \
-  } while (0)
-#define PCHECK_OK(expr) PCHECK_STATUS(expr, TPLA_SUCCESS)
 
 static inline double now_s(void) {
   struct timespec t;
@@ -94,11 +78,11 @@ static inline int child_main(const char *name, int nranks, int rank, proc_fn_t f
   cfg.timeout_ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms : 20000;
   tpla_host_group_t group = NULL;
   tpla_ctx_t ctx = NULL;
-  PCHECK_OK(tpla_host_group_create_shared(&group, name, nranks, rank, &cfg));
-  PCHECK_OK(tpla_ctx_create_host(&ctx, group, rank, NULL));
+  RCHECK_OK(tpla_host_group_create_shared(&group, name, nranks, rank, &cfg));
+  RCHECK_OK(tpla_ctx_create_host(&ctx, group, rank, NULL));
   int rc = fn(ctx, rank, nranks, arg);
-  PCHECK_OK(tpla_ctx_destroy(ctx));
-  PCHECK_OK(tpla_host_group_destroy(group));
+  RCHECK_OK(tpla_ctx_destroy(ctx));
+  RCHECK_OK(tpla_host_group_destroy(group));
   return rc;
 }
 

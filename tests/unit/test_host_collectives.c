@@ -13,6 +13,7 @@
 #include "test.h"
 
 #include "internal.h"
+#include "rank_check.h"
 #include "ranks.h"
 
 #include <stdatomic.h>
@@ -25,20 +26,6 @@
 static const tpla_dtype_t reducible[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64};
 static const tpla_dtype_t movable[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64,
                                        TPLA_UINT8};
-
-/* A failed check inside a rank body: print and fail that rank. */
-#define RCHECK(cond, ...)                                                         \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "  rank %d: %s:%d: %s failed: ", rank, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fprintf(stderr, "\n");                                                      \
-      return 1;                                                                   \
-    }                                                                             \
-  } while (0)
-
-#define RCHECK_OK(expr) \
-  RCHECK((expr) == TPLA_SUCCESS, "%s", tpla_last_error())
 
 typedef struct {
   uint64_t seed;

@@ -10,28 +10,13 @@
 #include "test.h"
 
 #include "internal.h"
+#include "rank_check.h"
 #include "ranks.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
-
-#define RCHECK(cond, ...)                                                                \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "  rank %d: %s:%d: %s failed: ", rank, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                      \
-      fprintf(stderr, "\n");                                                             \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
-
-#define RCHECK_STATUS(expr, want)                                                         \
-  do {                                                                                    \
-    tpla_status_t got_ = (expr);                                                          \
-    RCHECK(got_ == (want), "got %s (%s)", tpla_status_string(got_), tpla_last_error());  \
-  } while (0)
 
 #define MAX_RANKS 8
 

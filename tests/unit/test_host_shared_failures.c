@@ -32,29 +32,29 @@ static int body_disagree(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   for (int i = 0; i < 12; i++)
     send[i] = 1.0f, recv[i] = -3.0f;
   /* counts differ: REMOTE on every rank, recv untouched */
-  PCHECK_STATUS(tpla_allreduce(ctx, recv, send, rank == 1 ? 11 : 10, TPLA_FLOAT32, NULL),
+  RCHECK_STATUS(tpla_allreduce(ctx, recv, send, rank == 1 ? 11 : 10, TPLA_FLOAT32, NULL),
                 TPLA_ERROR_REMOTE);
-  PCHECK(strstr(tpla_last_error(), "disagree") != NULL, "message: %s", tpla_last_error());
+  RCHECK(strstr(tpla_last_error(), "disagree") != NULL, "message: %s", tpla_last_error());
   for (int i = 0; i < 12; i++)
-    PCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
+    RCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
   /* a local rejection: INVALID_ARGUMENT here, REMOTE at the peers */
   size_t counts[MAX_PROCS];
   for (int r = 0; r < nranks; r++)
     counts[r] = 2;
   const float *bad = rank == 1 ? recv + 1 : send; /* overlaps recv off its place */
-  PCHECK_STATUS(tpla_allgatherv(ctx, recv, bad, counts, TPLA_FLOAT32, NULL),
+  RCHECK_STATUS(tpla_allgatherv(ctx, recv, bad, counts, TPLA_FLOAT32, NULL),
                 rank == 1 ? TPLA_ERROR_INVALID_ARGUMENT : TPLA_ERROR_REMOTE);
   if (rank != 1)
-    PCHECK(strstr(tpla_last_error(), "rank 1 rejected") != NULL, "%s", tpla_last_error());
+    RCHECK(strstr(tpla_last_error(), "rank 1 rejected") != NULL, "%s", tpla_last_error());
   /* a sendrecv whose sizes differ: REMOTE on both sides */
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-  PCHECK_STATUS(tpla_sendrecv(ctx, send, rank == 0 ? 5 : 6, next, recv, 6, prev, TPLA_FLOAT32,
+  RCHECK_STATUS(tpla_sendrecv(ctx, send, rank == 0 ? 5 : 6, next, recv, 6, prev, TPLA_FLOAT32,
                               NULL),
                 rank == 0 || rank == 1 ? TPLA_ERROR_REMOTE : TPLA_SUCCESS);
   /* the group is still usable */
-  PCHECK_OK(tpla_barrier(ctx, NULL));
-  PCHECK_OK(tpla_allreduce(ctx, recv, send, 12, TPLA_FLOAT32, NULL));
-  PCHECK(recv[11] == (float)nranks, "sum %g", recv[11]);
+  RCHECK_OK(tpla_barrier(ctx, NULL));
+  RCHECK_OK(tpla_allreduce(ctx, recv, send, 12, TPLA_FLOAT32, NULL));
+  RCHECK(recv[11] == (float)nranks, "sum %g", recv[11]);
   return 0;
 }
 
@@ -72,10 +72,10 @@ static int body_peer_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   }
   float v = 1.0f;
   double t0 = now_s();
-  PCHECK_STATUS(tpla_allreduce(ctx, &v, &v, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
-  PCHECK(now_s() - t0 < 5.0, "noticed after %.1f s", now_s() - t0);
-  PCHECK(strstr(tpla_last_error(), "rank 1 exited or died") != NULL, "%s", tpla_last_error());
-  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE); /* broken for good */
+  RCHECK_STATUS(tpla_allreduce(ctx, &v, &v, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  RCHECK(now_s() - t0 < 5.0, "noticed after %.1f s", now_s() - t0);
+  RCHECK(strstr(tpla_last_error(), "rank 1 exited or died") != NULL, "%s", tpla_last_error());
+  RCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE); /* broken for good */
   return 0;
 }
 
@@ -89,13 +89,13 @@ static int body_late_peer(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   double t0 = now_s();
   if (rank == 1) {
     sleep_ms(1200);
-    PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE);
-    PCHECK(strstr(tpla_last_error(), "timed out") != NULL, "%s", tpla_last_error());
+    RCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE);
+    RCHECK(strstr(tpla_last_error(), "timed out") != NULL, "%s", tpla_last_error());
     return 0;
   }
-  PCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_TIMEOUT);
-  PCHECK(now_s() - t0 < 1.1, "timed out after %.2f s", now_s() - t0);
-  PCHECK(strstr(tpla_last_error(), "rank(s) 1") != NULL, "%s", tpla_last_error());
+  RCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_TIMEOUT);
+  RCHECK(now_s() - t0 < 1.1, "timed out after %.2f s", now_s() - t0);
+  RCHECK(strstr(tpla_last_error(), "rank(s) 1") != NULL, "%s", tpla_last_error());
   return 0;
 }
 
@@ -104,8 +104,8 @@ static int body_peer_leaves(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   if (rank == 1)
     return 0;
   float v[4] = {0};
-  PCHECK_STATUS(tpla_sendrecv(ctx, NULL, 0, -1, v, 4, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
-  PCHECK(strstr(tpla_last_error(), "left the group") != NULL ||
+  RCHECK_STATUS(tpla_sendrecv(ctx, NULL, 0, -1, v, 4, 1, TPLA_FLOAT32, NULL), TPLA_ERROR_REMOTE);
+  RCHECK(strstr(tpla_last_error(), "left the group") != NULL ||
              strstr(tpla_last_error(), "exited") != NULL,
          "%s", tpla_last_error());
   return 0;

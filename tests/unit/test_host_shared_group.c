@@ -62,12 +62,12 @@ static int check_allreduce(tpla_ctx_t ctx, int rank, int nranks, tpla_dtype_t dt
                            bool in_place) {
   size_t es = tpla_dtype_size(dtype);
   char *send = malloc(n * es), *recv = in_place ? send : malloc(n * es);
-  PCHECK(send && recv, "out of memory");
+  RCHECK(send && recv, "out of memory");
   fill(send, n, rank, 0, dtype);
-  PCHECK_OK(tpla_allreduce(ctx, recv, send, n, dtype, NULL));
+  RCHECK_OK(tpla_allreduce(ctx, recv, send, n, dtype, NULL));
   for (size_t i = 0; i < n; i++) {
     double got = tpla_load_elem(recv, dtype, i), want = ref_sum(nranks, i, dtype);
-    PCHECK(got == want, "%s allreduce element %zu: %.9g != %.9g", tpla_dtype_name(dtype), i,
+    RCHECK(got == want, "%s allreduce element %zu: %.9g != %.9g", tpla_dtype_name(dtype), i,
            got, want);
   }
   if (!in_place)
@@ -91,17 +91,17 @@ static int body_collectives(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   for (int r = 0; r < rank; r++)
     at += counts[r];
   float *all = malloc(total * sizeof(float)), *mine = malloc((counts[rank] + 1) * sizeof(float));
-  PCHECK(all && mine, "out of memory");
+  RCHECK(all && mine, "out of memory");
   for (int pass = 0; pass < 2; pass++) {
     float *send = pass == 0 ? mine : all + at;
     for (size_t i = 0; i < total; i++)
       all[i] = -7.0f;
     fill(send, counts[rank], rank, 0, TPLA_FLOAT32);
-    PCHECK_OK(tpla_allgatherv(ctx, all, send, counts, TPLA_FLOAT32, NULL));
+    RCHECK_OK(tpla_allgatherv(ctx, all, send, counts, TPLA_FLOAT32, NULL));
     size_t k = 0;
     for (int r = 0; r < nranks; r++)
       for (size_t i = 0; i < counts[r]; i++, k++)
-        PCHECK(all[k] == (float)value(r, i, TPLA_FLOAT32), "allgatherv pass %d rank %d elem %zu",
+        RCHECK(all[k] == (float)value(r, i, TPLA_FLOAT32), "allgatherv pass %d rank %d elem %zu",
                pass, r, i);
   }
   /* reduce_scatterv with recv at its own block of send */
@@ -114,30 +114,30 @@ static int body_collectives(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   for (int r = 0; r < rank; r++)
     at += counts[r];
   float *big = realloc(all, (total + 1) * sizeof(float));
-  PCHECK(big, "out of memory");
+  RCHECK(big, "out of memory");
   all = big;
   fill(all, total, rank, 0, TPLA_FLOAT32);
-  PCHECK_OK(tpla_reduce_scatterv(ctx, all + at, all, counts, TPLA_FLOAT32, NULL));
+  RCHECK_OK(tpla_reduce_scatterv(ctx, all + at, all, counts, TPLA_FLOAT32, NULL));
   for (size_t i = 0; i < counts[rank]; i++)
-    PCHECK(all[at + i] == (float)ref_sum(nranks, at + i, TPLA_FLOAT32), "reduce_scatterv %zu", i);
+    RCHECK(all[at + i] == (float)ref_sum(nranks, at + i, TPLA_FLOAT32), "reduce_scatterv %zu", i);
   /* broadcast from the last rank */
   fill(all, 3000 < total ? 3000 : total, rank, 0, TPLA_FLOAT32);
   size_t nb = 3000 < total ? 3000 : total;
-  PCHECK_OK(tpla_broadcast(ctx, all, nb, TPLA_FLOAT32, nranks - 1, NULL));
+  RCHECK_OK(tpla_broadcast(ctx, all, nb, TPLA_FLOAT32, nranks - 1, NULL));
   for (size_t i = 0; i < nb; i++)
-    PCHECK(all[i] == (float)value(nranks - 1, i, TPLA_FLOAT32), "broadcast %zu", i);
+    RCHECK(all[i] == (float)value(nranks - 1, i, TPLA_FLOAT32), "broadcast %zu", i);
   free(all);
   free(mine);
   /* ring shift of uneven sizes, then an empty one */
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   size_t ns = 2000 + 300 * (size_t)rank, nr = 2000 + 300 * (size_t)prev;
   double *s = malloc(ns * sizeof(double)), *rv = malloc(nr * sizeof(double));
-  PCHECK(s && rv, "out of memory");
+  RCHECK(s && rv, "out of memory");
   fill(s, ns, rank, 0, TPLA_FLOAT64);
-  PCHECK_OK(tpla_sendrecv(ctx, s, ns, next, rv, nr, prev, TPLA_FLOAT64, NULL));
+  RCHECK_OK(tpla_sendrecv(ctx, s, ns, next, rv, nr, prev, TPLA_FLOAT64, NULL));
   for (size_t i = 0; i < nr; i++)
-    PCHECK(rv[i] == value(prev, i, TPLA_FLOAT64), "sendrecv element %zu from %d", i, prev);
-  PCHECK_OK(tpla_sendrecv(ctx, s, 0, next, rv, 0, prev, TPLA_FLOAT64, NULL));
+    RCHECK(rv[i] == value(prev, i, TPLA_FLOAT64), "sendrecv element %zu from %d", i, prev);
+  RCHECK_OK(tpla_sendrecv(ctx, s, 0, next, rv, 0, prev, TPLA_FLOAT64, NULL));
   free(s);
   free(rv);
   /* the internal all-to-all (Newton-Schulz batches use it) */
@@ -151,17 +151,17 @@ static int body_collectives(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     rt += rc[q];
   }
   float *sb = malloc(st * sizeof(float) + 4), *rb = malloc(rt * sizeof(float) + 4);
-  PCHECK(sb && rb, "out of memory");
+  RCHECK(sb && rb, "out of memory");
   for (int q = 0; q < nranks; q++)
     fill(sb + sd[q], sc[q], rank * 16 + q, 0, TPLA_FLOAT32);
-  PCHECK_OK(ctx->backend->alltoallv(ctx, rb, rc, rd, sb, sc, sd, TPLA_FLOAT32, NULL));
+  RCHECK_OK(ctx->backend->alltoallv(ctx, rb, rc, rd, sb, sc, sd, TPLA_FLOAT32, NULL));
   for (int q = 0; q < nranks; q++)
     for (size_t i = 0; i < rc[q]; i++)
-      PCHECK(rb[rd[q] + i] == (float)value(q * 16 + rank, i, TPLA_FLOAT32),
+      RCHECK(rb[rd[q] + i] == (float)value(q * 16 + rank, i, TPLA_FLOAT32),
              "alltoallv from %d element %zu", q, i);
   free(sb);
   free(rb);
-  PCHECK_OK(tpla_barrier(ctx, NULL));
+  RCHECK_OK(tpla_barrier(ctx, NULL));
   return 0;
 }
 
@@ -234,17 +234,17 @@ static int body_batch(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     descs[k].local_cols = n;
     descs[k].preset = k == 2 ? TPLA_NS_POLAR_EXPRESS : TPLA_NS_MUON;
     bufs[k] = malloc(sizeof(float) * (size_t)(m * n));
-    PCHECK(bufs[k] != NULL, "out of memory");
+    RCHECK(bufs[k] != NULL, "out of memory");
     for (int64_t i = 0; i < sizes[rank]; i++)
       for (int64_t j = 0; j < n; j++)
         bufs[k][i * n + j] = (float)value(k, (size_t)((offs[k] + i) * n + j), TPLA_FLOAT32);
     xs[k] = (tpla_matrix_t){sizes[rank] ? bufs[k] : NULL, sizes[rank], n, n, TPLA_FLOAT32};
   }
   tpla_ns_batch_plan_t plan = NULL;
-  PCHECK_OK(tpla_ns_batch_plan_create(&plan, ctx, 3, descs));
+  RCHECK_OK(tpla_ns_batch_plan_create(&plan, ctx, 3, descs));
   for (int k = 0; k < 3; k++)
-    PCHECK_OK(tpla_ns_batch_plan_owner(plan, k, &b->owners[k]));
-  PCHECK_OK(tpla_ns_batch_execute(plan, xs, NULL));
+    RCHECK_OK(tpla_ns_batch_plan_owner(plan, k, &b->owners[k]));
+  RCHECK_OK(tpla_ns_batch_execute(plan, xs, NULL));
   tpla_ns_batch_plan_destroy(plan);
   for (int k = 0; k < 3; k++) {
     for (int64_t i = 0; i < xs[k].rows; i++)
@@ -306,16 +306,16 @@ static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   ad.local_rows = rows, ad.k = OV_K, ad.n = OV_N, ad.op_b = TPLA_OP_T, ad.bias = 1;
   ad.transport = out->force_sendrecv ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_AUTO;
   tpla_ag_gemm_plan_t ag = NULL;
-  PCHECK_OK(tpla_ag_gemm_plan_create(&ag, ctx, &ad));
-  PCHECK_OK(tpla_ag_gemm_plan_get_info(ag, &info));
+  RCHECK_OK(tpla_ag_gemm_plan_create(&ag, ctx, &ad));
+  RCHECK_OK(tpla_ag_gemm_plan_get_info(ag, &info));
   out->ag_transport = info.transport;
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.bias = bias;
   tpla_matrix_t d = {out->ag[rank], m_ag, OV_N, OV_N, TPLA_FLOAT32}, g;
-  PCHECK_OK(tpla_ag_gemm(ag, d, (tpla_matrix_t){a, rows, OV_K, OV_K, TPLA_FLOAT32},
+  RCHECK_OK(tpla_ag_gemm(ag, d, (tpla_matrix_t){a, rows, OV_K, OV_K, TPLA_FLOAT32},
                          (tpla_matrix_t){b, OV_N, OV_K, OV_K, TPLA_FLOAT32}, &args, NULL));
-  PCHECK_OK(tpla_ag_gemm_gathered(ag, &g));
-  PCHECK(g.rows == m_ag && g.cols == OV_K, "gathered view %lld x %lld", (long long)g.rows,
+  RCHECK_OK(tpla_ag_gemm_gathered(ag, &g));
+  RCHECK(g.rows == m_ag && g.cols == OV_K, "gathered view %lld x %lld", (long long)g.rows,
          (long long)g.cols);
   memcpy(out->gathered[rank], g.data, sizeof(float) * (size_t)(m_ag * OV_K));
   tpla_ag_gemm_plan_destroy(ag);
@@ -326,26 +326,26 @@ static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_gemm_rs_desc_t rd = TPLA_GEMM_RS_DESC_INIT;
   rd.m = OV_M, rd.k = k, rd.n = OV_N, rd.transport = ad.transport;
   tpla_gemm_rs_plan_t rs = NULL;
-  PCHECK_OK(tpla_gemm_rs_plan_create(&rs, ctx, &rd));
-  PCHECK_OK(tpla_gemm_rs_plan_get_info(rs, &info));
+  RCHECK_OK(tpla_gemm_rs_plan_create(&rs, ctx, &rd));
+  RCHECK_OK(tpla_gemm_rs_plan_get_info(rs, &info));
   out->rs_transport = info.transport;
   tpla_matrix_t am = {rsa, OV_M, k, 16, TPLA_FLOAT32}, bm = {b, k, OV_N, OV_N, TPLA_FLOAT32};
-  PCHECK_OK(tpla_gemm_rs(rs, (tpla_matrix_t){out->rs + ro * OV_N, lr, OV_N, OV_N, TPLA_FLOAT32},
+  RCHECK_OK(tpla_gemm_rs(rs, (tpla_matrix_t){out->rs + ro * OV_N, lr, OV_N, OV_N, TPLA_FLOAT32},
                          am, bm, NULL, NULL));
   tpla_gemm_rs_plan_destroy(rs);
   tpla_gemm_ar_desc_t ard = TPLA_GEMM_AR_DESC_INIT;
   ard.m = OV_M, ard.k = k, ard.n = OV_N, ard.transport = ad.transport;
   tpla_gemm_ar_plan_t ar = NULL;
-  PCHECK_OK(tpla_gemm_ar_plan_create(&ar, ctx, &ard));
-  PCHECK_OK(tpla_gemm_ar(ar, (tpla_matrix_t){out->ar[rank], OV_M, OV_N, OV_N, TPLA_FLOAT32}, am,
+  RCHECK_OK(tpla_gemm_ar_plan_create(&ar, ctx, &ard));
+  RCHECK_OK(tpla_gemm_ar(ar, (tpla_matrix_t){out->ar[rank], OV_M, OV_N, OV_N, TPLA_FLOAT32}, am,
                          bm, NULL, NULL));
   tpla_gemm_ar_plan_destroy(ar);
   /* PEER cannot work across processes: NOT_SUPPORTED on every rank */
   if (!out->force_sendrecv) {
     ad.transport = TPLA_TRANSPORT_PEER;
-    PCHECK_STATUS(tpla_ag_gemm_plan_create(&ag, ctx, &ad), TPLA_ERROR_NOT_SUPPORTED);
-    PCHECK(strstr(tpla_last_error(), "cross-process") != NULL, "%s", tpla_last_error());
-    PCHECK_OK(tpla_barrier(ctx, NULL));
+    RCHECK_STATUS(tpla_ag_gemm_plan_create(&ag, ctx, &ad), TPLA_ERROR_NOT_SUPPORTED);
+    RCHECK(strstr(tpla_last_error(), "cross-process") != NULL, "%s", tpla_last_error());
+    RCHECK_OK(tpla_barrier(ctx, NULL));
   }
   return 0;
 }

@@ -134,6 +134,12 @@ class _ParallelLinear(nn.Module):
         self.fallback_gathers = 0
         self._dtype = dtype or torch.get_default_dtype()
 
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.in_features)  # nn.Linear's distribution
+        nn.init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            nn.init.uniform_(self.bias, -bound, bound)
+
     def _param(self, shape):
         return nn.Parameter(torch.empty(shape, dtype=self._dtype, device=self.comm.device))
 
@@ -160,12 +166,6 @@ class ColumnParallelLinear(_ParallelLinear):
         mark_tensor_parallel(self.weight, 0, self.out_sizes)
         self.bias = self._param((self.out_local,)) if bias else None
         self.reset_parameters()
-
-    def reset_parameters(self):
-        bound = 1.0 / math.sqrt(self.in_features)  # nn.Linear's distribution
-        nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            nn.init.uniform_(self.bias, -bound, bound)
 
     @torch.no_grad()
     def load_full(self, weight, bias=None):
@@ -201,12 +201,6 @@ class RowParallelLinear(_ParallelLinear):
         mark_tensor_parallel(self.weight, 1, self.in_sizes)
         self.bias = self._param((self.out_features,)) if bias else None
         self.reset_parameters()
-
-    def reset_parameters(self):
-        bound = 1.0 / math.sqrt(self.in_features)
-        nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            nn.init.uniform_(self.bias, -bound, bound)
 
     @torch.no_grad()
     def load_full(self, weight, bias=None):
