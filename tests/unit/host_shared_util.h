@@ -1,6 +1,6 @@
 /*
  * host_shared_util.h - shared helpers for the cross-process host group tests
- * (test_host_shared_group.c, test_host_shared_failures.c): the RCHECK macros a
+ * (test_host_shared_group.c, test_host_shared_failures.c): RCHECK (rank_check.h), which a
  * forked rank reports failures with, timing helpers, unique segment names,
  * /dev/shm leftover checks, parent/child shared memory, and run_procs, which
  * forks one process per rank of a fresh tpla_host_group_create_shared group.
