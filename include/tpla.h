@@ -95,7 +95,9 @@ typedef enum {
   TPLA_FLOAT16 = 1,  /* IEEE binary16 */
   TPLA_BFLOAT16 = 2,
   TPLA_FLOAT64 = 3,  /* collectives only */
-  TPLA_UINT8 = 4     /* raw bytes: collectives that do not reduce */
+  TPLA_UINT8 = 4,    /* raw bytes: collectives that do not reduce */
+  TPLA_FLOAT8_E4M3 = 5, /* OCP FP8 E4M3 (finite max 448, NaN, no infinity): GEMMs */
+  TPLA_FLOAT8_E5M2 = 6  /* OCP FP8 E5M2 (finite max 57344, IEEE-like): GEMMs */
 } tpla_dtype_t;
 
 /* Size of one element in bytes; 0 for an unknown dtype. */
@@ -306,18 +308,60 @@ TPLA_API tpla_status_t tpla_barrier(tpla_ctx_t ctx, void *stream);
 /* Local GEMM                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* FP8 GEMMs (A and B TPLA_FLOAT8_E4M3 or _E5M2; not both E5M2): per-tensor
+ * scales, each a pointer to one float in executor memory (device memory on
+ * CUDA), read when the GEMM runs, so they may be produced on the stream:
+ *   D = d_scale * (alpha * a_scale * b_scale * op(A) op(B) + beta * D)
+ * a_scale and b_scale dequantize the stored inputs (NULL: 1). d_scale
+ * quantizes an FP8 output (NULL: 1; only for an FP8 D). d_amax, if not
+ * NULL, receives max |alpha a_scale b_scale op(A) op(B) + beta D| before
+ * d_scale (the amax recipes track). An FP8 D needs beta = 0. Products
+ * always accumulate in fp32 registers; the accumulation mode says how
+ * often the tensor cores' partial sums are promoted into them: */
+typedef enum {
+  TPLA_FP8_ACCUM_SPLIT = 0, /* promote often (cuBLASLt without FAST_ACCUM): backward, default */
+  TPLA_FP8_ACCUM_FAST = 1   /* keep the tensor cores' partial sums (FAST_ACCUM): forward */
+} tpla_fp8_accum_t;
+
+/* How the scales apply. MXFP8 (one E8M0 scale per 32 consecutive K
+ * elements) is a Blackwell (compute capability >= 100) cuBLASLt feature:
+ * on Hopper and on the host executor every FP8 entry point returns
+ * TPLA_ERROR_NOT_SUPPORTED for it, saying so; tpla_features_t.mxfp8 tells. */
+typedef enum {
+  TPLA_FP8_SCALE_TENSOR = 0, /* one float per tensor */
+  TPLA_FP8_SCALE_MXFP8 = 1   /* block scaling (not supported on Hopper) */
+} tpla_fp8_scale_mode_t;
+
+/* FP8 scaling of one GEMM, as above. */
+typedef struct {
+  const float *a_scale;
+  const float *b_scale;
+  const float *d_scale;
+  float *d_amax;
+  tpla_fp8_accum_t accum;
+  tpla_fp8_scale_mode_t scale_mode;
+} tpla_fp8_scaling_t;
+#define TPLA_FP8_SCALING_INIT                                                             \
+  {NULL, NULL, NULL, NULL, TPLA_FP8_ACCUM_SPLIT, TPLA_FP8_SCALE_TENSOR}
+
 typedef struct {
   size_t size;      /* sizeof(tpla_gemm_args_t); set by the INIT macro */
   float alpha;      /* D = alpha * op(A) op(B) + beta * D */
   float beta;       /* beta = 1 accumulates (wgrad into an fp32 main grad) */
   int allow_tf32;   /* fp32 inputs only: 1 lets the tensor cores use TF32 */
+  tpla_fp8_scaling_t fp8; /* FP8 inputs only; must stay TPLA_FP8_SCALING_INIT otherwise */
 } tpla_gemm_args_t;
-#define TPLA_GEMM_ARGS_INIT {sizeof(tpla_gemm_args_t), 1.0f, 0.0f, 0}
+#define TPLA_GEMM_ARGS_INIT {sizeof(tpla_gemm_args_t), 1.0f, 0.0f, 0, TPLA_FP8_SCALING_INIT}
 
 /* D (m x n) = alpha * op(A) op(B) + beta * D on this rank alone, where
  * op(A) is m x k and op(B) is k x n; every matrix row-major with its own
  * leading dimension. A and B have the same dtype (fp32, fp16 or bf16); D
- * has that dtype or fp32. Products accumulate in fp32. k = 0 gives
+ * has that dtype or fp32. Products accumulate in fp32. FP8: A and B are
+ * E4M3/E5M2 (mixed allowed, not both E5M2), D is bf16, fp16, fp32, E4M3
+ * or E5M2, scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
+ * cores take only K-contiguous operands: the library transposes the others
+ * into its workspace, no caller copy needed). Host: FP8 is emulated
+ * (decode, fp32 math, round to the FP8 output with saturation). k = 0 gives
  * D = beta * D. D must not overlap A or B. args may be NULL (alpha 1,
  * beta 0). CUDA: cuBLASLt on `stream`; the algorithm is chosen once per
  * shape and cached in the context; the workspace is the context's. Host:
@@ -555,20 +599,31 @@ typedef enum {
 /* Arguments of one call. bias: NULL, or (plans created with bias = 1) a
  * vector of n elements of the plan's d_dtype in executor memory, added to
  * every row of this rank's output. */
+/* FP8 plans (dtype E4M3/E5M2): fp8 carries this rank's scales of A and B
+ * (a_scale of A_local for AllGather+GEMM: each rank's scale travels with
+ * its rows, so the ranks may quantize with different scales), the
+ * accumulation mode, and d_amax (max |D| over this rank's output). D is
+ * bf16, fp16 or fp32 (d_scale must be NULL): reductions run in d_dtype,
+ * never in FP8. */
 typedef struct {
   size_t size;      /* sizeof(tpla_overlap_args_t); set by the INIT macro */
   float alpha;
   float beta;       /* 1 accumulates into D; 0 never reads D */
   const void *bias;
+  tpla_fp8_scaling_t fp8; /* FP8 plans only; must stay TPLA_FP8_SCALING_INIT otherwise */
 } tpla_overlap_args_t;
-#define TPLA_OVERLAP_ARGS_INIT {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL}
+#define TPLA_OVERLAP_ARGS_INIT {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL, TPLA_FP8_SCALING_INIT}
 
 /* Fields every descriptor below shares:
  *   op_b       B is k x n (TPLA_OP_N) or n x k (TPLA_OP_T, e.g. a weight W
  *              stored n x k for x W^T)
- *   dtype      A and B: TPLA_FLOAT32, TPLA_FLOAT16 or TPLA_BFLOAT16
- *   d_dtype    D: dtype or TPLA_FLOAT32 (products accumulate in fp32; the
- *              partials a reduction exchanges have d_dtype)
+ *   dtype      A and B: TPLA_FLOAT32, TPLA_FLOAT16 or TPLA_BFLOAT16; or A
+ *              FP8 (TPLA_FLOAT8_E4M3/E5M2), B then any FP8 type as its view
+ *              says, call by call (E5M2 gradients x E4M3 weights), but not
+ *              E5M2 x E5M2
+ *   d_dtype    D: dtype or TPLA_FLOAT32; FP8 plans: bf16, fp16 or fp32
+ *              (products accumulate in fp32; the partials a reduction
+ *              exchanges have d_dtype)
  *   bias       1: calls pass args->bias (n elements of d_dtype); 0: none
  *   allow_tf32 fp32 inputs only: the tensor cores may use TF32
  *   mode, transport  see above
@@ -733,6 +788,14 @@ TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, 
  * Errors: INVALID_ARGUMENT (NULL), INVALID_USAGE (not available: see
  * tpla_ag_gemm_plan_has_gathered; fall back to tpla_allgather_rows). */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered);
+/* FP8 plans: *scales = the device (host executor: host) array of nranks
+ * floats, the a_scale of each rank's rows of the gathered view, valid as
+ * the view is. A GEMM over the whole view needs one scale: when every rank
+ * quantized with the same scale (e.g. an amax reduced over the group),
+ * scales + 0 is it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a
+ * plan that is not FP8. */
+TPLA_API tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan,
+                                                    const float **scales);
 
 /* D_local (local_rows x n) = alpha [reduce_scatter_rows(sum over ranks of
  * A op(B))]_rank + beta D_local + bias. a is m x k (this rank's k), b is
