@@ -61,13 +61,16 @@ tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_c
 
 /* ---- the context and its executor --------------------------------------- */
 
-/* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta D. */
+/* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta D.
+ * fp8 is TPLA_FP8_SCALING_INIT unless A is FP8 (then as tpla_gemm_args_t
+ * says; scale_mode is TENSOR: MXFP8 is refused before any backend). */
 typedef struct {
   tpla_matrix_t d, a, b;
   tpla_op_t op_a, op_b;
   int64_t m, n, k;
   float alpha, beta;
   int allow_tf32;
+  tpla_fp8_scaling_t fp8;
 } tpla_gemm_call_t;
 
 typedef struct tpla_backend {
