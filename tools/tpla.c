@@ -387,5 +387,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "(tpla -h for help)\n");
     return 2;
   }
+  /* One process drives every GPU of -g: CUDA must load its modules before
+   * any overlapped call can wait on a peer (docs/OVERLAP.md, "One process,
+   * several GPUs"); set before the mode's first CUDA call. */
+  if (strncmp(mode->name, "ag-gemm", 7) == 0 || strncmp(mode->name, "gemm-", 5) == 0 ||
+      strcmp(mode->name, "run") == 0)
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   return mode->run(&opts);
 }

@@ -132,8 +132,10 @@ struct tpla_xport_ops {
   tpla_status_t (*gemm)(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
                         const void *bias, const tpla_matrix_t *c);
   tpla_status_t (*fold)(tpla_xport_t *xp, int lane, const ovl_fold_t *fold);
-  /* dst = src, equal shapes and dtypes, any lds. */
-  tpla_status_t (*copy)(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src);
+  /* dst = src, equal shapes and dtypes, any lds; after >= 0: `lane` first
+   * follows the work enqueued so far on lane `after`. */
+  tpla_status_t (*copy)(tpla_xport_t *xp, int lane, int after, tpla_matrix_t dst,
+                        tpla_matrix_t src);
   /* Optional (NULL: the host). Plan creation rehearses one call so that
    * every kernel the schedule launches is loaded before any real call (CUDA
    * lazy loading: see docs/OVERLAP.md "Lazy loading"). rehearse_begin loads

@@ -69,8 +69,9 @@ static tpla_status_t gemm_c(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla
                             const tpla_matrix_t *c) {
   if (d.rows == 0 || d.cols == 0)
     return TPLA_SUCCESS;
-  tpla_gemm_call_t call = {d,        a,         b,    TPLA_OP_N, p->op_b,        d.rows,
-                           d.cols,   a.cols,    alpha, beta,     p->allow_tf32};
+  tpla_gemm_call_t call = {.d = d, .a = a, .b = b, .op_a = TPLA_OP_N, .op_b = p->op_b,
+                           .m = d.rows, .n = d.cols, .k = a.cols, .alpha = alpha, .beta = beta,
+                           .allow_tf32 = p->allow_tf32};
   return p->ops->gemm(p->xp, lane, &call, bias, c);
 }
 
@@ -102,7 +103,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   /* SENDRECV sends from the own rows of the window; PEER pushes from A_local
    * and copies the own rows after the pushes, so they do not wait for it */
   if (own.rows > 0 && !peer)
-    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, own, c->a));
+    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, -1, own, c->a));
   for (int ci = 0; ci < C; ci++)
     for (int i = 1; i < P; i++) {
       int to = (r + i) % P, from = (r - i + P) % P;
@@ -123,7 +124,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
   if (own.rows > 0 && peer)
-    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, own, c->a));
+    TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, -1, own, c->a));
   int lane = OVL_LANE_COMPUTE0;
   TPLA_TRY(gemm(p, lane, ovl_rows_of(c->d, p->offs[r], own.rows), c->a, c->b, c->alpha,
                 c->beta, c->bias));
@@ -150,7 +151,7 @@ static tpla_status_t ag_serial(ovl_plan_t *p, const ovl_call_t *c) {
   tpla_matrix_t gathered = ovl_dense(win, 0, p->m, p->k, p->dtype);
   tpla_matrix_t own = ovl_rows_of(gathered, p->offs[p->rank], ovl_rows(p, p->rank));
   if (own.rows > 0)
-    TPLA_TRY(x->copy(p->xp, lane, own, c->a));
+    TPLA_TRY(x->copy(p->xp, lane, -1, own, c->a));
   /* in place: this rank's block already sits at its offset */
   char *send = (char *)win + (size_t)p->offs[p->rank] * (size_t)p->k * tpla_dtype_size(p->dtype);
   TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, win, send, p->counts, p->dtype,
@@ -262,10 +263,12 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
 /* out = alpha A_own op(B) + (partials of steps 1..P-1) + bias, chunk by
  * chunk: each chunk's GEMM adds the partial that arrived from rank - 1 (the
  * first one computed there) in its epilogue (C = the slot); for P > 2 one
- * fold per chunk adds the other P - 2. `publish` (GEMM+AllReduce, PEER, no
- * beta or bias): each finished chunk is offered to the peers at once. */
+ * fold per chunk adds the other P - 2. `mirror` (GEMM+AllReduce, PEER, no
+ * beta or bias): each finished chunk is offered to the peers at once and
+ * copied into *mirror (D's own rows) on the copy lane, off the GEMMs' way. */
 static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane,
-                                    tpla_matrix_t out, const void *bias, bool publish) {
+                                    tpla_matrix_t out, const void *bias,
+                                    const tpla_matrix_t *mirror) {
   const int64_t rows = ovl_rows(p, p->rank);
   const size_t stride = (size_t)rows * (size_t)p->n;
   tpla_matrix_t first = slot(p, 1), rest = slot(p, 2);
@@ -286,8 +289,11 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
                                               tpla_dtype_size(p->d_dtype),
                       stride, p->nranks - 2, NULL, no_view));
     }
-    if (publish)
+    if (mirror != NULL) {
       TPLA_TRY(publish_steps(p, ci, lane, true, c));
+      TPLA_TRY(p->ops->copy(p->xp, OVL_LANE_COPY, lane, ovl_rows_of(*mirror, m0, mn),
+                            ovl_rows_of(out, m0, mn)));
+    }
   }
   return TPLA_SUCCESS;
 }
@@ -296,7 +302,7 @@ static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   const int r = p->rank, lane = OVL_LANE_COMPUTE1;
   TPLA_TRY(send_partials(p, c));
   if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
-    return own_rows_fused(p, c, lane, c->d, c->bias, false);
+    return own_rows_fused(p, c, lane, c->d, c->bias, NULL);
   TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
                 c->beta, c->bias));
   if (p->nranks == 1)
@@ -337,15 +343,16 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   /* publish = s, this rank's reduced slice without beta D and bias; with
    * PEER, beta = 0 and no bias the peers pull each chunk straight into D */
   bool direct = peer && c->beta == 0.0f && c->bias == NULL;
-  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL, direct));
+  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL, direct ? &own_d : NULL));
   if (!direct) { /* whole slices into the send slots, once their sends are done */
     TPLA_TRY(x->sync_lanes(p->xp, lane));
     TPLA_TRY(publish_steps(p, -1, lane, false, c));
   }
-  /* D's own rows, while the peers read the published slice */
-  if (c->beta == 0.0f && c->bias == NULL)
-    TPLA_TRY(x->copy(p->xp, lane, own_d, publish));
-  else
+  /* D's own rows, while the peers read the published slice (direct: done
+   * chunk by chunk above) */
+  if (c->beta == 0.0f && c->bias == NULL && !direct)
+    TPLA_TRY(x->copy(p->xp, lane, -1, own_d, publish));
+  else if (!direct)
     TPLA_TRY(fold(p, lane, own_d, c->beta, publish.data, 0, 1, c->bias, no_view));
   for (int i = 1; i < P && !direct; i++) {
     int from = (r - i + P) % P;

@@ -40,6 +40,7 @@ typedef struct {
   tpla_cuda_workspace_t scratch; /* grow-only, stream-ordered (workspace.h) */
   int32_t *barrier_buf;          /* one zero int for tpla_barrier's all-reduce */
   void *ops_state;               /* the building blocks' state (cuda_ops.h) */
+  struct local_meet *meet;       /* all ranks in this process: host exchange (local_meet.h) */
 } tpla_cuda_ctx_t;
 
 static inline tpla_cuda_ctx_t *tpla_cuda_impl(tpla_ctx_t ctx) {

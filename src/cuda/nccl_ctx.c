@@ -9,6 +9,7 @@
  */
 #include "cuda_ctx.h"
 #include "cuda_ops.h"
+#include "local_meet.h"
 #include "lt_gemm.h"
 #include "overlap.h" /* tpla_cuda_xport_ops */
 
@@ -33,6 +34,8 @@ typedef struct {
   char pci_bus_id[32];
   char host[64];
   char error[160]; /* the failed rank's message (truncated) */
+  unsigned char process[8];  /* tpla_process_nonce(): equal within one process */
+  unsigned char meet_key[8]; /* rank 0's: names the process-local exchange */
 } rank_record_t;
 
 static _Thread_local int version_override;
@@ -67,6 +70,7 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
     KEEP_FIRST(tpla_cuda_status(cudaStreamSynchronize(impl->internal), fn,
                                 "cudaStreamSynchronize (internal stream)"));
   }
+  local_meet_leave(impl->meet);
   tpla_lt_cache_destroy(impl->gemm_cache);
   if (impl->lt)
     KEEP_FIRST(tpla_cublas_status(cublasLtDestroy(impl->lt), fn, "cublasLtDestroy"));
@@ -129,6 +133,9 @@ static tpla_status_t fill_record(rank_record_t *rec, int rank, int nranks, int d
   if (gethostname(rec->host, sizeof rec->host - 1) != 0)
     snprintf(rec->host, sizeof rec->host, "?");
   rec->host[sizeof rec->host - 1] = '\0';
+  uint64_t process = tpla_process_nonce(), key = local_meet_new_key();
+  memcpy(rec->process, &process, sizeof rec->process);
+  memcpy(rec->meet_key, &key, sizeof rec->meet_key);
   return TPLA_SUCCESS;
 }
 
@@ -259,6 +266,14 @@ static tpla_status_t exchange_records(tpla_cuda_ctx_t *impl, int rank, int nrank
     s = refail(local, fn, saved); /* the root cause, as it was reported */
   else if (s == TPLA_SUCCESS)
     s = check_records(all, nranks, fn);
+  bool one_process = nranks > 1;
+  for (int r = 0; r < nranks; r++)
+    one_process = one_process && memcmp(all[r].process, mine.process, sizeof mine.process) == 0;
+  if (s == TPLA_SUCCESS && one_process) { /* later exchanges on the host (local_meet.h) */
+    uint64_t key;
+    memcpy(&key, all[0].meet_key, sizeof key);
+    s = local_meet_join(&impl->meet, key, nranks, fn);
+  }
   free(all);
   return s;
 }
@@ -366,6 +381,13 @@ static tpla_status_t nccl_exchange(tpla_ctx_t ctx, void *recv, const void *send,
                      "error; destroy the context and create a new communicator");
   if (bytes == 0)
     return TPLA_SUCCESS;
+  if (ctx->nranks == 1) {
+    memcpy(recv, send, bytes);
+    return TPLA_SUCCESS;
+  }
+  if (impl->meet != NULL) /* every rank in this process: no GPU spins (local_meet.h) */
+    return local_meet_allgather(impl->meet, ctx->rank, recv, send, bytes, ctx->cfg.timeout_ms,
+                                fn);
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
   tpla_status_t s = exchange_bytes(impl, ctx->rank, ctx->nranks, recv, send, bytes,

@@ -32,11 +32,16 @@ cudaStream_t xp_lane_stream(const tpla_xport_t *xp, int lane) {
   return xp->streams[lane < OVL_LANES ? lane : 0]; /* OVL_LANE_COPY is copy stream 0 (index 2) */
 }
 
-/* The stream of a step with the peer at ring distance `dist`. */
-static cudaStream_t step_stream(const tpla_xport_t *xp, int dist) {
+/* The stream of a step with the peer at ring distance `dist`. Pulls (the
+ * second phase of GEMM+AllReduce) count from the other end of the copy
+ * streams, so a chunk's pull does not queue behind the pushes of the later
+ * chunks' partials: both phases stream at once (with P = 2, pushes on copy
+ * stream 0, pulls on copy stream 3: two copy engines). */
+static cudaStream_t step_stream(const tpla_xport_t *xp, int dist, bool pull) {
   if (xp->kind == OVL_XPORT_SENDRECV)
     return xp->streams[XP_COMM_STREAM];
-  return xp->streams[2 + (dist - 1) % xp->ncopy];
+  int i = (dist - 1) % xp->ncopy;
+  return xp->streams[2 + (pull ? XP_COPY_STREAMS - 1 - i : i)];
 }
 
 static int streams_used(const tpla_xport_t *xp, int s) {
@@ -44,7 +49,7 @@ static int streams_used(const tpla_xport_t *xp, int s) {
     return 1;
   if (s == XP_COMM_STREAM)
     return xp->kind == OVL_XPORT_SENDRECV;
-  return s - 2 < xp->ncopy;
+  return s - 2 < xp->ncopy || s - 2 >= XP_COPY_STREAMS - xp->ncopy;
 }
 
 /* `waiter` follows the work enqueued so far on `source`. */
@@ -170,7 +175,7 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
     return TPLA_SUCCESS;
   const int P = xp->nranks, r = xp->rank;
   int dist = s->to >= 0 ? (s->to - r + P) % P : s->from >= 0 ? (r - s->from + P) % P : 1;
-  cudaStream_t st = step_stream(xp, dist);
+  cudaStream_t st = step_stream(xp, dist, s->pull);
   if (s->after >= 0)
     TPLA_TRY(follow(xp, st, s->after));
   if (xp->kind == OVL_XPORT_SENDRECV) {
@@ -230,9 +235,12 @@ static tpla_status_t xp_sync_lanes(tpla_xport_t *xp, int lane) {
   return TPLA_SUCCESS;
 }
 
-static tpla_status_t xp_copy(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src) {
+static tpla_status_t xp_copy(tpla_xport_t *xp, int lane, int after, tpla_matrix_t dst,
+                             tpla_matrix_t src) {
   if (dst.rows == 0 || dst.cols == 0)
     return TPLA_SUCCESS;
+  if (after >= 0)
+    TPLA_TRY(follow(xp, xp_lane_stream(xp, lane), after));
   return copy_status(copy2d(dst.data, dst.ld, src.data, src.ld, dst.rows, dst.cols,
                             tpla_dtype_size(dst.dtype), xp_lane_stream(xp, lane)),
                      xp, "local copy, own", xp->rank, dst.rows, dst.cols);

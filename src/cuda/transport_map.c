@@ -25,6 +25,7 @@
  *      PEER fails on every rank.
  */
 #include "transport.h"
+#include "local_meet.h" /* tpla_process_nonce */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -102,24 +103,6 @@ tpla_status_t xp_wait(const tpla_xport_t *xp, cudaStream_t stream, uint32_t *add
 
 /* ---- identity ----------------------------------------------------------------------- */
 
-static pthread_once_t nonce_once = PTHREAD_ONCE_INIT;
-static uint64_t process_nonce;
-
-static void make_nonce(void) {
-  uint64_t n = 0;
-  FILE *f = fopen("/dev/urandom", "rb");
-  if (f != NULL) {
-    if (fread(&n, sizeof n, 1, f) != 1)
-      n = 0;
-    fclose(f);
-  }
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  n ^= ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-       (uint64_t)(uintptr_t)&n;
-  process_nonce = n ? n : 1;
-}
-
 /* One rank's record. int32 fields, then 8-byte fields, then bytes: no
  * padding, the same layout in every process. */
 typedef struct {
@@ -138,8 +121,7 @@ typedef struct {
 } verdict_t;
 
 static void fill_identity(rec_t *rec, int device) {
-  pthread_once(&nonce_once, make_nonce);
-  rec->nonce = process_nonce;
+  rec->nonce = tpla_process_nonce();
   rec->pid = (int32_t)getpid();
   rec->device = device;
   if (gethostname(rec->host, sizeof rec->host - 1) != 0)

@@ -218,7 +218,8 @@ static void copy_rows(void *dst, int64_t ldd, const void *src, int64_t lds, int6
            (size_t)cols * esize);
 }
 
-static tpla_status_t host_copy(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src) {
+static tpla_status_t host_copy(tpla_xport_t *xp, int lane, int after, tpla_matrix_t dst,
+                               tpla_matrix_t src) {
   if (dst.rows > 0 && dst.cols > 0)
     copy_rows(dst.data, dst.ld, src.data, src.ld, dst.rows, dst.cols, tpla_dtype_size(dst.dtype));
   return TPLA_SUCCESS;

@@ -27,6 +27,17 @@
 
 /* ---- devices -------------------------------------------------------------- */
 
+/* One process driving several GPUs with overlapped plans: load every CUDA
+ * module at initialization (docs/OVERLAP.md, "One process, several GPUs"),
+ * unless the caller chose a mode or TPLA_TEST_LAZY is set (to reproduce
+ * the lazy-loading behaviour). Call before the first CUDA call. */
+static inline void gpu_eager_loading(void) {
+  if (getenv("TPLA_TEST_LAZY") == NULL)
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  printf("# CUDA_MODULE_LOADING=%s\n",
+         getenv("CUDA_MODULE_LOADING") ? getenv("CUDA_MODULE_LOADING") : "(unset: LAZY)");
+}
+
 static inline int gpu_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

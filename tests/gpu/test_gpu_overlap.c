@@ -212,6 +212,7 @@ static void test_transport_choice(void) {
 static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
 
 int main(void) {
+  gpu_eager_loading();
   if (gpu_count() == 0) {
     TEST(test_requires_gpu);
     return test_summary();

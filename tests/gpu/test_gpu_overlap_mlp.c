@@ -247,6 +247,7 @@ static void test_mlp_2gpus_bf16(void) { run_mlp(2, TPLA_BFLOAT16); }
 static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
 
 int main(void) {
+  gpu_eager_loading();
   if (gpu_count() == 0) {
     TEST(test_requires_gpu);
     return test_summary();
