@@ -121,22 +121,31 @@ static int tp_body(gt_rank_t *r, void *arg) {
   void *st = r->stream;
   tpla_counters_t c0 = TPLA_COUNTERS_INIT, c1 = TPLA_COUNTERS_INIT, c2 = TPLA_COUNTERS_INIT;
   tpla_ctx_get_counters(r->ctx, &c0);
-  gt_step(r, "MLP: forward and backward calls");
   if (f == 0) { /* forward */
+    gt_step(r, "MLP: forward AG+GEMM");
+    gw_plan(gt_watch(r), me, &fwd_ag->p);
     f += TPLA_FAILED(tpla_ag_gemm(fwd_ag, h, x, w1, NULL, st));
+    gt_step(r, "MLP: forward GEMM+RS");
+    gw_plan(gt_watch(r), me, &fwd_rs->p);
     f += TPLA_FAILED(tpla_gemm_rs(fwd_rs, y, h, w2, NULL, st));
   }
   tpla_ctx_get_counters(r->ctx, &c1);
   if (f == 0) { /* backward */
     tpla_matrix_t gdy, gx;
     int has = 0;
+    gt_step(r, "MLP: dgrad AG+GEMM");
+    gw_plan(gt_watch(r), me, &bwd_ag->p);
     f += TPLA_FAILED(tpla_ag_gemm(bwd_ag, dh, dy, w2, NULL, st));
     f += TPLA_FAILED(tpla_ag_gemm_plan_has_gathered(bwd_ag, &has)) || !has;
     f += TPLA_FAILED(tpla_ag_gemm_gathered(bwd_ag, &gdy));
+    gt_step(r, "MLP: wgrad GEMM on the gathered dy");
     if (f == 0)
       f += TPLA_FAILED(tpla_gemm(r->ctx, dw2, gdy, TPLA_OP_T, h, TPLA_OP_N, NULL, st));
+    gt_step(r, "MLP: dgrad GEMM+RS");
+    gw_plan(gt_watch(r), me, &bwd_rs->p);
     f += TPLA_FAILED(tpla_gemm_rs(bwd_rs, dx, dh, w1, NULL, st));
     f += TPLA_FAILED(tpla_ag_gemm_gathered(fwd_ag, &gx)); /* the forward's x, still there */
+    gt_step(r, "MLP: wgrad GEMM on the gathered x");
     if (f == 0)
       f += TPLA_FAILED(tpla_gemm(r->ctx, dw1, dh, TPLA_OP_T, gx, TPLA_OP_N, NULL, st));
   }

@@ -20,6 +20,7 @@
 #ifndef TPLA_TEST_GPU_OVERLAP_WATCH_H
 #define TPLA_TEST_GPU_OVERLAP_WATCH_H
 
+#include <sys/prctl.h>
 #include "gpu_util.h"
 #include "overlap.h"
 
@@ -215,6 +216,15 @@ static void gw_report(gw_watch_t *w, const char *why) {
   }
   if (locked)
     pthread_mutex_unlock(&w->lock);
+  fflush(stderr);
+  /* where each thread is blocked: a debugger's backtrace when one is here */
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v gdb >/dev/null && timeout 60 gdb -p %d -batch -nx -ex "
+           "'thread apply all bt 25' 2>/dev/null | grep -E '^Thread|^#' | head -n 300 >&2",
+           (int)getpid());
+  (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let gdb attach */
+  if (system(cmd) != 0)
+    fprintf(stderr, "  (no gdb backtrace)\n");
   fflush(stderr);
   signal(SIGALRM, gw_alarm_); /* CUDA calls below may block behind a stuck driver */
   alarm(20);
