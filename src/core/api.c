@@ -1,14 +1,15 @@
 /*
  * api.c - the executor-independent public entry points: context queries,
- * collectives and the local GEMM. Each validates its arguments completely
- * (so a rejected call touches nothing) and dispatches to the context's
- * backend.
+ * collectives and the local GEMM (FP8 included). Each validates its
+ * arguments completely (so a rejected call touches nothing) and dispatches
+ * to the context's backend.
  */
 #include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK_CTX(fn)                                                              \
   do {                                                                             \
@@ -51,6 +52,8 @@ tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes) {
 
 /* ---- collectives --------------------------------------------------------- */
 
+/* Every dtype may be moved (allgatherv, broadcast, sendrecv: u8 and FP8 as
+ * raw bytes); only fp32/fp16/bf16/fp64 may be summed. */
 static tpla_status_t check_dtype(const char *fn, tpla_dtype_t dtype, bool reduces) {
   if (!tpla_dtype_valid(dtype))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'dtype': unknown dtype %d",
@@ -58,6 +61,11 @@ static tpla_status_t check_dtype(const char *fn, tpla_dtype_t dtype, bool reduce
   if (reduces && dtype == TPLA_UINT8)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'dtype': u8 cannot be summed; use fp16/bf16/fp32/fp64");
+  if (reduces && (dtype == TPLA_FLOAT8_E4M3 || dtype == TPLA_FLOAT8_E5M2))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'dtype': %s cannot be summed (FP8 moves as raw bytes in "
+                     "allgatherv, broadcast and sendrecv); reduce in fp16/bf16/fp32/fp64",
+                     tpla_dtype_name(dtype));
   return TPLA_SUCCESS;
 }
 
@@ -182,6 +190,109 @@ static bool gemm_input_dtype(tpla_dtype_t t) {
   return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
 }
 
+static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
+
+/* The dtypes of A, B and D: fp32/fp16/bf16 (A = B, D = A or fp32), or FP8
+ * inputs (not both E5M2) with a bf16/fp16/fp32/E4M3/E5M2 D. */
+static tpla_status_t check_gemm_dtypes(const char *fn, const tpla_matrix_t *d,
+                                       const tpla_matrix_t *a, const tpla_matrix_t *b) {
+  if (is_fp8(a->dtype) || is_fp8(b->dtype)) {
+    if (!is_fp8(a->dtype) || !is_fp8(b->dtype))
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                       "arguments 'a' and 'b': an FP8 GEMM needs both inputs FP8 (e4m3 or "
+                       "e5m2); a is %s, b is %s",
+                       tpla_dtype_name(a->dtype), tpla_dtype_name(b->dtype));
+    if (a->dtype == TPLA_FLOAT8_E5M2 && b->dtype == TPLA_FLOAT8_E5M2)
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                       "arguments 'a' and 'b': both are e5m2; FP8 GEMMs take e4m3 x e4m3, "
+                       "e4m3 x e5m2 or e5m2 x e4m3");
+    if (!gemm_input_dtype(d->dtype) && !is_fp8(d->dtype))
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                       "argument 'd': dtype %s is not an FP8 GEMM output (bf16, fp16, fp32, "
+                       "e4m3, e5m2)",
+                       tpla_dtype_name(d->dtype));
+    return TPLA_SUCCESS;
+  }
+  if (!gemm_input_dtype(a->dtype))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'a': dtype %s is not a GEMM input type (fp32, fp16, bf16; "
+                     "e4m3/e5m2 for FP8)",
+                     tpla_dtype_name(a->dtype));
+  if (b->dtype != a->dtype)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'b': dtype %s differs from a's %s", tpla_dtype_name(b->dtype),
+                     tpla_dtype_name(a->dtype));
+  if (d->dtype != a->dtype && d->dtype != TPLA_FLOAT32)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'd': dtype %s must be a's dtype (%s) or fp32",
+                     tpla_dtype_name(d->dtype), tpla_dtype_name(a->dtype));
+  return TPLA_SUCCESS;
+}
+
+/* *out = the caller's args (NULL: defaults). The size before the fp8 block
+ * (callers built against the header without FP8) is accepted and reads as
+ * TPLA_FP8_SCALING_INIT; only that prefix of the caller's struct is read. */
+static tpla_status_t read_gemm_args(const char *fn, const tpla_gemm_args_t *args,
+                                    tpla_gemm_args_t *out) {
+  static const size_t pre_fp8_size = offsetof(tpla_gemm_args_t, fp8);
+  *out = (tpla_gemm_args_t)TPLA_GEMM_ARGS_INIT;
+  if (args == NULL)
+    return TPLA_SUCCESS;
+  if (args->size == sizeof(tpla_gemm_args_t))
+    *out = *args;
+  else if (args->size == pre_fp8_size)
+    memcpy(out, args, pre_fp8_size);
+  else
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': size field is %zu, expected %zu (initialize with "
+                     "TPLA_GEMM_ARGS_INIT)",
+                     args->size, sizeof(tpla_gemm_args_t));
+  out->size = sizeof(tpla_gemm_args_t);
+  return TPLA_SUCCESS;
+}
+
+static bool fp8_scaling_is_default(const tpla_fp8_scaling_t *f) {
+  return f->a_scale == NULL && f->b_scale == NULL && f->d_scale == NULL && f->d_amax == NULL &&
+         f->accum == TPLA_FP8_ACCUM_SPLIT && f->scale_mode == TPLA_FP8_SCALE_TENSOR;
+}
+
+/* args->fp8 against the dtypes (already checked by check_gemm_dtypes). */
+static tpla_status_t check_gemm_fp8(const char *fn, const tpla_gemm_args_t *args,
+                                    const tpla_matrix_t *d, const tpla_matrix_t *a) {
+  const tpla_fp8_scaling_t *f = &args->fp8;
+  if (!is_fp8(a->dtype)) {
+    if (!fp8_scaling_is_default(f))
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                       "argument 'args': args->fp8 is only for FP8 inputs (a is %s); leave it "
+                       "TPLA_FP8_SCALING_INIT",
+                       tpla_dtype_name(a->dtype));
+    return TPLA_SUCCESS;
+  }
+  if (f->accum != TPLA_FP8_ACCUM_SPLIT && f->accum != TPLA_FP8_ACCUM_FAST)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': fp8.accum %d is not TPLA_FP8_ACCUM_SPLIT or _FAST",
+                     (int)f->accum);
+  if (f->scale_mode != TPLA_FP8_SCALE_TENSOR && f->scale_mode != TPLA_FP8_SCALE_MXFP8)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': fp8.scale_mode %d is not TPLA_FP8_SCALE_TENSOR or _MXFP8",
+                     (int)f->scale_mode);
+  if (is_fp8(d->dtype) && args->beta != 0.0f)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': beta is %g but an FP8 output (d is %s) needs beta = 0",
+                     (double)args->beta, tpla_dtype_name(d->dtype));
+  if (!is_fp8(d->dtype) && f->d_scale != NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'args': fp8.d_scale is only for an FP8 output (d is %s); pass "
+                     "NULL",
+                     tpla_dtype_name(d->dtype));
+  if (f->scale_mode == TPLA_FP8_SCALE_MXFP8)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
+                     "argument 'args': fp8.scale_mode TPLA_FP8_SCALE_MXFP8: MXFP8 block scaling "
+                     "is a Blackwell (compute capability >= 100) cuBLASLt feature that tpla does "
+                     "not provide on Hopper or on the host executor; use TPLA_FP8_SCALE_TENSOR");
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_op_t op_a,
                         tpla_matrix_t b, tpla_op_t op_b, const tpla_gemm_args_t *args,
                         void *stream) {
@@ -196,18 +307,7 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
   if (op_b != TPLA_OP_N && op_b != TPLA_OP_T)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'op_b': %d is not N or T",
                      (int)op_b);
-  if (!gemm_input_dtype(a.dtype))
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                     "argument 'a': dtype %s is not a GEMM input type (fp32, fp16, bf16)",
-                     tpla_dtype_name(a.dtype));
-  if (b.dtype != a.dtype)
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                     "argument 'b': dtype %s differs from a's %s", tpla_dtype_name(b.dtype),
-                     tpla_dtype_name(a.dtype));
-  if (d.dtype != a.dtype && d.dtype != TPLA_FLOAT32)
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                     "argument 'd': dtype %s must be a's dtype (%s) or fp32",
-                     tpla_dtype_name(d.dtype), tpla_dtype_name(a.dtype));
+  TPLA_TRY(check_gemm_dtypes(fn, &d, &a, &b));
   int64_t m = op_a == TPLA_OP_N ? a.rows : a.cols;
   int64_t k = op_a == TPLA_OP_N ? a.cols : a.rows;
   int64_t kb = op_b == TPLA_OP_N ? b.rows : b.cols;
@@ -225,24 +325,19 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
                      "sizes m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " exceed 2^31-1", m, n, k);
-  tpla_gemm_args_t defaults = TPLA_GEMM_ARGS_INIT;
-  if (args == NULL)
-    args = &defaults;
-  else if (args->size != sizeof(tpla_gemm_args_t))
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                     "argument 'args': size field is %zu, expected %zu (initialize with "
-                     "TPLA_GEMM_ARGS_INIT)",
-                     args->size, sizeof(tpla_gemm_args_t));
-  if (!isfinite(args->alpha) || !isfinite(args->beta))
+  tpla_gemm_args_t ga;
+  TPLA_TRY(read_gemm_args(fn, args, &ga));
+  if (!isfinite(ga.alpha) || !isfinite(ga.beta))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': alpha (%g) and beta (%g) must be finite",
-                     (double)args->alpha, (double)args->beta);
+                     (double)ga.alpha, (double)ga.beta);
+  TPLA_TRY(check_gemm_fp8(fn, &ga, &d, &a));
   if (tpla_matrices_overlap(&d, &a) || tpla_matrices_overlap(&d, &b))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'd': output memory overlaps an input");
   if (m == 0 || n == 0)
     return TPLA_SUCCESS;
-  tpla_gemm_call_t call = {d,   a, b, op_a, op_b, m, n, k, args->alpha, args->beta,
-                           args->allow_tf32};
+  tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
+                           ga.fp8};
   return ctx->backend->gemm(ctx, &call, stream);
 }

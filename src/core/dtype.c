@@ -1,6 +1,8 @@
 /*
  * dtype.c - element types: sizes, names, and the scalar conversions the host
- * executor and the tests use (IEEE half and bfloat16, round to nearest even).
+ * executor and the tests use: IEEE half and bfloat16 (round to nearest
+ * even), and the OCP FP8 formats E4M3 and E5M2 (exact decode; encode rounds
+ * to nearest even and saturates).
  */
 #include "internal.h"
 
@@ -16,6 +18,8 @@ size_t tpla_dtype_size(tpla_dtype_t dtype) {
   case TPLA_BFLOAT16: return 2;
   case TPLA_FLOAT64: return 8;
   case TPLA_UINT8: return 1;
+  case TPLA_FLOAT8_E4M3: return 1;
+  case TPLA_FLOAT8_E5M2: return 1;
   }
   return 0;
 }
@@ -27,6 +31,8 @@ const char *tpla_dtype_name(tpla_dtype_t dtype) {
   case TPLA_BFLOAT16: return "bf16";
   case TPLA_FLOAT64: return "fp64";
   case TPLA_UINT8: return "u8";
+  case TPLA_FLOAT8_E4M3: return "e4m3";
+  case TPLA_FLOAT8_E5M2: return "e5m2";
   }
   return "?";
 }
@@ -86,6 +92,77 @@ uint16_t tpla_float_to_half(float f) {
   return (uint16_t)(sign | h);
 }
 
+/* ---- OCP FP8 -------------------------------------------------------------
+ * E4M3: bias 7, 3 mantissa bits, no infinities, S.1111.111 is NaN, largest
+ * finite 448 (S.1111.110). E5M2: bias 15, 2 mantissa bits, IEEE-like (exponent
+ * 31: infinity or NaN), largest finite 57344. Both have subnormals. Within a
+ * sign, the codes 0..largest are ordered by value and evenly spaced inside
+ * each binade, which the encoder below relies on. */
+
+typedef struct {
+  int man_bits;      /* mantissa bits */
+  int bias;
+  uint8_t max_code;  /* largest finite magnitude code */
+  double max;        /* its value */
+  uint8_t nan_code;  /* the NaN the encoder produces (sign added) */
+  bool has_inf;      /* E5M2: 0x7c is infinity */
+} fp8_format_t;
+
+static const fp8_format_t E4M3 = {3, 7, 0x7e, 448.0, 0x7f, false};
+static const fp8_format_t E5M2 = {2, 15, 0x7b, 57344.0, 0x7f, true};
+
+static const fp8_format_t *fp8_format(tpla_dtype_t fmt) {
+  return fmt == TPLA_FLOAT8_E5M2 ? &E5M2 : &E4M3;
+}
+
+float tpla_fp8_to_float(uint8_t code, tpla_dtype_t fmt) {
+  const fp8_format_t *f = fp8_format(fmt);
+  uint32_t sign = (uint32_t)(code & 0x80u) << 24;
+  uint32_t mag = code & 0x7fu;
+  uint32_t exp = mag >> f->man_bits, man = mag & ((1u << f->man_bits) - 1u);
+  if (mag > f->max_code) { /* E4M3: only 0x7f; E5M2: 0x7c is infinity, 0x7d..0x7f NaN */
+    if (f->has_inf && man == 0)
+      return bits_float(sign | 0x7f800000u);
+    return bits_float(sign | 0x7fc00000u);
+  }
+  if (exp == 0) { /* zero or subnormal: man * 2^(1 - bias - man_bits), exact in fp32 */
+    float v = ldexpf((float)man, 1 - f->bias - f->man_bits);
+    return sign ? -v : v;
+  }
+  return bits_float(sign | ((exp - (uint32_t)f->bias + 127u) << 23) |
+                    (man << (23 - f->man_bits)));
+}
+
+uint8_t tpla_double_to_fp8(double v, tpla_dtype_t fmt) {
+  const fp8_format_t *f = fp8_format(fmt);
+  uint8_t sign = signbit(v) ? 0x80 : 0;
+  if (isnan(v))
+    return (uint8_t)(sign | f->nan_code);
+  double a = fabs(v);
+  if (isinf(v) && f->has_inf)
+    return (uint8_t)(sign | 0x7c);
+  if (a >= f->max) /* finite overflow (and E4M3's infinities) saturate */
+    return (uint8_t)(sign | f->max_code);
+  if (a == 0.0) /* frexp would put 0 in binade -1 */
+    return sign;
+  /* Quantum of |v|'s binade (the subnormals share the first normal binade's). */
+  int e;
+  frexp(a, &e); /* a = m 2^e, m in [0.5, 1): the binade's exponent is e - 1 */
+  int binade = e - 1 < 1 - f->bias ? 1 - f->bias : e - 1;
+  /* x = a / quantum is exact (a power-of-two scaling); round it to nearest
+   * even by hand, whatever the thread's rounding mode. */
+  double x = ldexp(a, f->man_bits - binade), q = floor(x), rest = x - q;
+  if (rest > 0.5 || (rest == 0.5 && fmod(q, 2.0) != 0.0))
+    q += 1.0;
+  /* q in [0, 2^(man_bits+1)]; code = the binade's first code + (q - 2^man_bits),
+   * where q = 2^(man_bits+1) carries into the next binade correctly; in the
+   * subnormal binade this is q itself (exponent field 0, or 1 after rounding up). */
+  int code = (binade + f->bias) * (1 << f->man_bits) + (int)q - (1 << f->man_bits);
+  if (code > f->max_code) /* cannot happen for a < max, kept as a guard */
+    code = f->max_code;
+  return (uint8_t)(sign | (uint8_t)code);
+}
+
 double tpla_load_elem(const void *buf, tpla_dtype_t dtype, size_t i) {
   switch (dtype) {
   case TPLA_FLOAT32: return ((const float *)buf)[i];
@@ -93,6 +170,8 @@ double tpla_load_elem(const void *buf, tpla_dtype_t dtype, size_t i) {
   case TPLA_BFLOAT16: return tpla_bf16_to_float(((const uint16_t *)buf)[i]);
   case TPLA_FLOAT64: return ((const double *)buf)[i];
   case TPLA_UINT8: return ((const uint8_t *)buf)[i];
+  case TPLA_FLOAT8_E4M3:
+  case TPLA_FLOAT8_E5M2: return tpla_fp8_to_float(((const uint8_t *)buf)[i], dtype);
   }
   return 0.0;
 }
@@ -104,5 +183,7 @@ void tpla_store_elem(void *buf, tpla_dtype_t dtype, size_t i, double v) {
   case TPLA_BFLOAT16: ((uint16_t *)buf)[i] = tpla_float_to_bf16((float)v); break;
   case TPLA_FLOAT64: ((double *)buf)[i] = v; break;
   case TPLA_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  case TPLA_FLOAT8_E4M3:
+  case TPLA_FLOAT8_E5M2: ((uint8_t *)buf)[i] = tpla_double_to_fp8(v, dtype); break;
   }
 }

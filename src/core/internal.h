@@ -42,6 +42,12 @@ float tpla_half_to_float(uint16_t h);
 uint16_t tpla_float_to_half(float f); /* round to nearest even */
 float tpla_bf16_to_float(uint16_t b);
 uint16_t tpla_float_to_bf16(float f); /* round to nearest even */
+/* OCP FP8, fmt TPLA_FLOAT8_E4M3 or TPLA_FLOAT8_E5M2. Decoding is exact.
+ * Encoding rounds to nearest even; finite values beyond the largest finite
+ * one (448, 57344) saturate to it, as do E4M3's infinities (E5M2 keeps
+ * them); NaN stays NaN (0x7f with the sign). */
+float tpla_fp8_to_float(uint8_t code, tpla_dtype_t fmt);
+uint8_t tpla_double_to_fp8(double v, tpla_dtype_t fmt);
 /* Element `i` of a buffer of `dtype` (float types only) as a double. */
 double tpla_load_elem(const void *buf, tpla_dtype_t dtype, size_t i);
 /* Store `v` rounded to `dtype` at element `i`. */

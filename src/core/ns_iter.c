@@ -70,8 +70,9 @@ static tpla_status_t gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_op
   int64_t m = d.v.rows, n = d.v.cols, k = a.t ? a.v.rows : a.v.cols;
   if (m == 0 || n == 0)
     return TPLA_SUCCESS;
-  tpla_gemm_call_t call = {d.v, a.v, b.v, a.t ? TPLA_OP_T : TPLA_OP_N,
-                           b.t ? TPLA_OP_T : TPLA_OP_N, m, n, k, alpha, beta, tf32};
+  tpla_gemm_call_t call = {.d = d.v, .a = a.v, .b = b.v, .op_a = a.t ? TPLA_OP_T : TPLA_OP_N,
+                           .op_b = b.t ? TPLA_OP_T : TPLA_OP_N, .m = m, .n = n, .k = k,
+                           .alpha = alpha, .beta = beta, .allow_tf32 = tf32}; /* fp8: none */
   return ctx->backend->gemm(ctx, &call, stream);
 }
 

@@ -1,20 +1,30 @@
 /*
  * host_gemm.c - the host executor's GEMM: D = alpha op(A) op(B) + beta D,
  * row-major views, fp32/fp16/bf16 inputs, D of the input dtype or fp32,
- * fp32 accumulation.
+ * fp32 accumulation; and FP8 emulated on the same path.
  *
- * Half operands are widened into fp32 copies in the context's grow-only
- * scratch; a half D is computed in fp32 scratch and rounded once at the
- * end. The fp32 product runs on the Fortran BLAS sgemm_ when CMake found a
- * BLAS (TPLA_HAVE_BLAS), else on a cache-blocked C loop. Row-major is
- * handled with the usual swap: row-major D = op(A) op(B) is column-major
- * D^T = op(B)^T op(A)^T, and a row-major matrix is its transpose in
- * column-major, so sgemm_ gets (B, A) with unchanged transpose flags.
- * beta = 0 never reads D: D is zeroed first (it may hold NaN garbage).
+ * Half and FP8 operands are widened into fp32 copies in the context's
+ * grow-only scratch (FP8 decodes exactly); a non-fp32 D is computed in fp32
+ * scratch and rounded once at the end. The fp32 product runs on the Fortran
+ * BLAS sgemm_ when CMake found a BLAS (TPLA_HAVE_BLAS), else on a
+ * cache-blocked C loop. Row-major is handled with the usual swap: row-major
+ * D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T, and a row-major
+ * matrix is its transpose in column-major, so sgemm_ gets (B, A) with
+ * unchanged transpose flags. beta = 0 never reads D: D is zeroed first (it
+ * may hold NaN garbage).
+ *
+ * FP8 (tpla.h): D = d_scale (alpha a_scale b_scale op(A) op(B) + beta D).
+ * The input scales fold into alpha (one fp32 rounding, as a GPU epilogue
+ * does), d_amax is the max |.| of the fp32 result before d_scale, and an FP8
+ * D is d_scale times that result in fp32, rounded to nearest even with
+ * saturation. The scales and d_amax are host pointers here. Both
+ * accumulation modes are the same fp32 sgemm on the host: SPLIT and FAST
+ * differ only in how often the GPU's tensor cores promote partial sums.
  */
 #include "host.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #ifdef TPLA_HAVE_BLAS
@@ -76,13 +86,25 @@ static void gemm_loops(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 static bool fits_int(int64_t v) { return v <= INT_MAX; }
 #endif
 
-/* Widen a half view into contiguous fp32 (ld = cols). */
+static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
+
+/* Widen a half or FP8 view into contiguous fp32 (ld = cols). */
 static void widen(float *dst, const tpla_matrix_t *m) {
   if (m->cols == 0)
     return; /* data may be NULL */
+  float fp8_value[256];
+  if (is_fp8(m->dtype))
+    for (int c = 0; c < 256; c++)
+      fp8_value[c] = tpla_fp8_to_float((uint8_t)c, m->dtype);
   for (int64_t i = 0; i < m->rows; i++) {
-    const uint16_t *row = (const uint16_t *)m->data + i * m->ld;
     float *out = dst + i * m->cols;
+    if (is_fp8(m->dtype)) {
+      const uint8_t *row = (const uint8_t *)m->data + i * m->ld;
+      for (int64_t j = 0; j < m->cols; j++)
+        out[j] = fp8_value[row[j]];
+      continue;
+    }
+    const uint16_t *row = (const uint16_t *)m->data + i * m->ld;
     if (m->dtype == TPLA_FLOAT16)
       for (int64_t j = 0; j < m->cols; j++)
         out[j] = tpla_half_to_float(row[j]);
@@ -92,11 +114,18 @@ static void widen(float *dst, const tpla_matrix_t *m) {
   }
 }
 
-/* Round contiguous fp32 (ld = cols) into a half view. */
-static void narrow(tpla_matrix_t *m, const float *src) {
+/* Round contiguous fp32 (ld = cols) into a half or FP8 view; FP8 values are
+ * multiplied by `scale` (d_scale) in fp32 first. */
+static void narrow(tpla_matrix_t *m, const float *src, float scale) {
   for (int64_t i = 0; i < m->rows; i++) {
-    uint16_t *row = (uint16_t *)m->data + i * m->ld;
     const float *in = src + i * m->cols;
+    if (is_fp8(m->dtype)) {
+      uint8_t *row = (uint8_t *)m->data + i * m->ld;
+      for (int64_t j = 0; j < m->cols; j++)
+        row[j] = tpla_double_to_fp8(scale * in[j], m->dtype);
+      continue;
+    }
+    uint16_t *row = (uint16_t *)m->data + i * m->ld;
     if (m->dtype == TPLA_FLOAT16)
       for (int64_t j = 0; j < m->cols; j++)
         row[j] = tpla_float_to_half(in[j]);
@@ -104,6 +133,20 @@ static void narrow(tpla_matrix_t *m, const float *src) {
       for (int64_t j = 0; j < m->cols; j++)
         row[j] = tpla_float_to_bf16(in[j]);
   }
+}
+
+/* max |d| over a rows x cols fp32 view; NaN if any element is NaN. */
+static float abs_max(const float *d, int64_t ldd, int64_t rows, int64_t cols) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) {
+      float v = fabsf(d[i * ldd + j]);
+      if (isnan(v))
+        return v;
+      if (v > amax)
+        amax = v;
+    }
+  return amax;
 }
 
 /* Adds rows*cols floats to *total; false on overflow. */
@@ -116,23 +159,29 @@ static bool add_floats(size_t *total, int64_t rows, int64_t cols) {
 tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) {
   static const char fn[] = "tpla_gemm";
   bool ta = c->op_a == TPLA_OP_T, tb = c->op_b == TPLA_OP_T;
-  bool half_a = c->a.dtype != TPLA_FLOAT32, half_d = c->d.dtype != TPLA_FLOAT32;
+  /* Inputs: A and B are both fp32 or both widened (half or FP8, maybe mixed). */
+  bool wide_in = c->a.dtype != TPLA_FLOAT32, wide_d = c->d.dtype != TPLA_FLOAT32;
+  const tpla_fp8_scaling_t *f8 = &c->fp8; /* default unless A is FP8 */
+  /* alpha a_scale b_scale, rounded once to fp32 */
+  double scales = (f8->a_scale ? (double)*f8->a_scale : 1.0) *
+                  (f8->b_scale ? (double)*f8->b_scale : 1.0);
+  float alpha = (float)((double)c->alpha * scales);
   bool use_blas = false;
 #ifdef TPLA_HAVE_BLAS
   /* BLAS takes 32-bit sizes; huge leading dimensions take the C loop. */
-  use_blas = c->k > 0 && (half_a || (fits_int(c->a.ld) && fits_int(c->b.ld))) &&
-             (half_d || fits_int(c->d.ld));
+  use_blas = c->k > 0 && (wide_in || (fits_int(c->a.ld) && fits_int(c->b.ld))) &&
+             (wide_d || fits_int(c->d.ld));
 #endif
   /* Scratch layout in floats: [A copy][B copy][D copy][packed panel]. */
   size_t a_off = 0, b_off = 0, d_off = 0, panel_off = 0, total = 0;
   bool ok = true;
-  if (half_a) {
+  if (wide_in) {
     ok = add_floats(&total, c->a.rows, c->a.cols);
     b_off = total;
     ok = ok && add_floats(&total, c->b.rows, c->b.cols);
   }
   d_off = total;
-  if (half_d)
+  if (wide_d)
     ok = ok && add_floats(&total, c->m, c->n);
   panel_off = total;
   if (!use_blas && c->k > 0)
@@ -145,35 +194,37 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) 
   float *base = scratch->ptr;
 
   f32_view_t a = {c->a.data, c->a.ld}, b = {c->b.data, c->b.ld}, d = {c->d.data, c->d.ld};
-  if (half_a) {
+  if (wide_in) {
     a = (f32_view_t){base + a_off, c->a.cols > 0 ? c->a.cols : 1};
     b = (f32_view_t){base + b_off, c->b.cols > 0 ? c->b.cols : 1};
     widen(a.p, &c->a);
     widen(b.p, &c->b);
   }
-  if (half_d) {
+  if (wide_d) {
     d = (f32_view_t){base + d_off, c->n};
     if (c->beta != 0.0f)
       widen(d.p, &c->d);
   }
 
   scale_rows(d.p, d.ld, c->m, c->n, c->beta); /* beta = 0: D is never read */
-  if (c->k > 0 && c->alpha != 0.0f) {
+  if (c->k > 0 && alpha != 0.0f) {
 #ifdef TPLA_HAVE_BLAS
     if (use_blas) {
       int m = (int)c->m, n = (int)c->n, k = (int)c->k;
       int lda = (int)a.ld, ldb = (int)b.ld, ldd = (int)d.ld;
       float one = 1.0f;
-      sgemm_(tb ? "T" : "N", ta ? "T" : "N", &n, &m, &k, &c->alpha, b.p, &ldb, a.p, &lda, &one,
+      sgemm_(tb ? "T" : "N", ta ? "T" : "N", &n, &m, &k, &alpha, b.p, &ldb, a.p, &lda, &one,
              d.p, &ldd, 1, 1);
     }
 #endif
     if (!use_blas)
-      gemm_loops(ta, tb, c->m, c->n, c->k, c->alpha, a, b, d, base + panel_off);
+      gemm_loops(ta, tb, c->m, c->n, c->k, alpha, a, b, d, base + panel_off);
   }
-  if (half_d) {
+  if (f8->d_amax) /* before d_scale and before rounding to D's dtype */
+    *f8->d_amax = abs_max(d.p, d.ld, c->m, c->n);
+  if (wide_d) {
     tpla_matrix_t out = c->d;
-    narrow(&out, d.p);
+    narrow(&out, d.p, f8->d_scale ? *f8->d_scale : 1.0f);
   }
   return TPLA_SUCCESS;
 }

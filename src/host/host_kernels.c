@@ -18,6 +18,8 @@ static inline float load(const tpla_matrix_t *m, int64_t i, int64_t j) {
   case TPLA_BFLOAT16: return tpla_bf16_to_float(((const uint16_t *)m->data)[at]);
   case TPLA_FLOAT64: return (float)((const double *)m->data)[at];
   case TPLA_UINT8: return ((const uint8_t *)m->data)[at];
+  case TPLA_FLOAT8_E4M3:
+  case TPLA_FLOAT8_E5M2: return tpla_fp8_to_float(((const uint8_t *)m->data)[at], m->dtype);
   }
   return 0.0f;
 }
@@ -30,6 +32,8 @@ static inline void store(const tpla_matrix_t *m, int64_t i, int64_t j, float v) 
   case TPLA_BFLOAT16: ((uint16_t *)m->data)[at] = tpla_float_to_bf16(v); break;
   case TPLA_FLOAT64: ((double *)m->data)[at] = v; break;
   case TPLA_UINT8: ((uint8_t *)m->data)[at] = (uint8_t)v; break;
+  case TPLA_FLOAT8_E4M3:
+  case TPLA_FLOAT8_E5M2: ((uint8_t *)m->data)[at] = tpla_double_to_fp8(v, m->dtype); break;
   }
 }
 
