@@ -216,8 +216,12 @@ class Context:
     def barrier(self, stream=0):
         check(lib().tpla_barrier(self._h(), stream))
 
-    def gemm(self, d, a, op_a, b, op_b, alpha=1.0, beta=0.0, allow_tf32=False, stream=0):
+    def gemm(self, d, a, op_a, b, op_b, alpha=1.0, beta=0.0, allow_tf32=False, stream=0,
+             fp8=None):
+        """tpla_gemm; fp8 is an _lib.Fp8Scaling for FP8 inputs (None: the defaults)."""
         args = _lib.GemmArgs.new(alpha=alpha, beta=beta, allow_tf32=int(bool(allow_tf32)))
+        if fp8 is not None:
+            args.fp8 = fp8
         check(lib().tpla_gemm(self._h(), d, a, op_a, b, op_b, ctypes.byref(args), stream))
 
     def allgather_rows(self, gathered, a_local, rows, stream=0):

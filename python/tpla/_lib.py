@@ -24,6 +24,9 @@ c_int, c_int64, c_size_t, c_float, c_void_p, c_char_p = (
 # ---- enums (tpla.h) -----------------------------------------------------------
 
 FLOAT32, FLOAT16, BFLOAT16, FLOAT64, UINT8 = 0, 1, 2, 3, 4
+FLOAT8_E4M3, FLOAT8_E5M2 = 5, 6
+FP8_ACCUM_SPLIT, FP8_ACCUM_FAST = 0, 1
+FP8_SCALE_TENSOR, FP8_SCALE_MXFP8 = 0, 1
 OP_N, OP_T = 0, 1
 EXECUTOR_HOST, EXECUTOR_CUDA = 0, 1
 SHARD_ROWS, SHARD_COLS = 0, 1
@@ -67,9 +70,16 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
 
+class Fp8Scaling(ctypes.Structure):
+    """tpla_fp8_scaling_t; all zero is TPLA_FP8_SCALING_INIT (no scales, SPLIT, TENSOR).
+    The scale pointers are addresses of one float in executor memory."""
+    _fields_ = [("a_scale", c_void_p), ("b_scale", c_void_p), ("d_scale", c_void_p),
+                ("d_amax", c_void_p), ("accum", c_int), ("scale_mode", c_int)]
+
+
 class GemmArgs(_Sized):
     _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float),
-                ("allow_tf32", c_int)]
+                ("allow_tf32", c_int), ("fp8", Fp8Scaling)]
 
 
 class NsDesc(_Sized):
@@ -81,7 +91,8 @@ class NsDesc(_Sized):
 
 
 class OverlapArgs(_Sized):
-    _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float), ("bias", c_void_p)]
+    _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float), ("bias", c_void_p),
+                ("fp8", Fp8Scaling)]
 
 
 _OVL_TAIL = [("op_b", c_int), ("dtype", c_int), ("d_dtype", c_int), ("bias", c_int),

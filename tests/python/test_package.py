@@ -2,7 +2,8 @@
 C status and tpla_last_error() reach Python as the right tpla.Error
 subclass), struct layouts against a C compiler, the library search and its
 failure message, local Newton-Schulz (every preset) against a float64
-NumPy reference, local overlapped GEMMs, bad inputs, and `pip install`."""
+NumPy reference, local overlapped GEMMs, a local FP8 GEMM, bad inputs, and
+`pip install`."""
 import os
 import shutil
 import subprocess
@@ -70,6 +71,7 @@ STRUCTS = {
     "tpla_overlap_args_t": _lib.OverlapArgs, "tpla_ag_gemm_desc_t": _lib.AgGemmDesc,
     "tpla_gemm_rs_desc_t": _lib.GemmRsDesc, "tpla_gemm_ar_desc_t": _lib.GemmArDesc,
     "tpla_overlap_info_t": _lib.OverlapInfo, "tpla_counters_t": _lib.Counters,
+    "tpla_fp8_scaling_t": _lib.Fp8Scaling,
 }
 
 
@@ -154,6 +156,37 @@ def test_local_overlap_ops_and_local_gemm():
     d = torch.ones(5, 5)
     tt.local_gemm(d, a.bfloat16(), a.bfloat16(), comm, transpose_a=True, beta=1.0)
     assert torch.allclose(d, 1 + a.bfloat16().float().t() @ a.bfloat16().float(), atol=1e-3)
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="torch without float8 dtypes")
+def test_local_fp8_gemm_with_scales_and_amax():
+    """tpla_gemm on FP8 tensors (host emulation): scales, amax, an E4M3 output."""
+    g = torch.Generator().manual_seed(5)
+    a = (torch.randn(7, 16, generator=g) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(5, 16, generator=g) * 4).to(torch.float8_e5m2)  # E4M3 x E5M2
+    f = torch.tensor([0.5, 3.0, -1.0, 0.125], dtype=torch.float32)  # a, b scale, amax, d scale
+    at = [f.data_ptr() + 4 * i for i in range(4)]
+
+    def m(t, name):
+        return tt._tensors.matrix(t, "test", name)
+    want = 1.5 * (a.double() @ b.double().t())
+    with _core.Context.single_host() as ctx:
+        d = torch.zeros(7, 5)
+        ctx.gemm(m(d, "d"), m(a, "a"), _lib.OP_N, m(b, "b"), _lib.OP_T,
+                 fp8=_lib.Fp8Scaling(a_scale=at[0], b_scale=at[1], d_amax=at[2]))
+        assert torch.allclose(d.double(), want, rtol=1e-5, atol=1e-4)
+        assert abs(f[2].item() - want.abs().max().item()) <= 1e-5 * want.abs().max().item()
+        d8 = torch.empty(7, 5, dtype=torch.float8_e4m3fn)
+        ctx.gemm(m(d8, "d"), m(a, "a"), _lib.OP_N, m(b, "b"), _lib.OP_T,
+                 fp8=_lib.Fp8Scaling(a_scale=at[0], b_scale=at[1], d_scale=at[3]))
+        scaled = (want * 0.125).clamp(-448, 448)  # saturation
+        assert ((d8.double() - scaled).abs() <= scaled.abs() * 2 ** -4 + 2 ** -10).all()
+        with pytest.raises(tpla.InvalidArgumentError, match="only for FP8 inputs"):
+            ctx.gemm(m(d, "d"), m(a.float(), "a"), _lib.OP_N, m(b.float(), "b"), _lib.OP_T,
+                     fp8=_lib.Fp8Scaling(a_scale=at[0]))
+        with pytest.raises(tpla.NotSupportedError, match="Blackwell"):
+            ctx.gemm(m(d, "d"), m(a, "a"), _lib.OP_N, m(b, "b"), _lib.OP_T,
+                     fp8=_lib.Fp8Scaling(scale_mode=_lib.FP8_SCALE_MXFP8))
 
 
 def test_bad_inputs():

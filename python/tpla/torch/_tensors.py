@@ -23,6 +23,10 @@ TORCH_TO_TPLA = {
     torch.float64: _lib.FLOAT64,
     torch.uint8: _lib.UINT8,
 }
+# FP8 (torch >= 2.1): E4M3 is torch's "fn" variant (finite, NaN only), as OCP's.
+for _name, _code in (("float8_e4m3fn", _lib.FLOAT8_E4M3), ("float8_e5m2", _lib.FLOAT8_E5M2)):
+    if hasattr(torch, _name):
+        TORCH_TO_TPLA[getattr(torch, _name)] = _code
 TPLA_TO_TORCH = {v: k for k, v in TORCH_TO_TPLA.items()}
 
 
@@ -34,7 +38,8 @@ def tpla_dtype(dtype, fn, arg):
     except KeyError:
         raise InvalidArgumentError(
             "%s: argument '%s': dtype %s has no tpla equivalent (float32, float16, bfloat16; "
-            "float64 and uint8 for collectives)" % (fn, arg, dtype)) from None
+            "float8_e4m3fn and float8_e5m2 for GEMMs; float64 and uint8 for collectives)"
+            % (fn, arg, dtype)) from None
 
 
 def check_tensor(t, fn, arg, device, ndim=2):
