@@ -790,9 +790,9 @@ TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, 
 TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered);
 /* FP8 plans: *scales = the device (host executor: host) array of nranks
  * floats, the a_scale of each rank's rows of the gathered view, valid as
- * the view is. A GEMM over the whole view needs one scale: when every rank
- * quantized with the same scale (e.g. an amax reduced over the group),
- * scales + 0 is it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a
+ * the view is (the entry of a rank without rows is unspecified). A GEMM
+ * over the whole view needs one scale: when every rank quantized with the
+ * same scale (e.g. an amax reduced over the group), scales + 0 is it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a
  * plan that is not FP8. */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan,
                                                     const float **scales);

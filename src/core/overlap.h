@@ -83,6 +83,13 @@ typedef struct {
   int pull;
   int flag;
   int after;
+  /* FP8 AllGather+GEMM: the sender's A scale (one float) travels with its
+   * first non-empty chunk, before the data: PEER pushes scale_send to
+   * `to`'s window at scale_to_offset; SENDRECV sends it to `to` and
+   * receives `from`'s into scale_recv. NULL: no scale this step. */
+  const float *scale_send;
+  size_t scale_to_offset;
+  float *scale_recv;
 } ovl_step_t;
 
 /* y = beta * y + s + bias and, when y2.data != NULL, y2 = s, where
@@ -136,6 +143,13 @@ struct tpla_xport_ops {
    * follows the work enqueued so far on lane `after`. */
   tpla_status_t (*copy)(tpla_xport_t *xp, int lane, int after, tpla_matrix_t dst,
                         tpla_matrix_t src);
+  /* *dst = *src, one float in executor memory; src NULL: *dst = 1. */
+  tpla_status_t (*set_scale)(tpla_xport_t *xp, int lane, float *dst, const float *src);
+  /* FP8: dst (src.cols x src.rows) = src^T, one-byte elements, any lds. */
+  tpla_status_t (*transpose)(tpla_xport_t *xp, int lane, tpla_matrix_t dst, tpla_matrix_t src);
+  /* *amax = max |m| over a bf16/fp16/fp32 matrix (0 when empty); amax is
+   * executor memory (device on CUDA). */
+  tpla_status_t (*amax)(tpla_xport_t *xp, int lane, tpla_matrix_t m, float *amax);
   /* Optional (NULL: the host). Plan creation rehearses one call so that
    * every kernel the schedule launches is loaded before any real call (CUDA
    * lazy loading: see docs/OVERLAP.md "Lazy loading"). rehearse_begin loads
@@ -174,6 +188,9 @@ typedef struct {
   tpla_dtype_t dtype, d_dtype;
   bool bias;
   int allow_tf32;
+  bool fp8;                   /* dtype is E4M3/E5M2 */
+  size_t bt_off;              /* FP8 with op_b N: staging offset of B^T (n x k), else SIZE_MAX */
+  size_t scales_off;          /* FP8 AG: window offset of the nranks A scales */
 
   tpla_xport_t *xp;
   void *staging;              /* local executor memory (RS/AR partials, serial buffers) */
@@ -181,6 +198,10 @@ typedef struct {
   size_t *stage_off;          /* RS/AR overlapped: byte offset of the send slot for rank q */
   size_t *counts;             /* SERIAL: elements of each rank's slice (AG: rows k, else rows n) */
   size_t window_bytes;
+  /* the call in progress: B's dtype, op(B) and scaling as the GEMMs see them */
+  tpla_dtype_t cur_b_dtype;
+  tpla_op_t cur_op_b;
+  tpla_fp8_scaling_t cur_fp8;
   uint32_t seq;               /* calls issued */
   bool has_gathered;          /* AG: the window holds the last call's gathered A */
   bool broken;                /* an execute failed after it started: unusable */
@@ -214,6 +235,7 @@ typedef struct {
   float alpha, beta;
   const void *bias;
   void *stream;
+  tpla_fp8_scaling_t fp8; /* FP8 plans; TPLA_FP8_SCALING_INIT otherwise */
 } ovl_call_t;
 tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn);
 

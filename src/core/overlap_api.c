@@ -10,7 +10,56 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
+
+static bool fp8_dtype(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
+
+/* B of a call: the plan's dtype, or for an FP8 plan any FP8 type but E5M2
+ * with E5M2 (no such tensor-core product). */
+static tpla_status_t check_b(const char *fn, const ovl_plan_t *p, const tpla_matrix_t *b) {
+  TPLA_TRY(tpla_check_matrix(fn, "b", b));
+  if (!p->fp8 && b->dtype != p->dtype)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'b': dtype %s, the plan's is %s",
+                     tpla_dtype_name(b->dtype), tpla_dtype_name(p->dtype));
+  if (p->fp8 && (!fp8_dtype(b->dtype) ||
+                 (b->dtype == TPLA_FLOAT8_E5M2 && p->dtype == TPLA_FLOAT8_E5M2)))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'b': dtype %s with an %s plan: "
+                     "B must be e4m3 or e5m2, and not e5m2 with e5m2 A",
+                     tpla_dtype_name(b->dtype), tpla_dtype_name(p->dtype));
+  int64_t rows = p->op_b == TPLA_OP_N ? p->k : p->n, cols = p->op_b == TPLA_OP_N ? p->n : p->k;
+  if (b->rows != rows || b->cols != cols)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument 'b': %" PRId64 "x%" PRId64 ", the plan expects %" PRId64
+                     "x%" PRId64, b->rows, b->cols, rows, cols);
+  return TPLA_SUCCESS;
+}
+
+/* args->fp8: only on FP8 plans; no d_scale (the outputs are not FP8). */
+static tpla_status_t check_fp8(const char *fn, const ovl_plan_t *p, const tpla_fp8_scaling_t *f) {
+  const tpla_fp8_scaling_t none = TPLA_FP8_SCALING_INIT;
+  if (!p->fp8) {
+    if (f->a_scale || f->b_scale || f->d_scale || f->d_amax || f->accum != none.accum ||
+        f->scale_mode != none.scale_mode)
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': fp8 fields set for "
+                       "a %s plan (they are for FP8 plans only)", tpla_dtype_name(p->dtype));
+    return TPLA_SUCCESS;
+  }
+  if (f->accum != TPLA_FP8_ACCUM_SPLIT && f->accum != TPLA_FP8_ACCUM_FAST)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': fp8.accum %d is "
+                     "neither SPLIT nor FAST", (int)f->accum);
+  if (f->scale_mode == TPLA_FP8_SCALE_MXFP8)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "argument 'args': fp8.scale_mode MXFP8: "
+                     "block scaling is a Blackwell (compute capability >= 100) cuBLASLt "
+                     "feature that tpla does not provide on Hopper or the host executor");
+  if (f->scale_mode != TPLA_FP8_SCALE_TENSOR)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': unknown fp8.scale_mode "
+                     "%d", (int)f->scale_mode);
+  if (f->d_scale != NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': fp8.d_scale must be "
+                     "NULL: the plan outputs %s, not FP8", tpla_dtype_name(p->d_dtype));
+  return TPLA_SUCCESS;
+}
 
 /* A view of the plan's shape and dtype. */
 static tpla_status_t check_view(const char *fn, const char *arg, const tpla_matrix_t *v,
@@ -40,15 +89,19 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
                      p->rank, p->nranks, p->seq);
   TPLA_TRY(check_view(fn, d_name, d, d_rows, p->n, p->d_dtype));
   TPLA_TRY(check_view(fn, a_name, a, a_rows, p->k, p->dtype));
-  int64_t b_rows = p->op_b == TPLA_OP_N ? p->k : p->n, b_cols = p->op_b == TPLA_OP_N ? p->n : p->k;
-  TPLA_TRY(check_view(fn, "b", b, b_rows, b_cols, p->dtype));
+  TPLA_TRY(check_b(fn, p, b));
   tpla_overlap_args_t def = TPLA_OVERLAP_ARGS_INIT;
+  if (args != NULL && args->size == offsetof(tpla_overlap_args_t, fp8)) { /* pre-FP8 callers */
+    def.alpha = args->alpha, def.beta = args->beta, def.bias = args->bias;
+    args = &def;
+  }
   if (args == NULL)
     args = &def;
   else if (args->size != sizeof *args)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': size field is %zu, expected %zu (initialize with "
                      "TPLA_OVERLAP_ARGS_INIT)", args->size, sizeof *args);
+  TPLA_TRY(check_fp8(fn, p, &args->fp8));
   if (!isfinite(args->alpha) || !isfinite(args->beta))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': alpha (%g) and beta (%g) must be finite",
@@ -67,7 +120,8 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   if (p->bias && tpla_matrices_overlap(d, &bias))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': bias overlaps the output '%s'", d_name);
-  *call = (ovl_call_t){*d, *a, *b, args->alpha, args->beta, p->bias ? args->bias : NULL, stream};
+  *call = (ovl_call_t){*d,          *a,     *b, args->alpha, args->beta, p->bias ? args->bias : NULL,
+                       stream, args->fp8};
   return TPLA_SUCCESS;
 }
 
@@ -144,6 +198,23 @@ tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gat
                      p->broken ? "its last call failed" : "no call has run yet");
   *gathered = ovl_dense(p->ops->window(p->xp), 0, p->m, p->k, p->dtype);
   p->ctx->counters.gathered_views++;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan, const float **scales) {
+  static const char fn[] = "tpla_ag_gemm_gathered_scales";
+  tpla_clear_error();
+  if (plan == NULL || scales == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
+                     plan == NULL ? "plan" : "scales");
+  ovl_plan_t *p = &plan->p;
+  if (!p->fp8)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "a %s plan has no scales (FP8 plans only)",
+                     tpla_dtype_name(p->dtype));
+  if (!p->has_gathered)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "the plan holds no gathered operand (%s)",
+                     p->broken ? "its last call failed" : "no call has run yet");
+  *scales = (const float *)((const char *)p->ops->window(p->xp) + p->scales_off);
   return TPLA_SUCCESS;
 }
 

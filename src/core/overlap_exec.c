@@ -63,22 +63,55 @@ tpla_matrix_t ovl_dense(void *base, size_t offset, int64_t rows, int64_t cols,
   return m;
 }
 
-/* d = alpha a op(B) + beta (c ? c : d) (+ bias) on a lane; skips empty products. */
+/* d = alpha a op(B) + beta (c ? c : d) (+ bias) on a lane; skips empty
+ * products. FP8: `a` is dequantized by a_scale (the scale of the rank whose
+ * rows `a` holds), B by the call's b_scale. */
+static tpla_status_t gemm_sc(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
+                             tpla_matrix_t b, float alpha, float beta, const void *bias,
+                             const tpla_matrix_t *c, const float *a_scale) {
+  if (d.rows == 0 || d.cols == 0)
+    return TPLA_SUCCESS;
+  tpla_gemm_call_t call = {.d = d, .a = a, .b = b, .op_a = TPLA_OP_N, .op_b = p->cur_op_b,
+                           .m = d.rows, .n = d.cols, .k = a.cols, .alpha = alpha, .beta = beta,
+                           .allow_tf32 = p->allow_tf32, .fp8 = TPLA_FP8_SCALING_INIT};
+  if (p->fp8) {
+    call.fp8.a_scale = a_scale;
+    call.fp8.b_scale = p->cur_fp8.b_scale;
+    call.fp8.accum = p->cur_fp8.accum;
+  }
+  return p->ops->gemm(p->xp, lane, &call, bias, c);
+}
+
+/* With this rank's own A scale. */
 static tpla_status_t gemm_c(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
                             tpla_matrix_t b, float alpha, float beta, const void *bias,
                             const tpla_matrix_t *c) {
-  if (d.rows == 0 || d.cols == 0)
-    return TPLA_SUCCESS;
-  tpla_gemm_call_t call = {.d = d, .a = a, .b = b, .op_a = TPLA_OP_N, .op_b = p->op_b,
-                           .m = d.rows, .n = d.cols, .k = a.cols, .alpha = alpha, .beta = beta,
-                           .allow_tf32 = p->allow_tf32};
-  return p->ops->gemm(p->xp, lane, &call, bias, c);
+  return gemm_sc(p, lane, d, a, b, alpha, beta, bias, c, p->cur_fp8.a_scale);
 }
 
 static tpla_status_t gemm(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_matrix_t a,
                           tpla_matrix_t b, float alpha, float beta, const void *bias) {
   return gemm_c(p, lane, d, a, b, alpha, beta, bias, NULL);
 }
+
+/* FP8 AllGather+GEMM: the A scale of rank q's rows, in the window. */
+static float *scale_of(const ovl_plan_t *p, int q) {
+  return p->fp8 ? (float *)((char *)p->ops->window(p->xp) + p->scales_off) + q : NULL;
+}
+
+/* The first chunk of a slice of `rows` rows that holds any: the step that
+ * carries the slice's FP8 scale. */
+static int first_chunk(const ovl_plan_t *p, int64_t rows) {
+  for (int ci = 0; ci < p->chunks; ci++) {
+    int64_t r0, nr;
+    ovl_chunk(rows, p->chunks, ci, &r0, &nr);
+    if (nr > 0)
+      return ci;
+  }
+  return -1;
+}
+
+
 
 static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float beta,
                           const void *slots, size_t stride, int nslots, const void *bias,
@@ -104,6 +137,9 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
    * and copies the own rows after the pushes, so they do not wait for it */
   if (own.rows > 0 && !peer)
     TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, -1, own, c->a));
+  if (p->fp8) /* the own rows' scale: for the gathered view, and sent from there */
+    TPLA_TRY(x->set_scale(p->xp, OVL_LANE_COPY, scale_of(p, r), c->fp8.a_scale));
+  const int my_first = first_chunk(p, ovl_rows(p, r));
   for (int ci = 0; ci < C; ci++)
     for (int i = 1; i < P; i++) {
       int to = (r + i) % P, from = (r - i + P) % P;
@@ -120,7 +156,17 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        0,
                        0,
                        ovl_flag(p, 0, i, ci),
-                       peer ? -1 : OVL_LANE_COPY};
+                       peer ? -1 : OVL_LANE_COPY,
+                       NULL,
+                       0,
+                       NULL};
+      if (p->fp8 && ci == my_first && sn > 0) { /* after set_scale */
+        st.scale_send = scale_of(p, r);
+        st.scale_to_offset = p->scales_off + (size_t)r * sizeof(float);
+        st.after = OVL_LANE_COPY;
+      }
+      if (p->fp8 && ci == first_chunk(p, ovl_rows(p, from)))
+        st.scale_recv = scale_of(p, from);
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
   if (own.rows > 0 && peer)
@@ -138,8 +184,8 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
       lane ^= 1;
       TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
       int64_t row0 = p->offs[from] + f0;
-      TPLA_TRY(gemm(p, lane, ovl_rows_of(c->d, row0, fnr), ovl_rows_of(gathered, row0, fnr), c->b,
-                    c->alpha, c->beta, c->bias));
+      TPLA_TRY(gemm_sc(p, lane, ovl_rows_of(c->d, row0, fnr), ovl_rows_of(gathered, row0, fnr),
+                       c->b, c->alpha, c->beta, c->bias, NULL, scale_of(p, from)));
     }
   return TPLA_SUCCESS;
 }
@@ -154,9 +200,23 @@ static tpla_status_t ag_serial(ovl_plan_t *p, const ovl_call_t *c) {
     TPLA_TRY(x->copy(p->xp, lane, -1, own, c->a));
   /* in place: this rank's block already sits at its offset */
   char *send = (char *)win + (size_t)p->offs[p->rank] * (size_t)p->k * tpla_dtype_size(p->dtype);
-  TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, win, send, p->counts, p->dtype,
-                                       x->stream(p->xp, lane)));
-  return gemm(p, lane, c->d, gathered, c->b, c->alpha, c->beta, c->bias);
+  TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, win, send, p->counts,
+                                       p->fp8 ? TPLA_UINT8 : p->dtype, x->stream(p->xp, lane)));
+  if (!p->fp8)
+    return gemm(p, lane, c->d, gathered, c->b, c->alpha, c->beta, c->bias);
+  /* FP8: every rank's scale too, then one GEMM per rank's rows with its scale */
+  size_t ones[TPLA_MAX_RANKS];
+  for (int q = 0; q < p->nranks; q++)
+    ones[q] = 1;
+  TPLA_TRY(x->set_scale(p->xp, lane, scale_of(p, p->rank), c->fp8.a_scale));
+  TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, scale_of(p, 0), scale_of(p, p->rank), ones,
+                                       TPLA_FLOAT32, x->stream(p->xp, lane)));
+  for (int q = 0; q < p->nranks; q++) {
+    int64_t r0 = p->offs[q], nr = ovl_rows(p, q);
+    TPLA_TRY(gemm_sc(p, lane, ovl_rows_of(c->d, r0, nr), ovl_rows_of(gathered, r0, nr), c->b,
+                     c->alpha, c->beta, c->bias, NULL, scale_of(p, q)));
+  }
+  return TPLA_SUCCESS;
 }
 
 /* ---- GEMM+ReduceScatter and the first phase of GEMM+AllReduce ------------------- */
@@ -199,7 +259,10 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
                        0,
                        0,
                        ovl_flag(p, 0, i, ci),
-                       lane};
+                       lane,
+                       NULL,
+                       0,
+                       NULL};
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
   }
@@ -254,7 +317,10 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
                      (size_t)f0 * row_bytes,
                      peer,
                      ovl_flag(p, 1, i, ci < 0 ? 0 : ci),
-                     lane};
+                     lane,
+                     NULL,
+                     0,
+                     NULL};
     TPLA_TRY(p->ops->step(p->xp, &st, p->seq));
   }
   return TPLA_SUCCESS;
@@ -378,14 +444,42 @@ static tpla_status_t ar_serial(ovl_plan_t *p, const ovl_call_t *c) {
 
 /* ---- one call -------------------------------------------------------------------- */
 
-tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *c, const char *fn) {
+/* FP8 with op_b N: Hopper's FP8 GEMMs take B as n x k, so the call's B is
+ * transposed once into the plan's staging, ahead of every GEMM lane. */
+static tpla_status_t stage_b(ovl_plan_t *p, ovl_call_t *c) {
+  p->cur_op_b = p->op_b;
+  if (p->bt_off == SIZE_MAX)
+    return TPLA_SUCCESS;
+  tpla_matrix_t bt = ovl_dense(p->staging, p->bt_off, p->n, p->k, c->b.dtype);
+  TPLA_TRY(p->ops->transpose(p->xp, OVL_LANE_COMPUTE0, bt, c->b));
+  TPLA_TRY(p->ops->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
+  c->b = bt;
+  p->cur_op_b = TPLA_OP_T;
+  return TPLA_SUCCESS;
+}
+
+/* FP8 d_amax: max |D| over this rank's output, once every lane is done. */
+static tpla_status_t output_amax(ovl_plan_t *p, const ovl_call_t *c) {
+  if (c->fp8.d_amax == NULL)
+    return TPLA_SUCCESS;
+  TPLA_TRY(p->ops->sync_lanes(p->xp, OVL_LANE_COMPUTE0));
+  return p->ops->amax(p->xp, OVL_LANE_COMPUTE0, c->d, c->fp8.d_amax);
+}
+
+tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
   static tpla_status_t (*const schedules[3][2])(ovl_plan_t *, const ovl_call_t *) = {
       {ag_overlap, ag_serial}, {rs_overlap, rs_serial}, {ar_overlap, ar_serial}};
+  ovl_call_t c_staged = *call, *c = &c_staged;
   p->seq++;
   p->has_gathered = false;
+  p->cur_fp8 = c->fp8;
   tpla_status_t st = p->ops->begin(p->xp, p->seq, c->stream, fn);
   if (st == TPLA_SUCCESS) {
-    st = schedules[p->kind][p->mode == TPLA_OVERLAP_SERIAL](p, c);
+    st = stage_b(p, c);
+    if (st == TPLA_SUCCESS)
+      st = schedules[p->kind][p->mode == TPLA_OVERLAP_SERIAL](p, c);
+    if (st == TPLA_SUCCESS)
+      st = output_amax(p, c);
     /* join the lanes whatever happened, so the caller's stream stays ordered */
     tpla_status_t joined = p->ops->end(p->xp, c->stream);
     if (st == TPLA_SUCCESS)

@@ -46,16 +46,21 @@ static bool input_dtype(int t) {
   return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
 }
 
+static bool fp8_dtype(int t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
+
 /* Checks shared by the three descriptors (already copied into s). */
 static tpla_status_t check_common(summary_t *s) {
   const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
   char *msg = s->message;
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
-  if (!input_dtype(s->dtype))
-    return bad(msg, IA, "argument 'desc': dtype %s (%d) is not fp32, fp16 or bf16",
+  if (!input_dtype(s->dtype) && !fp8_dtype(s->dtype))
+    return bad(msg, IA, "argument 'desc': dtype %s (%d) is not fp32, fp16, bf16, e4m3 or e5m2",
                tpla_dtype_name((tpla_dtype_t)s->dtype), s->dtype);
-  if (s->d_dtype != s->dtype && s->d_dtype != TPLA_FLOAT32)
+  if (fp8_dtype(s->dtype) && !input_dtype(s->d_dtype))
+    return bad(msg, IA, "argument 'desc': d_dtype %s: an FP8 plan outputs bf16, fp16 or fp32 "
+               "(its reductions never run in FP8)", tpla_dtype_name((tpla_dtype_t)s->d_dtype));
+  if (!fp8_dtype(s->dtype) && s->d_dtype != s->dtype && s->d_dtype != TPLA_FLOAT32)
     return bad(msg, IA, "argument 'desc': d_dtype %s must be dtype (%s) or fp32",
                tpla_dtype_name((tpla_dtype_t)s->d_dtype), tpla_dtype_name((tpla_dtype_t)s->dtype));
   if (s->bias != 0 && s->bias != 1)
@@ -269,8 +274,13 @@ static void layout(ovl_plan_t *p) {
   bool serial = p->mode == TPLA_OVERLAP_SERIAL;
   p->window_bytes = 0;
   p->staging_bytes = 0;
+  p->bt_off = SIZE_MAX;
   if (p->kind == OVL_AG) {
     p->window_bytes = (size_t)p->m * (size_t)p->k * es;
+    if (p->fp8) { /* the A scale of every rank's rows, after the gathered A */
+      p->scales_off = align_up(p->window_bytes);
+      p->window_bytes = p->scales_off + (size_t)P * sizeof(float);
+    }
   } else if (serial) {
     /* the full partial product, and (RS) the reduced slice before the fold */
     p->staging_bytes = align_up((size_t)p->m * (size_t)p->n * ed);
@@ -284,6 +294,10 @@ static void layout(ovl_plan_t *p) {
       if (q != r)
         p->staging_bytes += align_up((size_t)ovl_rows(p, q) * (size_t)p->n * ed);
     }
+  }
+  if (p->fp8 && p->op_b == TPLA_OP_N) { /* Hopper FP8 GEMMs take B as n x k: a B^T per call */
+    p->bt_off = align_up(p->staging_bytes);
+    p->staging_bytes = p->bt_off + align_up((size_t)p->n * (size_t)p->k);
   }
 }
 
@@ -350,11 +364,18 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
   if (run) {
     uint32_t seq = p->seq;
     char *base = scratch;
-    tpla_matrix_t b = p->op_b == TPLA_OP_T ? ovl_dense(base + off_b, 0, p->n, p->k, p->dtype)
-                                           : ovl_dense(base + off_b, 0, p->k, p->n, p->dtype);
+    /* FP8: E5M2 x E5M2 is no tensor-core product, so an E5M2 plan's B is E4M3 */
+    tpla_dtype_t bt = p->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : p->dtype;
+    tpla_matrix_t b = p->op_b == TPLA_OP_T ? ovl_dense(base + off_b, 0, p->n, p->k, bt)
+                                           : ovl_dense(base + off_b, 0, p->k, p->n, bt);
     ovl_call_t call = {ovl_dense(base + off_d, 0, d_rows, p->n, p->d_dtype),
-                       ovl_dense(base, 0, a_rows, p->k, p->dtype), b, 1.0f, 0.0f,
-                       p->bias ? base + off_bias : NULL, x->stream(p->xp, OVL_LANE_COMPUTE0)};
+                       ovl_dense(base, 0, a_rows, p->k, p->dtype),
+                       b,
+                       1.0f,
+                       0.0f,
+                       p->bias ? base + off_bias : NULL,
+                       x->stream(p->xp, OVL_LANE_COMPUTE0),
+                       TPLA_FP8_SCALING_INIT};
     for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
       call.beta = (float)pass;
       st = ovl_run(p, &call, fn);
@@ -379,6 +400,7 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   p->d_dtype = (tpla_dtype_t)s->d_dtype;
   p->bias = s->bias != 0;
   p->allow_tf32 = s->allow_tf32;
+  p->fp8 = fp8_dtype(p->dtype);
   TPLA_TRY(slices(p, all, fn));
   if (p->kind == OVL_AG)
     p->m = p->offs[p->nranks];

@@ -24,9 +24,11 @@
  * stream, so tpla_gemm and these lanes never share the workspace at once.
  */
 #include "transport.h"
+#include "fp8_kernels.h"
 #include "transport_kernels.h"
 
 #include <stdio.h>
+#include <string.h>
 
 cudaStream_t xp_lane_stream(const tpla_xport_t *xp, int lane) {
   return xp->streams[lane < OVL_LANES ? lane : 0]; /* OVL_LANE_COPY is copy stream 0 (index 2) */
@@ -155,7 +157,16 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess)
     return tpla_nccl_status(r, impl->comm, fn, "ncclGroupStart");
-  if (s->to >= 0 && (r = ncclSend(s->send.data, sb, ncclUint8, s->to, impl->comm, st)) !=
+  /* an FP8 scale first: both sides post it before the data, so they match in order */
+  if (s->scale_send != NULL &&
+      (r = ncclSend(s->scale_send, 1, ncclFloat32, s->to, impl->comm, st)) != ncclSuccess &&
+      r != ncclInProgress)
+    first = r, failed = "ncclSend (FP8 scale)";
+  if (s->scale_recv != NULL &&
+      (r = ncclRecv(s->scale_recv, 1, ncclFloat32, s->from, impl->comm, st)) != ncclSuccess &&
+      r != ncclInProgress && first == ncclSuccess)
+    first = r, failed = "ncclRecv (FP8 scale)";
+  if (first == ncclSuccess && s->to >= 0 && (r = ncclSend(s->send.data, sb, ncclUint8, s->to, impl->comm, st)) !=
                         ncclSuccess && r != ncclInProgress)
     first = r, failed = "ncclSend (overlap step)";
   if (s->from >= 0 && (r = ncclRecv(s->recv.data, rb, ncclUint8, s->from, impl->comm, st)) !=
@@ -190,6 +201,11 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
       return TPLA_SUCCESS;
     const tpla_matrix_t *v = &s->send;
     TPLA_TRY(xp_wait(xp, st, xp_ready_word(xp, r, s->to), seq, "wait for a peer's ready"));
+    if (s->scale_send != NULL) /* lands before the flag below, like the data */
+      TPLA_TRY(copy_status(cudaMemcpyAsync(xp_window_of(xp, s->to) + s->scale_to_offset,
+                                           s->scale_send, sizeof(float),
+                                           cudaMemcpyDeviceToDevice, st),
+                           xp, "FP8 scale to", s->to, 1, 1));
     TPLA_TRY(copy_status(copy2d(xp_window_of(xp, s->to) + s->to_offset, v->cols, v->data, v->ld,
                                 v->rows, v->cols, tpla_dtype_size(v->dtype), st),
                          xp, "push to", s->to, v->rows, v->cols));
@@ -244,6 +260,30 @@ static tpla_status_t xp_copy(tpla_xport_t *xp, int lane, int after, tpla_matrix_
   return copy_status(copy2d(dst.data, dst.ld, src.data, src.ld, dst.rows, dst.cols,
                             tpla_dtype_size(dst.dtype), xp_lane_stream(xp, lane)),
                      xp, "local copy, own", xp->rank, dst.rows, dst.cols);
+}
+
+static tpla_status_t xp_set_scale(tpla_xport_t *xp, int lane, float *dst, const float *src) {
+  cudaStream_t st = xp_lane_stream(xp, lane);
+  if (src != NULL)
+    return copy_status(cudaMemcpyAsync(dst, src, sizeof(float), cudaMemcpyDeviceToDevice, st), xp,
+                       "FP8 scale, own", xp->rank, 1, 1);
+  const float one = 1.0f;
+  uint32_t bits;
+  memcpy(&bits, &one, sizeof bits);
+  return xp_write(xp, st, (uint32_t *)dst, bits, "FP8 scale 1");
+}
+
+static tpla_status_t xp_transpose(tpla_xport_t *xp, int lane, tpla_matrix_t dst,
+                                  tpla_matrix_t src) {
+  return tpla_cuda_status(tpla_cuda_transpose_bytes(dst.data, dst.ld, src.data, src.ld, src.rows,
+                                                    src.cols, xp_lane_stream(xp, lane)),
+                          xp->fn, "FP8 transpose of B (tpla_cuda_transpose_bytes)");
+}
+
+static tpla_status_t xp_amax(tpla_xport_t *xp, int lane, tpla_matrix_t m, float *amax) {
+  return tpla_cuda_status(tpla_cuda_amax(amax, m.data, m.dtype, m.rows, m.cols, m.ld, 0,
+                                         xp_lane_stream(xp, lane)),
+                          xp->fn, "amax of the output (tpla_cuda_amax)");
 }
 
 static ovl_xport_kind_t xp_kind(const tpla_xport_t *xp) { return xp->kind; }
@@ -341,6 +381,9 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .gemm = xp_gemm,
     .fold = xp_fold,
     .copy = xp_copy,
+    .set_scale = xp_set_scale,
+    .transpose = xp_transpose,
+    .amax = xp_amax,
     .rehearse_begin = xp_rehearse_begin,
     .rehearse_end = xp_rehearse_end,
 };

@@ -19,6 +19,7 @@
 #include "overlap.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,11 @@ static size_t view_bytes(const tpla_matrix_t *m) {
 static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s) {
   if ((s->to >= 0 && !dense(&s->send)) || (s->from >= 0 && !dense(&s->recv)))
     return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a SENDRECV step needs dense views");
+  if (s->scale_send != NULL || s->scale_recv != NULL) /* an FP8 scale, before the data */
+    TPLA_TRY(xp->ctx->backend->sendrecv(
+        xp->ctx, s->scale_send, s->scale_send ? sizeof(float) : 0, s->scale_send ? s->to : -1,
+        s->scale_recv, s->scale_recv ? sizeof(float) : 0, s->scale_recv ? s->from : -1,
+        TPLA_UINT8, NULL));
   size_t sb = s->to >= 0 ? view_bytes(&s->send) : 0, rb = s->from >= 0 ? view_bytes(&s->recv) : 0;
   return xp->ctx->backend->sendrecv(xp->ctx, s->send.data, sb, s->to, s->recv.data, rb, s->from,
                                     TPLA_UINT8, NULL);
@@ -249,6 +255,8 @@ static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t s
     if (s->to < 0)
       return TPLA_SUCCESS;
     TPLA_TRY(wait_flag(xp, ready_of(xp->flags, s->to), seq, "the ready signal", s->to));
+    if (s->scale_send != NULL)
+      memcpy((char *)xp->peer_window[s->to] + s->scale_to_offset, s->scale_send, sizeof(float));
     char *dst = (char *)xp->peer_window[s->to] + s->to_offset;
     copy_rows(dst, s->send.cols, s->send.data, s->send.ld, s->send.rows, s->send.cols, es);
     set_flag(step_of(xp, xp->peer_flags[s->to], s->flag), seq);
@@ -318,6 +326,30 @@ static tpla_status_t host_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) 
   return TPLA_SUCCESS;
 }
 
+static tpla_status_t host_set_scale(tpla_xport_t *xp, int lane, float *dst, const float *src) {
+  *dst = src != NULL ? *src : 1.0f;
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_transpose(tpla_xport_t *xp, int lane, tpla_matrix_t dst,
+                                    tpla_matrix_t src) {
+  for (int64_t i = 0; i < src.rows; i++)
+    for (int64_t j = 0; j < src.cols; j++)
+      ((uint8_t *)dst.data)[j * dst.ld + i] = ((const uint8_t *)src.data)[i * src.ld + j];
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_amax(tpla_xport_t *xp, int lane, tpla_matrix_t m, float *amax) {
+  float a = 0.0f;
+  for (int64_t i = 0; i < m.rows; i++)
+    for (int64_t j = 0; j < m.cols; j++) {
+      float v = fabsf(load(m.data, m.dtype, (size_t)(i * m.ld + j)));
+      a = v > a || isnan(v) ? v : a;
+    }
+  *amax = a;
+  return TPLA_SUCCESS;
+}
+
 /* D = alpha op(A) op(B) + beta C + bias: the backend's GEMM, then (C apart
  * from D, or a bias) one pass adding beta C and the bias in fp32. */
 static tpla_status_t host_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *call,
@@ -358,4 +390,7 @@ const struct tpla_xport_ops tpla_host_xport_ops = {
     .gemm = host_gemm,
     .fold = host_fold,
     .copy = host_copy,
+    .set_scale = host_set_scale,
+    .transpose = host_transpose,
+    .amax = host_amax,
 };

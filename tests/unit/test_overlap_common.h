@@ -44,6 +44,7 @@ typedef struct {
 /* One rank's buffers (host memory: the host executor's). */
 typedef struct {
   tpla_matrix_t a, b, d, d0, bias;
+  float a_scale, b_scale, amax; /* FP8 cases: this rank's scales (different per rank), d_amax */
   tpla_matrix_t gathered; /* AG: copy of the plan's gathered view after the last call */
   tpla_overlap_info_t info;
   size_t ws;
@@ -65,6 +66,14 @@ static inline tpla_matrix_t oc_alloc(int64_t rows, int64_t cols, int pad, tpla_d
 }
 
 static inline int64_t oc_even(int64_t m, int P, int r) { return m / P + (r < m % P); }
+
+static inline bool oc_fp8(tpla_dtype_t t) {
+  return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2;
+}
+/* B's dtype: the plan's, except E4M3 with an E5M2 A (E5M2 x E5M2 is no product) */
+static inline tpla_dtype_t oc_b_dtype(const ocase_t *c) {
+  return c->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : c->dtype;
+}
 
 static inline int64_t oc_slice_rows(const orun_t *run, int r) {
   const ocase_t *c = run->c;
@@ -115,8 +124,11 @@ static inline void oc_setup(orun_t *run, const ocase_t *c) {
     int64_t arows = c->kind == OC_AG ? c->rows[r] : run->m;
     int64_t drows = c->kind == OC_RS ? oc_slice_rows(run, r) : run->m;
     o->a = oc_alloc(arows, k, c->pad, c->dtype);
-    o->b = c->op_b == TPLA_OP_N ? oc_alloc(k, n, c->pad, c->dtype)
-                                : oc_alloc(n, k, c->pad, c->dtype);
+    o->b = c->op_b == TPLA_OP_N ? oc_alloc(k, n, c->pad, oc_b_dtype(c))
+                                : oc_alloc(n, k, c->pad, oc_b_dtype(c));
+    o->a_scale = oc_fp8(c->dtype) ? 0.25f * (float)(r + 1) : 1.0f; /* exact, rank-dependent */
+    o->b_scale = oc_fp8(c->dtype) ? 0.5f + 0.125f * (float)r : 1.0f;
+    o->amax = -1.0f;
     o->d = oc_alloc(drows, n, c->pad, c->d_dtype);
     o->d0 = oc_alloc(drows, n, c->pad, c->d_dtype);
     o->bias = oc_alloc(1, n, 0, c->d_dtype);
@@ -196,6 +208,11 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   args.alpha = c->alpha;
   args.beta = c->beta;
   args.bias = c->bias ? o->bias.data : NULL;
+  if (oc_fp8(c->dtype)) {
+    args.fp8.a_scale = &o->a_scale;
+    args.fp8.b_scale = &o->b_scale;
+    args.fp8.d_amax = &o->amax;
+  }
   o->info = (tpla_overlap_info_t)TPLA_OVERLAP_INFO_INIT;
   for (int call = 0; call < c->calls && o->status == TPLA_SUCCESS; call++) {
     if (call > 0)
@@ -213,6 +230,13 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     oc_note(o, tpla_ag_gemm_plan_has_gathered(ag, &o->has_gathered));
     if (o->status == TPLA_SUCCESS && oc_note(o, tpla_ag_gemm_gathered(ag, &view)) == 0)
       oc_copy(o->gathered, view);
+    const float *scales = NULL;
+    if (oc_fp8(c->dtype) && o->status == TPLA_SUCCESS &&
+        oc_note(o, tpla_ag_gemm_gathered_scales(ag, &scales)) == 0)
+      for (int q = 0; q < nranks; q++)
+        if (c->rows[q] > 0 && scales[q] != 0.25f * (float)(q + 1)) /* exactly; rows only */
+          oc_note(o, tpla_fail(TPLA_ERROR_INTERNAL, "test", "gathered scale %d is %g", q,
+                               (double)scales[q]));
     oc_note(o, tpla_ag_gemm_plan_get_info(ag, &o->info));
     oc_note(o, tpla_ag_gemm_plan_workspace_bytes(ag, &o->ws));
   } else if (c->kind == OC_RS) {
@@ -268,16 +292,18 @@ static inline double oc_check(const orun_t *run, double *max_rel) {
           int64_t base = 0;
           while (gi >= (double)(base + c->rows[q]))
             base += c->rows[q++];
+          double sc = (double)run->r[q].a_scale * (double)o->b_scale;
           for (int64_t p = 0; p < c->k[0]; p++) {
-            double x = oc_at(run->r[q].a, (int64_t)gi - base, p) * oc_opb(o->b, c->op_b, p, j);
+            double x = sc * oc_at(run->r[q].a, (int64_t)gi - base, p) *
+                       oc_opb(o->b, c->op_b, p, j);
             s += x;
             sa += fabs(x);
           }
         } else {
           for (int q = 0; q < c->P; q++)
             for (int64_t p = 0; p < c->k[q]; p++) {
-              double x = oc_at(run->r[q].a, (int64_t)gi, p) *
-                         oc_opb(run->r[q].b, c->op_b, p, j);
+              double x = (double)run->r[q].a_scale * (double)run->r[q].b_scale *
+                         oc_at(run->r[q].a, (int64_t)gi, p) * oc_opb(run->r[q].b, c->op_b, p, j);
               s += x;
               sa += fabs(x);
             }
@@ -348,6 +374,17 @@ static inline int oc_run_case(const ocase_t *c, orun_t *keep) {
   if (!bad && worst > 1.0) {
     fprintf(stderr, "  error %.3g x the rounding bound (max rel %.3g)\n", worst, rel);
     bad = 1;
+  }
+  for (int r = 0; r < c->P && !bad && oc_fp8(c->dtype); r++) { /* d_amax = max |D| exactly */
+    double a = 0;
+    tpla_matrix_t d = run.r[r].d;
+    for (int64_t i = 0; i < d.rows; i++)
+      for (int64_t j = 0; j < d.cols; j++)
+        a = fmax(a, fabs(oc_at(d, i, j)));
+    if ((double)run.r[r].amax != a) {
+      fprintf(stderr, "  rank %d: d_amax %g, max |D| %g\n", r, (double)run.r[r].amax, a);
+      bad = 1;
+    }
   }
   if (!bad && c->kind == OC_AG) {
     for (int r = 0; r < c->P; r++)

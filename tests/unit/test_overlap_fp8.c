@@ -1,0 +1,152 @@
+/*
+ * test_overlap_fp8.c - FP8 AllGather+GEMM, GEMM+ReduceScatter and
+ * GEMM+AllReduce on the host executor (FP8 emulated): 1..4 ranks whose A
+ * and B scales all differ (so a rank's scale must travel with its gathered
+ * rows), E4M3 x E4M3 and E5M2 x E4M3, op(B) = T and N (the plan transposes
+ * B per call), PEER, SENDRECV and SERIAL, uneven and empty slices, against
+ * a float64 reference on the dequantized inputs; d_amax equals max |D|; the
+ * gathered view keeps the FP8 bytes and every rank's scale. Then the FP8
+ * argument errors, which leave D untouched.
+ */
+#include "test_overlap_common.h"
+
+static uint64_t seed;
+
+static void make_case(ocase_t *c, oc_kind_t kind, int P, int v) {
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->P = P;
+  c->seed = seed + (uint64_t)(1000 * P + 17 * v + 5 * kind);
+  c->alpha = 1.0f;
+  c->calls = 2;
+  c->dtype = TPLA_FLOAT8_E4M3;
+  c->d_dtype = TPLA_BFLOAT16;
+  c->op_b = TPLA_OP_T;
+  c->mode = TPLA_OVERLAP_OVERLAP;
+  c->transport = TPLA_TRANSPORT_PEER;
+  c->chunks = 3;
+  int64_t rows[4] = {7, 5, 9, 6}, k = 32, n = 16;
+  switch (v) {
+  case 0: /* E4M3, PEER, op T, bf16 out, three chunks */
+    break;
+  case 1: /* E5M2 gradients x E4M3 weights, op N (B transposed), SENDRECV, fp32 out, bias, beta */
+    c->dtype = TPLA_FLOAT8_E5M2, c->d_dtype = TPLA_FLOAT32, c->op_b = TPLA_OP_N;
+    c->transport = TPLA_TRANSPORT_SENDRECV, c->bias = 1, c->beta = 1.0f, c->chunks = 2;
+    c->pad = 16;
+    break;
+  case 2: /* the serial reference mode, op N, fp16 out */
+    c->mode = TPLA_OVERLAP_SERIAL, c->op_b = TPLA_OP_N, c->d_dtype = TPLA_FLOAT16;
+    c->alpha = 0.5f;
+    break;
+  default: /* uneven slices with an empty one, automatic chunks, one call */
+    c->chunks = 0, c->calls = 1;
+    rows[0] = 0, rows[1] = 11, rows[2] = 3, rows[3] = 13;
+    break;
+  }
+  c->m = 0;
+  for (int r = 0; r < P; r++) {
+    c->rows[r] = rows[r];
+    c->k[r] = kind == OC_AG ? k : 16 * (r + 1);
+    c->n[r] = n;
+    c->m += rows[r];
+  }
+  if (c->m == 0)
+    c->rows[0] = 4, c->m = 4;
+}
+
+static void run_kind(oc_kind_t kind) {
+  int failures = 0;
+  for (int P = 1; P <= 4; P++)
+    for (int v = 0; v < 4; v++) {
+      ocase_t c;
+      make_case(&c, kind, P, v);
+      failures += oc_run_case(&c, NULL);
+    }
+  ASSERT_EQ_INT(failures, 0);
+}
+
+static void test_fp8_ag_gemm(void) { run_kind(OC_AG); }
+static void test_fp8_gemm_rs(void) { run_kind(OC_RS); }
+static void test_fp8_gemm_ar(void) { run_kind(OC_AR); }
+
+/* ---- errors: one rank, D untouched --------------------------------------------- */
+
+typedef struct {
+  int failures;
+} err_t;
+
+#define EXPECT(call, want)                                                                  \
+  do {                                                                                      \
+    tpla_status_t got_ = (call);                                                            \
+    if (got_ != (want)) {                                                                   \
+      fprintf(stderr, "  %s: %s, expected %s (%s)\n", #call, tpla_status_string(got_),     \
+              tpla_status_string(want), tpla_last_error());                                 \
+      e->failures++;                                                                        \
+    }                                                                                       \
+  } while (0)
+
+static int errors_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  err_t *e = arg;
+  tpla_ag_gemm_desc_t desc = TPLA_AG_GEMM_DESC_INIT;
+  desc.local_rows = 4, desc.k = 16, desc.n = 8, desc.op_b = TPLA_OP_T;
+  desc.dtype = TPLA_FLOAT8_E4M3, desc.d_dtype = TPLA_FLOAT8_E4M3;
+  tpla_ag_gemm_plan_t plan = NULL;
+  EXPECT(tpla_ag_gemm_plan_create(&plan, ctx, &desc), TPLA_ERROR_INVALID_ARGUMENT); /* FP8 D */
+  desc.d_dtype = TPLA_BFLOAT16;
+  EXPECT(tpla_ag_gemm_plan_create(&plan, ctx, &desc), TPLA_SUCCESS);
+  tpla_matrix_t a = oc_alloc(4, 16, 0, TPLA_FLOAT8_E4M3), b = oc_alloc(8, 16, 0, TPLA_FLOAT8_E4M3);
+  tpla_matrix_t b52 = oc_alloc(8, 16, 0, TPLA_FLOAT8_E5M2), d = oc_alloc(4, 8, 0, TPLA_BFLOAT16);
+  memset(d.data, 0x5a, 4 * 8 * 2);
+  float scale = 1.0f;
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.d_scale = &scale; /* the output is bf16 */
+  EXPECT(tpla_ag_gemm(plan, d, a, b, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.scale_mode = TPLA_FP8_SCALE_MXFP8;
+  EXPECT(tpla_ag_gemm(plan, d, a, b, &args, NULL), TPLA_ERROR_NOT_SUPPORTED);
+  args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.accum = (tpla_fp8_accum_t)7;
+  EXPECT(tpla_ag_gemm(plan, d, a, b, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  const float *scales = NULL;
+  EXPECT(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_ERROR_INVALID_USAGE); /* no call yet */
+  tpla_ag_gemm_plan_destroy(plan);
+  /* E5M2 x E5M2 */
+  desc.dtype = TPLA_FLOAT8_E5M2;
+  EXPECT(tpla_ag_gemm_plan_create(&plan, ctx, &desc), TPLA_SUCCESS);
+  tpla_matrix_t a52 = oc_alloc(4, 16, 0, TPLA_FLOAT8_E5M2);
+  EXPECT(tpla_ag_gemm(plan, d, a52, b52, NULL, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  tpla_ag_gemm_plan_destroy(plan);
+  /* fp8 fields on a bf16 plan; scales of a bf16 plan */
+  desc.dtype = TPLA_BFLOAT16;
+  EXPECT(tpla_ag_gemm_plan_create(&plan, ctx, &desc), TPLA_SUCCESS);
+  tpla_matrix_t ab = oc_alloc(4, 16, 0, TPLA_BFLOAT16), bb = oc_alloc(8, 16, 0, TPLA_BFLOAT16);
+  args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.a_scale = &scale;
+  EXPECT(tpla_ag_gemm(plan, d, ab, bb, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  EXPECT(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_ERROR_INVALID_USAGE);
+  tpla_ag_gemm_plan_destroy(plan);
+  for (int i = 0; i < 4 * 8 * 2; i++)
+    if (((unsigned char *)d.data)[i] != 0x5a) {
+      fprintf(stderr, "  a rejected call wrote into D (byte %d)\n", i);
+      e->failures++;
+      break;
+    }
+  free(a.data), free(b.data), free(b52.data), free(d.data), free(a52.data), free(ab.data);
+  free(bb.data);
+  return 0;
+}
+
+static void test_fp8_errors(void) {
+  err_t e = {0};
+  ASSERT_EQ_INT(run_host_ranks(1, errors_body, &e), 0);
+  ASSERT_EQ_INT(e.failures, 0);
+}
+
+int main(void) {
+  seed = fresh_seed("test_overlap_fp8");
+  TEST(test_fp8_ag_gemm);
+  TEST(test_fp8_gemm_rs);
+  TEST(test_fp8_gemm_ar);
+  TEST(test_fp8_errors);
+  return test_summary();
+}
