@@ -63,6 +63,7 @@ typedef struct {
   int nshapes;
   int chunks;
   tpla_transport_t transport;
+  tpla_fp8_accum_t accum; /* FP8 inputs: --accum=fast|split */
   uint64_t seed;
   result_t *res; /* [shape][rank] */
   int64_t wrong_total;
@@ -89,7 +90,23 @@ typedef struct {
   tpla_matrix_t dloc;                        /* RS: the comm's output slice */
   int sets;
   int64_t rows, off; /* this rank's slice */
+  float *scales;     /* FP8: {A scale, B scale} in executor memory */
 } bufs_t;
+
+static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
+
+/* D's dtype: -o fp32, else the input's (FP8 inputs: bf16). B's: the input's
+ * (E5M2 inputs: E4M3 weights, as in a backward pass). */
+static tpla_dtype_t out_dtype(const tool_opts_t *o) {
+  return o->out_fp32 ? TPLA_FLOAT32 : is_fp8(o->dtype) ? TPLA_BFLOAT16 : o->dtype;
+}
+static tpla_dtype_t b_dtype(const tool_opts_t *o) {
+  return o->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : o->dtype;
+}
+
+/* FP8: rank r's per-tensor scales (A, B); exact in binary, different per rank. */
+static float a_scale_of(int rank) { return 0.5f + 0.25f * (float)rank; }
+static const float b_scale = 0.75f;
 
 static tpla_matrix_t shape_of(int64_t rows, int64_t cols, tpla_dtype_t t) {
   tpla_matrix_t m = {NULL, rows, cols, cols > 0 ? cols : 1, t};
@@ -129,6 +146,7 @@ static void free_bufs(tool_rank_t *r, bufs_t *b) {
   tool_free(r, b->d.data);
   tool_free(r, b->full.data);
   tool_free(r, b->dloc.data);
+  tool_free(r, b->scales);
 }
 
 static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs_t *b,
@@ -136,11 +154,11 @@ static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs
   const tool_opts_t *o = job->o;
   int P = r->nranks;
   int64_t M = mkn[0], K = mkn[1], N = mkn[2];
-  tpla_dtype_t in = o->dtype, out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  tpla_dtype_t in = o->dtype, out = out_dtype(o), bt = b_dtype(o);
   b->rows = M / P + (r->rank < M % P);
   b->off = (M / P) * r->rank + (r->rank < M % P ? r->rank : M % P);
   tpla_matrix_t a = shape_of(job->kind == OP_AG ? b->rows : M, K, in);
-  tpla_matrix_t bm = o->op_b == TPLA_OP_N ? shape_of(K, N, in) : shape_of(N, K, in);
+  tpla_matrix_t bm = o->op_b == TPLA_OP_N ? shape_of(K, N, bt) : shape_of(N, K, bt);
   size_t set_bytes = bytes_of(a) + bytes_of(bm), want = 2 * tool_cache_bytes(r);
   b->sets = (int)((want + set_bytes - 1) / set_bytes);
   b->sets = b->sets < 1 ? 1 : b->sets > MAX_SETS ? MAX_SETS : b->sets;
@@ -159,6 +177,11 @@ static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs
   if (!failed)
     failed = make(r, &b->d, seed, M_D, r->rank) || make(r, &b->full, seed, -1, 0) ||
              make(r, &b->dloc, seed, -1, 0);
+  if (!failed && is_fp8(in)) { /* the scales, in executor memory */
+    float host[2] = {a_scale_of(r->rank), b_scale};
+    b->scales = tool_alloc(r, sizeof host);
+    failed = b->scales == NULL || tool_upload(r, b->scales, host, sizeof host);
+  }
   return failed;
 }
 
@@ -177,7 +200,7 @@ typedef struct {
 
 static tpla_status_t plan_create(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode) {
   const tool_opts_t *o = x->job->o;
-  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  tpla_dtype_t out = out_dtype(o);
   if (x->job->kind == OP_AG) {
     tpla_ag_gemm_desc_t d = TPLA_AG_GEMM_DESC_INIT;
     d.local_rows = x->b->rows, d.k = x->K, d.n = x->N, d.op_b = o->op_b, d.dtype = o->dtype;
@@ -222,6 +245,7 @@ static tpla_status_t gemm_body(tool_rank_t *r, int iter, void *arg) {
   int s = iter % x->b->sets;
   tpla_gemm_args_t g = TPLA_GEMM_ARGS_INIT;
   g.alpha = x->args.alpha, g.beta = x->args.beta, g.allow_tf32 = x->job->o->allow_tf32;
+  g.fp8 = x->args.fp8;
   if (x->job->kind == OP_AG) /* D = gathered A op(B); full holds M x K */
     return tpla_gemm(r->ctx, x->b->d, x->b->full, TPLA_OP_N, x->b->b[s], x->job->o->op_b, &g,
                      r->stream);
@@ -236,7 +260,8 @@ static tpla_status_t comm_body(tool_rank_t *r, int iter, void *arg) {
   size_t es = tpla_dtype_size(b->full.dtype);
   if (x->job->kind == OP_AG) {
     char *own = (char *)b->full.data + (size_t)b->off * (size_t)x->K * es;
-    return tpla_allgatherv(r->ctx, b->full.data, own, x->counts, b->full.dtype, r->stream);
+    return tpla_allgatherv(r->ctx, b->full.data, own, x->counts,
+                           is_fp8(b->full.dtype) ? TPLA_UINT8 : b->full.dtype, r->stream);
   }
   if (x->job->kind == OP_RS)
     return tpla_reduce_scatterv(r->ctx, b->dloc.data, b->full.data, x->counts, b->full.dtype,
@@ -255,7 +280,8 @@ static int check(tool_rank_t *r, bench_t *x, int64_t *checked, int64_t *wrong) {
   bufs_t *b = x->b;
   const int P = r->nranks;
   const int64_t M = x->M, K = x->K, N = x->N, drows = b->d.rows;
-  tpla_dtype_t in = o->dtype, out = b->d.dtype;
+  tpla_dtype_t in = o->dtype, out = b->d.dtype, bt = b_dtype(o);
+  bool fp8 = is_fp8(in);
   int64_t rows[SAMPLE], cols[SAMPLE], nr = drows < SAMPLE ? drows : SAMPLE;
   int64_t nc = N < SAMPLE ? N : SAMPLE;
   for (int64_t i = 0; i < nr; i++)
@@ -279,19 +305,25 @@ static int check(tool_rank_t *r, bench_t *x, int64_t *checked, int64_t *wrong) {
         owner = gi < split ? gi / (base + 1) : extra + (gi - split) / base;
         li = gi - (base * owner + (owner < extra ? owner : extra));
       }
+      double sa = fp8 ? (double)a_scale_of((int)owner) : 1.0;
       for (int64_t p = 0; p < K; p++)
-        arow[(q * nr + i) * K + p] = hval(job->seed, M_A, (int)owner, li, p, in);
+        arow[(q * nr + i) * K + p] = sa * hval(job->seed, M_A, (int)owner, li, p, in);
     }
   for (int q = 0; q < nq; q++) {
     int brank = job->kind == OP_AG ? r->rank : q;
     for (int64_t j = 0; j < nc; j++)
       for (int64_t p = 0; p < K; p++)
-        bcol[(q * nc + j) * K + p] = o->op_b == TPLA_OP_N
-                                          ? hval(job->seed, M_B, brank, p, cols[j], in)
-                                          : hval(job->seed, M_B, brank, cols[j], p, in);
+        bcol[(q * nc + j) * K + p] = (fp8 ? (double)b_scale : 1.0) *
+                                     (o->op_b == TPLA_OP_N
+                                          ? hval(job->seed, M_B, brank, p, cols[j], bt)
+                                          : hval(job->seed, M_B, brank, cols[j], p, bt));
   }
   double u_d = out == TPLA_FLOAT32 ? 0x1.0p-24 : out == TPLA_FLOAT16 ? 0x1.0p-11 : 0x1.0p-8;
-  double u_acc = o->allow_tf32 && in == TPLA_FLOAT32 ? 0x1.0p-11 : 0x1.0p-24;
+  /* FP8 fast accumulation keeps the tensor cores' partial sums in reduced
+   * precision (undocumented width): a loose bound of 13 fraction bits */
+  double u_acc = o->allow_tf32 && in == TPLA_FLOAT32 ? 0x1.0p-11
+                 : fp8 && job->accum == TPLA_FP8_ACCUM_FAST ? 0x1.0p-13
+                                                            : 0x1.0p-24;
   double factor = (P + 4) * u_d + (double)(nq * K + 4) * u_acc;
   for (int64_t i = 0; i < nr; i++)
     for (int64_t j = 0; j < nc; j++) {
@@ -366,6 +398,11 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
   x.args.beta = job->o->beta;
   uint64_t seed = job->seed;
   int failed = alloc_bufs(r, job, mkn, &b, seed);
+  if (!failed && is_fp8(job->o->dtype)) {
+    x.args.fp8.a_scale = b.scales;
+    x.args.fp8.b_scale = b.scales + 1;
+    x.args.fp8.accum = job->accum;
+  }
   if (!failed && job->kind == OP_AG) /* the unchunked GEMM reads real values */
     failed = fill(r, &b.full, seed, M_A, 0);
   x.counts = calloc((size_t)r->nranks, sizeof *x.counts);
@@ -394,7 +431,7 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
 
 static void print_header(const job_t *job) {
   const tool_opts_t *o = job->o;
-  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  tpla_dtype_t out = out_dtype(o);
   static const char *what[3] = {
       "D (M x N) = allgather_rows(A_local) op(B): M global rows, K, N per rank",
       "D_local = reduce_scatter_rows(A op(B)): A is M x K per rank, D M x N",
@@ -409,6 +446,9 @@ static void print_header(const job_t *job) {
          tpla_dtype_name(o->dtype), tpla_dtype_name(out), o->op_b == TPLA_OP_N ? "N" : "T",
          (double)o->alpha, (double)o->beta, chunks,
          job->transport == TPLA_TRANSPORT_AUTO ? "auto" : transport_name(job->transport));
+  if (is_fp8(o->dtype))
+    printf("# FP8: B %s, per-tensor scales (A: 0.5 + 0.25 rank, B: 0.75), %s accumulation\n",
+           tpla_dtype_name(b_dtype(o)), job->accum == TPLA_FP8_ACCUM_FAST ? "fast" : "split");
   printf("# iters %d, warmup %d, check %d, seed %" PRIu64 "; times: median, slowest rank\n",
          o->iters, o->warmup, o->check, job->seed);
   printf("# time: overlapped plan; serial: collective then GEMM (SERIAL plan); gemm: one "
@@ -436,7 +476,7 @@ static void print_line(job_t *job, int shape) {
   }
   job->wrong_total += wrong;
   double M = (double)mkn[0], K = (double)mkn[1], N = (double)mkn[2], P = o->ranks;
-  tpla_dtype_t out = o->out_fp32 ? TPLA_FLOAT32 : o->dtype;
+  tpla_dtype_t out = out_dtype(o);
   double elem = job->kind == OP_AG ? K * (double)tpla_dtype_size(o->dtype)
                                    : N * (double)tpla_dtype_size(out);
   double received = (M - floor(M / P)) * elem * (job->kind == OP_AR ? 2.0 : 1.0);
@@ -534,8 +574,18 @@ static bool parse_options(const tool_opts_t *o, op_kind_t kind, job_t *job, int6
     size_t klen = eq ? (size_t)(eq - w) : strlen(w);
     const char *v = eq ? eq + 1 : "";
     bool chunks = klen == 8 && strncmp(w, "--chunks", klen) == 0;
+    if (klen == 7 && strncmp(w, "--accum", klen) == 0) {
+      bool fast = strcasecmp(v, "fast") == 0;
+      if (!fast && strcasecmp(v, "split") != 0) {
+        fprintf(stderr, "tpla %s: '%s': expected --accum=fast|split (FP8)\n", name, w);
+        return false;
+      }
+      job->accum = fast ? TPLA_FP8_ACCUM_FAST : TPLA_FP8_ACCUM_SPLIT;
+      continue;
+    }
     if (!chunks && !(klen == 11 && strncmp(w, "--transport", klen) == 0)) {
-      fprintf(stderr, "tpla %s: unknown option '%s' (--chunks=N, --transport=T)\n", name, w);
+      fprintf(stderr, "tpla %s: unknown option '%s' (--chunks=N, --transport=T, --accum=A)\n",
+              name, w);
       return false;
     }
     if (!(chunks ? parse_chunks(v, &job->chunks) : parse_transport(v, &job->transport))) {
@@ -555,8 +605,9 @@ static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
     o->iters = cuda ? 20 : 3;
   if (!o->set_warmup)
     o->warmup = cuda ? 5 : 1;
-  if (o->dtype != TPLA_FLOAT32 && o->dtype != TPLA_FLOAT16 && o->dtype != TPLA_BFLOAT16) {
-    fprintf(stderr, "tpla %s: -d: inputs are fp32, fp16 or bf16\n", op_names[kind]);
+  if (o->dtype != TPLA_FLOAT32 && o->dtype != TPLA_FLOAT16 && o->dtype != TPLA_BFLOAT16 &&
+      !is_fp8(o->dtype)) {
+    fprintf(stderr, "tpla %s: -d: inputs are fp32, fp16, bf16, e4m3 or e5m2\n", op_names[kind]);
     return 2;
   }
   job_t job;
