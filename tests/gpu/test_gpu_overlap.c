@@ -34,7 +34,7 @@ static int quick;
 /* ---- the cases --------------------------------------------------------------------------- */
 
 #define VARIANTS 5
-#define MAX_CASES (3 * 3 * 2 * VARIANTS)
+#define MAX_CASES (3 * 3 * 2 * VARIANTS + 3 * VARIANTS)
 
 static void set_sizes(gcase_t *c, int P, int64_t r0, int64_t r1, int64_t k0, int64_t k1,
                       int64_t n) {
@@ -45,6 +45,51 @@ static void set_sizes(gcase_t *c, int P, int64_t r0, int64_t r1, int64_t k0, int
     c->m += c->rows[q];
   }
   c->n = n;
+}
+
+/* FP8 (Hopper's FP8 GEMMs want 16-byte aligned rows: K, N and the padding
+ * are multiples of 16): rank-dependent A scales, E5M2 x E4M3, op(B) N (the
+ * plan transposes B), both accumulation modes, d_amax, every transport and
+ * SERIAL, an empty slice. */
+static gcase_t fp8_case(int P, int kind, int v, uint64_t case_seed) {
+  gcase_t c;
+  memset(&c, 0, sizeof c);
+  c.kind = kind;
+  c.dtype = TPLA_FLOAT8_E4M3;
+  c.d_dtype = TPLA_BFLOAT16;
+  c.op_b = TPLA_OP_T;
+  c.alpha = 1.0f;
+  c.calls = 1;
+  c.mode = TPLA_OVERLAP_OVERLAP;
+  c.transport = TPLA_TRANSPORT_AUTO;
+  c.seed = case_seed;
+  c.amax = 1;
+  switch (v) {
+  case 0: /* one chunk, split accumulation */
+    c.chunks = 1;
+    set_sizes(&c, P, 256, 256, 192, 192, 160);
+    break;
+  case 1: /* E5M2 x E4M3, op N, three chunks, bias, accumulate into fp32, fast accumulation */
+    c.dtype = TPLA_FLOAT8_E5M2, c.op_b = TPLA_OP_N, c.d_dtype = TPLA_FLOAT32;
+    c.chunks = 3, c.bias = 1, c.beta = 1.0f, c.pad = 16, c.calls = 3, c.amax = 0;
+    c.accum = TPLA_FP8_ACCUM_FAST;
+    set_sizes(&c, P, 304, 208, 128, 64, 208);
+    break;
+  case 2: /* NCCL send/recv (the scales travel in the same groups), an empty slice, fp16 out */
+    c.transport = P > 1 ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_AUTO;
+    c.chunks = 2, c.alpha = -1.5f, c.calls = 2, c.d_dtype = TPLA_FLOAT16;
+    set_sizes(&c, P, 512, 0, 64, 160, 96);
+    break;
+  case 3: /* the serial reference mode, op N */
+    c.mode = TPLA_OVERLAP_SERIAL, c.op_b = TPLA_OP_N, c.bias = 1, c.beta = 1.0f, c.calls = 2;
+    set_sizes(&c, P, 128, 384, 208, 48, 144);
+    break;
+  default: /* automatic chunks, fast accumulation, fp32 output */
+    c.chunks = 0, c.alpha = 0.5f, c.accum = TPLA_FP8_ACCUM_FAST, c.d_dtype = TPLA_FLOAT32;
+    set_sizes(&c, P, 256, 256, 112, 112, 128);
+    break;
+  }
+  return c;
 }
 
 /* Five variants of every operation, dtype and op(B); see the switch. */
@@ -91,6 +136,9 @@ static int make_cases(int P, gcase_t *out) {
           }
           out[count++] = c;
         }
+  for (int kind = 0; kind < 3; kind++)
+    for (int v = 0; v < VARIANTS; v++)
+      out[count] = fp8_case(P, kind, v, seed + 7919ull * (uint64_t)count), count++;
   return count;
 }
 

@@ -239,7 +239,21 @@ typedef struct {
   int64_t rows[GT_MAX_RANKS]; /* AG: local rows; RS: slice rows */
   int64_t m, k[GT_MAX_RANKS], n;
   uint64_t seed;
+  tpla_fp8_accum_t accum; /* FP8 cases */
+  int amax;               /* FP8 cases: ask for d_amax */
 } gcase_t;
+
+static inline bool gt_fp8(tpla_dtype_t t) {
+  return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2;
+}
+/* B's dtype (E4M3 with an E5M2 A) and the FP8 scales of rank q (A differs per rank) */
+static inline tpla_dtype_t gt_b_dtype(const gcase_t *c) {
+  return c->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : c->dtype;
+}
+static inline double gt_a_scale(const gcase_t *c, int q) {
+  return gt_fp8(c->dtype) ? 0.5 + 0.25 * q : 1.0;
+}
+static inline double gt_b_scale(const gcase_t *c) { return gt_fp8(c->dtype) ? 0.75 : 1.0; }
 
 static inline const char *kind_name(int k) {
   return k == 0 ? "AG+GEMM" : k == 1 ? "GEMM+RS" : "GEMM+AR";
@@ -266,7 +280,7 @@ static inline void make_inputs(const gcase_t *c, int P, inputs_t *in) {
     in->doff[q] = off;
     off += c->kind == 1 ? c->rows[q] : 0;
     in->a[q] = gt_random(&g, in->arows[q] * k, c->dtype);
-    in->b[q] = gt_random(&g, k * c->n, c->dtype);
+    in->b[q] = gt_random(&g, k * c->n, gt_b_dtype(c));
     in->bias[q] = gt_random(&g, c->n, c->d_dtype);
     in->d0[q] = gt_random(&g, in->drows[q] * c->n, c->d_dtype);
   }
@@ -286,7 +300,10 @@ static inline double check_output(const gcase_t *c, int P, int r, const inputs_t
   for (int q = 0; q < P; q++)
     ktot += c->kind == 0 ? 0 : c->k[q];
   ktot = c->kind == 0 ? c->k[0] : ktot;
-  double factor = (P + 4) * unit(c->d_dtype) + (ktot + 4) * 0x1p-24, worst = 0;
+  /* FP8 fast accumulation: partial sums in the tensor cores' reduced
+   * precision (undocumented): a loose 2^-13 per addition */
+  double u_acc = gt_fp8(c->dtype) && c->accum == TPLA_FP8_ACCUM_FAST ? 0x1p-13 : 0x1p-24;
+  double factor = (P + 4) * unit(c->d_dtype) + (ktot + 4) * u_acc, worst = 0;
   for (int64_t i = 0; i < in->drows[r]; i++)
     for (int64_t j = 0; j < c->n; j++) {
       double s = 0, sa = 0;
@@ -302,9 +319,10 @@ static inline double check_output(const gcase_t *c, int P, int r, const inputs_t
             continue;
           row = gi - base;
         }
+        double sc = gt_a_scale(c, q) * gt_b_scale(c);
         for (int64_t p = 0; p < k; p++) {
           double bv = c->op_b == TPLA_OP_N ? b[p * c->n + j] : b[j * k + p];
-          double x = sign * a[row * k + p] * bv;
+          double x = sc * sign * a[row * k + p] * bv;
           s += x;
           sa += fabs(x);
         }
@@ -355,8 +373,10 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     neg[i] = -in.a[me][i];
   a[0] = gt_upload(in.a[me], in.arows[me], k, c->pad, c->dtype, &failures);
   a[1] = gt_upload(neg, in.arows[me], k, c->pad, c->dtype, &failures);
-  b = c->op_b == TPLA_OP_N ? gt_upload(in.b[me], k, c->n, c->pad, c->dtype, &failures)
-                           : gt_upload(in.b[me], c->n, k, c->pad, c->dtype, &failures);
+  b = c->op_b == TPLA_OP_N ? gt_upload(in.b[me], k, c->n, c->pad, gt_b_dtype(c), &failures)
+                           : gt_upload(in.b[me], c->n, k, c->pad, gt_b_dtype(c), &failures);
+  const double scales[3] = {gt_a_scale(c, me), gt_b_scale(c), -1.0}; /* A, B, d_amax */
+  tpla_matrix_t sc = gt_upload(scales, 1, 3, 0, TPLA_FLOAT32, &failures);
   d = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
   d0 = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures); /* for resets */
   bias = gt_upload(in.bias[me], 1, c->n, 0, c->d_dtype, &failures);
@@ -394,6 +414,11 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   gt_step(r, "plan created: %s", tpla_status_string(st));
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.alpha = c->alpha, args.beta = c->beta, args.bias = c->bias ? bias.data : NULL;
+  if (gt_fp8(c->dtype)) {
+    float *sv = sc.data;
+    args.fp8.a_scale = sv, args.fp8.b_scale = sv + 1, args.fp8.accum = c->accum;
+    args.fp8.d_amax = c->amax ? sv + 2 : NULL;
+  }
   size_t free_early = 0, free_late = 0, total = 0, ws_early = 0, ws_late = 0;
   size_t d_bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
                    tpla_dtype_size(c->d_dtype);
@@ -437,6 +462,20 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
       fprintf(stderr, "  rank %d: error %.3g x the rounding bound\n", me, worst);
       failures++;
     }
+    if (gt_fp8(c->dtype) && c->amax && failures == 0) { /* d_amax = max |D| exactly */
+      double *sv = gt_download(sc, &failures), want = 0;
+      for (int64_t i = 0; i < in.drows[me] * c->n; i++)
+        want = fmax(want, fabs(out[i]));
+      if (sv[2] != want) {
+        fprintf(stderr, "  rank %d: d_amax %g, max |D| %g\n", me, sv[2], want);
+        failures++;
+      }
+      free(sv);
+    }
+    if (gt_fp8(c->dtype) && r->rank == 0)
+      printf("# FP8 %s %s accumulation: error %.3g of the bound (u_acc %s)\n", kind_name(c->kind),
+             c->accum == TPLA_FP8_ACCUM_FAST ? "fast" : "split", worst,
+             c->accum == TPLA_FP8_ACCUM_FAST ? "2^-13" : "2^-24");
     free(out);
   }
   if (failures == 0 && c->kind == 0) { /* the gathered view, bit for bit */
@@ -457,6 +496,21 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
         base += c->rows[q];
       }
       free(gv);
+    }
+    const float *scales = NULL; /* FP8: every rank's A scale next to its rows */
+    if (failures == 0 && gt_fp8(c->dtype) &&
+        !TPLA_FAILED(tpla_ag_gemm_gathered_scales(ag, &scales))) {
+      tpla_matrix_t sv = {(void *)scales, 1, P, P, TPLA_FLOAT32};
+      double *got = gt_download(sv, &failures);
+      for (int q = 0; q < P && failures == 0; q++)
+        if (c->rows[q] > 0 && got[q] != gt_a_scale(c, q)) {
+          fprintf(stderr, "  rank %d: gathered scale of rank %d is %g, not %g\n", me, q, got[q],
+                  gt_a_scale(c, q));
+          failures++;
+        }
+      free(got);
+    } else if (gt_fp8(c->dtype)) {
+      failures++;
     }
   }
   if (info_out != NULL && st == TPLA_SUCCESS) {
@@ -479,7 +533,7 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   tpla_gemm_rs_plan_destroy(rs);
   tpla_gemm_ar_plan_destroy(ar);
   cudaFree(a[0].data), cudaFree(a[1].data), cudaFree(b.data), cudaFree(d.data);
-  cudaFree(d0.data), cudaFree(bias.data);
+  cudaFree(d0.data), cudaFree(bias.data), cudaFree(sc.data);
   free_inputs(&in);
   /* cudaFree waits for the peer GPUs: no rank's next collective may start
    * (and spin, waiting for this one) before every rank is out of it */
