@@ -131,6 +131,73 @@ def bench_rs(shape, world, rank, group_name, args, allreduce=False):
     return run_all(gemm, comm, serial, None if allreduce else fused, nsets, args, moved)
 
 
+def fp8_pair(rows, k, n, nsets):
+    """FP8 operands as torch._scaled_mm takes them: A row-major (rows x k),
+    B column-major (k x n, i.e. an n x k row-major tensor transposed)."""
+    f8 = torch.float8_e4m3fn
+    a = [torch.randn(rows, k, device="cuda").to(f8) for _ in range(nsets)]
+    b = [torch.randn(n, k, device="cuda").to(f8).t() for _ in range(nsets)]
+    return a, b
+
+
+def bench_ag_fp8(shape, world, rank, group_name, args):
+    m, k, n = shape
+    rows = m // world
+    nsets = sets_for(rows * k + k * n)
+    a, b = fp8_pair(rows, k, n, nsets)
+    full = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+    fast = args.accum == "fast"
+
+    def gemm(i):
+        torch._scaled_mm(full, b[i], one, one, out_dtype=torch.bfloat16, use_fast_accum=fast)
+
+    def comm(i):
+        dist.all_gather_into_tensor(full.view(torch.uint8), a[i].view(torch.uint8))
+
+    def serial(i):
+        comm(i)
+        gemm(i)
+
+    def fused(i):
+        torch.ops.symm_mem.fused_all_gather_scaled_matmul(
+            a[i], [b[i]], one, [one], 0, group_name, [None], [None], [torch.bfloat16], fast)
+
+    return run_all(gemm, comm, serial, fused, nsets, args, bytes_moved=(m - rows) * k)
+
+
+def bench_rs_fp8(shape, world, rank, group_name, args, allreduce=False):
+    m, k, n = shape
+    nsets = sets_for(m * k + k * n)
+    a, b = fp8_pair(m, k, n, nsets)
+    part = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(m // world, n, device="cuda", dtype=torch.bfloat16)
+    one = torch.ones((), device="cuda")
+    fast = args.accum == "fast"
+
+    def gemm(i):
+        torch._scaled_mm(a[i], b[i], one, one, out_dtype=torch.bfloat16, use_fast_accum=fast,
+                         out=part)
+
+    def comm(i):
+        if allreduce:
+            dist.all_reduce(part)
+        else:
+            dist.reduce_scatter_tensor(out, part)
+
+    def serial(i):
+        gemm(i)
+        comm(i)
+
+    def fused(i):
+        torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter(
+            a[i], b[i], one, one, "sum", 0, 0, group_name, [m, n], None, None, torch.bfloat16,
+            fast)
+
+    moved = (m - m // world) * n * 2 * (2 if allreduce else 1)
+    return run_all(gemm, comm, serial, None if allreduce else fused, nsets, args, moved)
+
+
 def run_all(gemm, comm, serial, fused, nsets, args, bytes_moved):
     res = {}
     for name, fn in (("gemm", gemm), ("comm", comm), ("serial", serial), ("fused", fused)):
@@ -155,6 +222,10 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", default=None, help="append one JSON object per line")
+    ap.add_argument("--fp8", action="store_true",
+                    help="E4M3 inputs (torch._scaled_mm, bf16 out; AG gathers FP8 bytes)")
+    ap.add_argument("--accum", default="split", choices=["split", "fast"],
+                    help="FP8 accumulation: use_fast_accum False (split) or True (fast)")
     args = ap.parse_args()
 
     dist.init_process_group("nccl")
@@ -170,7 +241,8 @@ def main():
         pass
     torch.manual_seed(1234 + rank)
     if rank == 0:
-        print(f"# PyTorch {torch.__version__} overlap anchors, {world} GPUs, bf16, "
+        kind = f"e4m3 ({args.accum} accumulation)" if args.fp8 else "bf16"
+        print(f"# PyTorch {torch.__version__} overlap anchors, {world} GPUs, {kind}, "
               f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
               f"TORCH_SYMM_MEM_DISABLE_MULTICAST={os.environ['TORCH_SYMM_MEM_DISABLE_MULTICAST']} "
               f"NCCL_NVLS_ENABLE={os.environ['NCCL_NVLS_ENABLE']}")
@@ -181,13 +253,16 @@ def main():
     for op in args.ops.split(","):
         text = args.shapes or (args.ag_shapes if op == "ag" else args.rs_shapes)
         for shape in parse_shapes(text):
+            ag, rs = (bench_ag_fp8, bench_rs_fp8) if args.fp8 else (bench_ag, bench_rs)
             if op == "ag":
-                r = bench_ag(shape, world, rank, group_name, args)
+                r = ag(shape, world, rank, group_name, args)
             else:
-                r = bench_rs(shape, world, rank, group_name, args, allreduce=(op == "ar"))
+                r = rs(shape, world, rank, group_name, args, allreduce=(op == "ar"))
             r.update({"op": {"ag": "ag-gemm", "rs": "gemm-rs", "ar": "gemm-ar"}[op],
                       "M": shape[0], "K": shape[1], "N": shape[2], "world": world,
-                      "torch": torch.__version__})
+                      "torch": torch.__version__,
+                      "dtype": "e4m3" if args.fp8 else "bf16",
+                      "accum": args.accum if args.fp8 else None})
             if rank == 0:
                 f = r["fused_us"]
                 eff = max(r["gemm_us"] or 0, r["comm_us"] or 0) / f if f else float("nan")

@@ -7,6 +7,8 @@
 #   bash bench/run_overlap.sh                  logs under ${OUT:-bench/out}
 #   BUILD=build-gpu ITERS=50 bash bench/run_overlap.sh
 #   TPLA_OVERLAP_CHUNKS=4 TPLA_OVERLAP_TRANSPORT=sendrecv bash bench/run_overlap.sh
+#   DTYPE=e4m3 ACCUM=fast bash bench/run_overlap.sh   FP8 (tpla -d e4m3 --accum=..., PyTorch
+#                                                       torch._scaled_mm; bf16 outputs)
 #
 # Each step runs under `timeout`; a failed step is reported and the others still run.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
@@ -19,6 +21,14 @@ BUILD="${BUILD:-$ROOT/build-gpu}"
 ITERS="${ITERS:-20}"
 WARMUP="${WARMUP:-5}"
 SEED="${SEED:-1234}"
+DTYPE="${DTYPE:-bf16}"
+ACCUM="${ACCUM:-split}"
+FP8_TPLA=()
+FP8_TORCH=()
+if [ "$DTYPE" != bf16 ]; then
+  FP8_TPLA=(--accum="$ACCUM")
+  FP8_TORCH=(--fp8 --accum "$ACCUM")
+fi
 PY="${PYTHON:-python3}"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 FAILED=()
@@ -42,12 +52,12 @@ if [ ! -x "$BUILD/tpla" ]; then
 fi
 step "build" build.log 900 cmake --build "$BUILD" -j --target tpla_tool
 for op in ag-gemm gemm-rs gemm-ar; do
-  step "tpla $op -g 2" "tpla_$op.log" 900 "$BUILD/tpla" "$op" -g 2 -d bf16 \
-    -n "$ITERS" -w "$WARMUP" -s "$SEED"
+  step "tpla $op -g 2" "tpla_$op.log" 900 "$BUILD/tpla" "$op" -g 2 -d "$DTYPE" \
+    -n "$ITERS" -w "$WARMUP" -s "$SEED" "${FP8_TPLA[@]}"
 done
 step "PyTorch anchors (torchrun, 2 GPUs)" torch_overlap.log 900 \
   torchrun --nproc_per_node=2 "$ROOT/bench/overlap_torch.py" --iters "$ITERS" \
-  --warmup "$WARMUP" --json "$OUT/torch_overlap.jsonl"
+  --warmup "$WARMUP" --json "$OUT/torch_overlap.jsonl" "${FP8_TORCH[@]}"
 step "compare" compare.txt 60 "$PY" "$ROOT/bench/overlap_compare.py" \
   --tpla "$OUT/tpla_ag-gemm.log" "$OUT/tpla_gemm-rs.log" "$OUT/tpla_gemm-ar.log" \
   --torch "$OUT/torch_overlap.jsonl"
