@@ -20,6 +20,8 @@
 #ifndef TPLA_TEST_GPU_OVERLAP_WATCH_H
 #define TPLA_TEST_GPU_OVERLAP_WATCH_H
 
+#include <execinfo.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include "gpu_util.h"
 #include "overlap.h"
@@ -37,6 +39,8 @@ typedef struct {
   double since;           /* gw_now() when the step began */
   int active;             /* the rank is running (not yet finished) */
   const ovl_plan_t *plan; /* the plan the rank calls, or NULL */
+  pthread_t thread;       /* the rank's thread (its last step's caller) */
+  int has_thread;
 } gw_state_t;
 
 typedef struct {
@@ -97,6 +101,8 @@ static inline void gw_step(gw_watch_t *w, int rank, const char *fmt, ...) {
   vsnprintf(s->step, sizeof s->step, fmt, ap);
   va_end(ap);
   s->since = gw_now();
+  s->thread = pthread_self();
+  s->has_thread = 1;
   if (w->print) {
     printf("# [rank %d %9.3f s] %s\n", rank, s->since, s->step);
     fflush(stdout);
@@ -194,6 +200,14 @@ static inline void gw_dump_plan(int rank, const ovl_plan_t *p) {
   fprintf(stderr, "\n    ('<': behind the last call issued)\n");
 }
 
+/* SIGUSR2 in a blocked rank thread: its call stack, async-signal-safely. */
+static void gw_backtrace_(int sig) {
+  (void)sig;
+  void *frames[32];
+  int n = backtrace(frames, 32);
+  backtrace_symbols_fd(frames, n, 2);
+}
+
 /* Print every rank's step and age and the flag words of the plans in use,
  * then exit(1). Only the first caller reports; later ones wait for the exit. */
 static void gw_report(gw_watch_t *w, const char *why) __attribute__((noreturn));
@@ -223,8 +237,16 @@ static void gw_report(gw_watch_t *w, const char *why) {
            "'thread apply all bt 25' 2>/dev/null | grep -E '^Thread|^#' | head -n 300 >&2",
            (int)getpid());
   (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let gdb attach */
-  if (system(cmd) != 0)
-    fprintf(stderr, "  (no gdb backtrace)\n");
+  if (system(cmd) != 0) { /* no gdb: each rank thread prints its own frames */
+    fprintf(stderr, "  (no gdb; glibc backtraces of the rank threads follow)\n");
+    signal(SIGUSR2, gw_backtrace_);
+    for (int q = 0; q < w->nranks && q < GW_MAX_RANKS; q++)
+      if (w->rank[q].active && w->rank[q].has_thread) {
+        fprintf(stderr, "  rank %d:\n", q);
+        pthread_kill(w->rank[q].thread, SIGUSR2);
+        sleep(1);
+      }
+  }
   fflush(stderr);
   signal(SIGALRM, gw_alarm_); /* CUDA calls below may block behind a stuck driver */
   alarm(20);
