@@ -80,6 +80,8 @@ static inline void gw_init(gw_watch_t *w, int nranks) {
   const char *e = getenv("TPLA_TEST_PROGRESS");
   w->print = e ? atoi(e) != 0 : nranks > 1;
   w->hang_s = gw_hang_seconds();
+  void *warm[1]; /* backtrace() loads libgcc on first use: not in a signal handler */
+  (void)backtrace(warm, 1);
   double now = gw_now();
   for (int q = 0; q < nranks && q < GW_MAX_RANKS; q++) {
     w->rank[q].active = 1;
