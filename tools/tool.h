@@ -56,7 +56,8 @@ typedef struct {
 
 /* Parse "4096", "8K" (x1024), "1M", "1G" into *out (> 0). */
 bool tool_parse_size(const char *text, int64_t *out);
-/* Parse "fp32"/"f32"/"float", "fp16"/"half", "bf16"; false if unknown. */
+/* Parse "fp32"/"f32"/"float", "fp16"/"half", "bf16", "e4m3"/"fp8", "e5m2"; false if
+ * unknown. */
 bool tool_parse_dtype(const char *text, tpla_dtype_t *out);
 
 /* ---- modes ------------------------------------------------------------------ */

@@ -65,7 +65,7 @@ static void usage(FILE *out) {
           "  -n N      timed iterations (default 20 on GPUs, 5 on the host)\n"
           "  -w N      warm-up iterations (default 5 on GPUs, 1 on the host)\n"
           "  -c 0|1    check results against a float64 reference (default 1)\n"
-          "  -d TYPE   input dtype: bf16, fp16, fp32 (default bf16)\n"
+          "  -d TYPE   input dtype: bf16, fp16, fp32, or FP8 e4m3 / e5m2 (default bf16)\n"
           "  -x EXEC   executor: host, cuda or auto (default: cuda if a GPU is present)\n"
           "  -s SEED   random seed (default: from the clock; printed in the header)\n"
           "GEMM flags:\n"
@@ -74,7 +74,11 @@ static void usage(FILE *out) {
           "  -a X      alpha (default 1)\n"
           "  -B X      beta (default 0; 1 accumulates into D)\n"
           "  -T 0|1    let fp32 GEMMs use TF32 (default 0)\n"
-          "  -h        this help\n");
+          "  -h        this help\n"
+          "gemm FP8 flags (-d e4m3: E4M3 x E4M3, -d e5m2: E5M2 x E4M3; -t NT is the layout\n"
+          "cuBLASLt reads directly, others are transposed first):\n"
+          "  --accum=A  split (default) or fast accumulation\n"
+          "  --out=TYPE D: bf16 (default), fp16, fp32, e4m3 or e5m2 (an FP8 D needs -B 0)\n");
   tool_ns_usage(out);
   fprintf(out,
           "ag-gemm, gemm-rs, gemm-ar flags (tpla <mode> [flags] [M K N]):\n"
@@ -85,10 +89,11 @@ static void usage(FILE *out) {
 }
 
 /* Modes that parse their own "--name[=value]" options and positional words
- * (opts->extra): ns (--preset ..., MxN shapes) and the overlap modes
- * (--chunks, --transport, M K N); the others reject both. */
+ * (opts->extra): ns (--preset ..., MxN shapes), gemm (--accum, --out, M N K)
+ * and the overlap modes (--chunks, --transport, M K N); the others reject
+ * both. */
 static bool own_args(const char *mode) {
-  return strcmp(mode, "ns") == 0 || strcmp(mode, "ag-gemm") == 0 ||
+  return strcmp(mode, "ns") == 0 || strcmp(mode, "gemm") == 0 || strcmp(mode, "ag-gemm") == 0 ||
          strcmp(mode, "gemm-rs") == 0 || strcmp(mode, "gemm-ar") == 0;
 }
 
@@ -120,7 +125,8 @@ bool tool_parse_dtype(const char *text, tpla_dtype_t *out) {
     tpla_dtype_t dtype;
   } names[] = {{"fp32", TPLA_FLOAT32}, {"f32", TPLA_FLOAT32}, {"float", TPLA_FLOAT32},
                {"fp16", TPLA_FLOAT16}, {"f16", TPLA_FLOAT16}, {"half", TPLA_FLOAT16},
-               {"bf16", TPLA_BFLOAT16}, {"bfloat16", TPLA_BFLOAT16}};
+               {"bf16", TPLA_BFLOAT16}, {"bfloat16", TPLA_BFLOAT16},
+               {"e4m3", TPLA_FLOAT8_E4M3}, {"fp8", TPLA_FLOAT8_E4M3}, {"e5m2", TPLA_FLOAT8_E5M2}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcasecmp(text, names[i].name) == 0) {
       *out = names[i].dtype;
@@ -238,7 +244,7 @@ static bool parse_args(int argc, char **argv, tool_opts_t *o, bool extra) {
       break;
     case 'd':
       if (!tool_parse_dtype(v, &o->dtype))
-        return bad_flag(flag, v, "bf16, fp16 or fp32");
+        return bad_flag(flag, v, "bf16, fp16, fp32, e4m3 or e5m2");
       o->set_dtype = true;
       break;
     case 'x':

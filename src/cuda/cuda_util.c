@@ -78,6 +78,8 @@ cudaDataType_t tpla_cuda_datatype(tpla_dtype_t dtype) {
   case TPLA_BFLOAT16: return CUDA_R_16BF;
   case TPLA_FLOAT64: return CUDA_R_64F;
   case TPLA_UINT8: return CUDA_R_8U;
+  case TPLA_FLOAT8_E4M3: return CUDA_R_8F_E4M3;
+  case TPLA_FLOAT8_E5M2: return CUDA_R_8F_E5M2;
   }
   return CUDA_R_32F; /* unreachable: dtypes are validated before dispatch */
 }
@@ -89,6 +91,8 @@ ncclDataType_t tpla_nccl_datatype(tpla_dtype_t dtype) {
   case TPLA_BFLOAT16: return ncclBfloat16;
   case TPLA_FLOAT64: return ncclFloat64;
   case TPLA_UINT8: return ncclUint8;
+  case TPLA_FLOAT8_E4M3: /* collectives move FP8 as bytes and never reduce it */
+  case TPLA_FLOAT8_E5M2: return ncclUint8;
   }
   return ncclUint8; /* unreachable: dtypes are validated before dispatch */
 }

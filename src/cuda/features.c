@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#define CUBLASLT_FP8_VERSION 111100 /* cublasLtGetVersion() of cuBLAS 11.11 */
+
 /* Visible devices; 0 (not an error) when there is no driver or no GPU. */
 static int device_count(void) {
   int n = 0;
@@ -60,8 +62,14 @@ tpla_status_t tpla_get_features(tpla_features_t *features, int device) {
     CUDA_TRY(fn, cudaGetDeviceProperties(&prop, device));
     f.device = device;
     f.compute_capability = major * 10 + minor;
-    f.fp8 = f.compute_capability >= 89;
-    f.mxfp8 = f.compute_capability >= 100;
+    /* FP8 tensor cores: Ada (8.9) and Hopper (9.0) on; cuBLASLt has FP8
+     * matmuls since cuBLAS 11.11 (CUDA 11.8). */
+    f.fp8 = f.compute_capability >= 89 && f.cublaslt_version >= CUBLASLT_FP8_VERSION;
+    /* tpla implements per-tensor FP8 scaling only: MXFP8 block scaling (one
+     * E8M0 scale per 32 K elements) is a cuBLASLt feature of Blackwell
+     * (compute capability >= 10.0) that tpla does not drive, so no device
+     * reports it. */
+    f.mxfp8 = 0;
     size_t n = strnlen(prop.name, sizeof prop.name);
     if (n >= sizeof f.device_name)
       n = sizeof f.device_name - 1;

@@ -3,14 +3,18 @@
  * transport. A GEMM on compute lane L uses half L of the context's cuBLASLt
  * workspace, so the two compute lanes run GEMMs at the same time (a chunk's
  * tail overlaps the next chunk's start); transport.c orders the halves with
- * the context's own GEMMs. Plans (descriptor, layouts, algorithm) are cached
- * per transport, keyed like src/cuda/lt_gemm.c (row-major through the
- * operand swap: cuBLASLt's A is our B), plus the bias epilogue and a C
- * apart from D: D = alpha op(A) op(B) + beta C + bias, bias broadcast over
- * rows (cuBLASLt's column vector of our n); C = a received partial lets the
- * GEMM of the own rows add it in its epilogue instead of a separate pass.
- * The folds launch transport_kernels.cu.
+ * the context's own GEMMs. Plans are built by lt_plan.c (the builder
+ * tpla_gemm uses too) and cached per transport, keyed with the bias
+ * epilogue and a C apart from D: D = alpha op(A) op(B) + beta C + bias,
+ * bias broadcast over rows (cuBLASLt's column vector of our n); C = a
+ * received partial lets the GEMM of the own rows add it in its epilogue
+ * instead of a separate pass. FP8 inputs (D bf16/fp16/fp32) run when the
+ * chunk is in cuBLASLt's FP8 layout (A m x k, B n x k: op_b T), with the
+ * call's scales; d_amax is max-combined over the chunks. The folds launch
+ * transport_kernels.cu.
  */
+#include "fp8_kernels.h"
+#include "lt_plan.h"
 #include "transport.h"
 #include "transport_kernels.h"
 
@@ -22,24 +26,12 @@
 #define XG_SLOTS 32 /* distinct GEMM shapes of one plan: a few per chunk size */
 
 typedef struct {
-  int64_t m, n, k, lda, ldb, ldd, ldc;
-  int32_t op_a, op_b, in_dtype, d_dtype;
-  uint32_t align_a, align_b, align_d, align_c;
-  int32_t beta_zero, tf32, bias, c_sep; /* c_sep: C is its own matrix, not D */
-} xg_key_t;
-_Static_assert(sizeof(xg_key_t) == 7 * 8 + 12 * 4, "xg_key_t has padding");
-
-typedef struct {
   int used;
-  xg_key_t key;
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t lay_a, lay_b, lay_c, lay_d; /* lay_c: only when C is not D */
-  cublasLtMatmulAlgo_t algo;
-  size_t ws_needed;
-} xg_plan_t;
+  tpla_lt_plan_t plan; /* plan.key is the slot's key */
+} xg_slot_t;
 
 struct xg_cache {
-  xg_plan_t slots[XG_SLOTS];
+  xg_slot_t slots[XG_SLOTS];
   int next; /* round-robin victim when full */
 };
 
@@ -50,114 +42,33 @@ tpla_status_t xg_cache_create(xg_cache_t **cache, const char *fn) {
   return TPLA_SUCCESS;
 }
 
-/* Descriptors are read while a GEMM is enqueued, so they may go while it runs. */
-static void plan_release(xg_plan_t *p) {
-  if (p->lay_d)
-    (void)cublasLtMatrixLayoutDestroy(p->lay_d);
-  if (p->lay_c)
-    (void)cublasLtMatrixLayoutDestroy(p->lay_c);
-  if (p->lay_b)
-    (void)cublasLtMatrixLayoutDestroy(p->lay_b);
-  if (p->lay_a)
-    (void)cublasLtMatrixLayoutDestroy(p->lay_a);
-  if (p->desc)
-    (void)cublasLtMatmulDescDestroy(p->desc);
-  memset(p, 0, sizeof *p);
-}
-
 void xg_cache_destroy(xg_cache_t *cache) {
   if (cache == NULL)
     return;
   for (int i = 0; i < XG_SLOTS; i++)
     if (cache->slots[i].used)
-      plan_release(&cache->slots[i]);
+      tpla_lt_plan_release(&cache->slots[i].plan);
   free(cache);
 }
 
-static uint32_t alignment(const void *p, int64_t ld, tpla_dtype_t t) {
-  uintptr_t a = (uintptr_t)p | (uintptr_t)((size_t)ld * tpla_dtype_size(t));
-  uintptr_t low = a & (~a + 1);
-  return low == 0 || low > 256 ? 256u : (uint32_t)low;
+/* For messages: which GEMM of which rank and lane. */
+typedef struct {
+  const tpla_xport_t *xp;
+  int lane;
+} xg_what_t;
+
+static void describe_chunk(char *buf, size_t size, const void *arg) {
+  const xg_what_t *w = arg;
+  snprintf(buf, size, "an overlap GEMM chunk (rank %d, lane %d)", w->xp->rank, w->lane);
 }
 
-static tpla_status_t plan_create(xg_plan_t *p, const tpla_xport_t *xp, const tpla_gemm_call_t *g,
-                                 const xg_key_t *key) {
-  const char *fn = xp->fn;
-  memset(p, 0, sizeof *p);
-  cudaDataType_t in = tpla_cuda_datatype(g->a.dtype), out = tpla_cuda_datatype(g->d.dtype);
-  cublasComputeType_t compute = key->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  int32_t ta = g->op_b == TPLA_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int32_t tb = g->op_a == TPLA_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
-  uint64_t max_ws = xp->gemm_ws_bytes;
-  uint32_t al_a = key->align_b, al_b = key->align_a, al_c = key->align_c, al_d = key->align_d;
-  cublasLtEpilogue_t epi = key->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-  cublasLtMatmulPreference_t pref = NULL;
-  cublasLtMatmulHeuristicResult_t res;
-  int returned = 0;
-  tpla_status_t s = TPLA_SUCCESS;
-#define LT(call)                                            \
-  do {                                                      \
-    if (s == TPLA_SUCCESS)                                  \
-      s = tpla_cublas_status((call), fn, #call);            \
-  } while (0)
-  LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
-  LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  LT(cublasLtMatrixLayoutCreate(&p->lay_a, in, (uint64_t)g->b.cols, (uint64_t)g->b.rows,
-                                g->b.ld));
-  LT(cublasLtMatrixLayoutCreate(&p->lay_b, in, (uint64_t)g->a.cols, (uint64_t)g->a.rows,
-                                g->a.ld));
-  LT(cublasLtMatrixLayoutCreate(&p->lay_d, out, (uint64_t)g->n, (uint64_t)g->m, g->d.ld));
-  if (key->c_sep)
-    LT(cublasLtMatrixLayoutCreate(&p->lay_c, out, (uint64_t)g->n, (uint64_t)g->m, key->ldc));
-  LT(cublasLtMatmulPreferenceCreate(&pref));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
-                                          sizeof max_ws));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a,
-                                          sizeof al_a));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
-                                          sizeof al_b));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c,
-                                          sizeof al_c));
-  LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d,
-                                          sizeof al_d));
-#undef LT
-  if (s == TPLA_SUCCESS) {
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(xp->impl->lt, p->desc, p->lay_a, p->lay_b,
-                                                       key->c_sep ? p->lay_c : p->lay_d,
-                                                       p->lay_d, pref, 1, &res, &returned);
-    if (hs != CUBLAS_STATUS_SUCCESS || returned < 1 || res.state != CUBLAS_STATUS_SUCCESS)
-      s = tpla_fail(hs == CUBLAS_STATUS_SUCCESS || hs == CUBLAS_STATUS_NOT_SUPPORTED
-                        ? TPLA_ERROR_NOT_SUPPORTED
-                        : TPLA_ERROR_CUBLAS,
-                    fn, "cuBLASLt found no algorithm for an overlap GEMM chunk: m=%" PRId64
-                    " n=%" PRId64 " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64 " ldd=%" PRId64
-                    " %s x %s -> %s%s, alignments %u/%u/%u, workspace %zu (%s)",
-                    g->m, g->n, g->k, g->a.ld, g->b.ld, g->d.ld, tpla_dtype_name(g->a.dtype),
-                    tpla_dtype_name(g->b.dtype), tpla_dtype_name(g->d.dtype),
-                    key->bias ? ", bias epilogue" : "", key->align_a, key->align_b,
-                    key->align_d, xp->gemm_ws_bytes, cublasLtGetStatusName(hs));
-  }
-  if (pref)
-    (void)cublasLtMatmulPreferenceDestroy(pref);
-  if (s != TPLA_SUCCESS) {
-    plan_release(p);
-    return s;
-  }
-  p->algo = res.algo;
-  p->ws_needed = res.workspaceSize;
-  p->key = *key;
-  p->used = 1;
-  return TPLA_SUCCESS;
-}
-
-static tpla_status_t lookup(tpla_xport_t *xp, const tpla_gemm_call_t *g, const xg_key_t *key,
-                            xg_plan_t **out) {
+static tpla_status_t lookup(tpla_xport_t *xp, const tpla_lt_key_t *key,
+                            const tpla_lt_operands_t *first, const tpla_lt_what_t *what,
+                            tpla_lt_plan_t **out) {
   xg_cache_t *c = xp->gemm_cache;
   for (int i = 0; i < XG_SLOTS; i++)
-    if (c->slots[i].used && memcmp(&c->slots[i].key, key, sizeof *key) == 0) {
-      *out = &c->slots[i];
+    if (c->slots[i].used && memcmp(&c->slots[i].plan.key, key, sizeof *key) == 0) {
+      *out = &c->slots[i].plan;
       return TPLA_SUCCESS;
     }
   int i = 0;
@@ -166,10 +77,13 @@ static tpla_status_t lookup(tpla_xport_t *xp, const tpla_gemm_call_t *g, const x
   if (i == XG_SLOTS) {
     i = c->next;
     c->next = (c->next + 1) % XG_SLOTS;
-    plan_release(&c->slots[i]);
+    tpla_lt_plan_release(&c->slots[i].plan); /* may go while its GEMMs run (lt_plan.h) */
+    c->slots[i].used = 0;
   }
-  TPLA_TRY(plan_create(&c->slots[i], xp, g, key));
-  *out = &c->slots[i];
+  TPLA_TRY(tpla_lt_plan_build(&c->slots[i].plan, xp->impl->lt, xp->gemm_ws_bytes, key, first,
+                              xp->fn, what));
+  c->slots[i].used = 1;
+  *out = &c->slots[i].plan;
   return TPLA_SUCCESS;
 }
 
@@ -185,64 +99,76 @@ tpla_status_t xp_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) {
   return tpla_cuda_status(e, xp->fn, what);
 }
 
+/* amax of what this GEMM wrote, max-combined into *d_amax (the caller
+ * resets it once per call: the chunks of one output share it). */
+static tpla_status_t chunk_amax(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g) {
+  if (g->fp8.d_amax == NULL)
+    return TPLA_SUCCESS;
+  cudaError_t e = tpla_cuda_amax(g->fp8.d_amax, g->d.data, g->d.dtype, g->m, g->n, g->d.ld, 1,
+                                 xp_lane_stream(xp, lane));
+  return tpla_cuda_status(e, xp->fn, "tpla_cuda_amax (FP8 d_amax of an overlap GEMM chunk)");
+}
+
 tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, const void *bias,
                       const tpla_matrix_t *c) {
+  bool fp8 = tpla_lt_is_fp8(g->a.dtype);
   if (g->k == 0) { /* D = beta C + bias: a fold (C apart from D: a dense slot, beta 1) */
     if (c != NULL && (g->beta != 1.0f || (c->rows > 1 && c->ld != c->cols)))
       return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "k = 0 with a C other than D needs a "
                        "dense C and beta 1");
     ovl_fold_t f = {g->d, c ? 0.0f : g->beta, c ? c->data : NULL, 0, c ? 1 : 0, bias,
                     {NULL, 0, 0, 1, g->d.dtype}};
-    return xp_fold(xp, lane, &f);
+    TPLA_TRY(xp_fold(xp, lane, &f));
+    return chunk_amax(xp, lane, g);
   }
-  /* bias through the epilogue when its pointer suits TMA-era kernels, else by a fold */
-  bool epi_bias = bias != NULL && ((uintptr_t)bias & 15) == 0;
-  xg_key_t key;
-  memset(&key, 0, sizeof key);
-  key.m = g->m, key.n = g->n, key.k = g->k;
-  key.lda = g->a.ld, key.ldb = g->b.ld, key.ldd = g->d.ld, key.ldc = c ? c->ld : g->d.ld;
-  key.c_sep = c != NULL;
-  key.op_a = (int32_t)g->op_a, key.op_b = (int32_t)g->op_b;
-  key.in_dtype = (int32_t)g->a.dtype, key.d_dtype = (int32_t)g->d.dtype;
-  key.align_a = alignment(g->a.data, g->a.ld, g->a.dtype);
-  key.align_b = alignment(g->b.data, g->b.ld, g->b.dtype);
-  key.align_d = alignment(g->d.data, g->d.ld, g->d.dtype);
-  key.align_c = c ? alignment(c->data, c->ld, g->d.dtype) : key.align_d;
-  key.beta_zero = g->beta == 0.0f;
-  key.tf32 = g->allow_tf32 && g->a.dtype == TPLA_FLOAT32;
+  if (fp8 && (g->op_a != TPLA_OP_N || g->op_b != TPLA_OP_T))
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, xp->fn,
+                     "an FP8 overlap GEMM chunk (rank %d) has op_a %s, op_b %s: cuBLASLt's FP8 "
+                     "kernels read A stored m x k and B stored n x k only (op_a N, op_b T); "
+                     "stage the operand (tpla_cuda_transpose_bytes) at plan time",
+                     xp->rank, g->op_a == TPLA_OP_N ? "N" : "T", g->op_b == TPLA_OP_N ? "N" : "T");
+  /* bias through the epilogue when its pointer suits TMA-era kernels, else
+   * by a fold; with FP8 inputs cuBLASLt's bias is bf16 unless D is fp16, so
+   * an fp32 D folds its bias */
+  bool epi_bias = bias != NULL && ((uintptr_t)bias & 15) == 0 &&
+                  (!fp8 || g->d.dtype == TPLA_BFLOAT16 || g->d.dtype == TPLA_FLOAT16);
+  tpla_lt_key_t key;
+  tpla_lt_key_from_call(&key, g);
+  key.ldc = c ? c->ld : g->d.ld;
+  key.c_separate = c != NULL;
+  key.align_a = tpla_lt_alignment(g->a.data, (size_t)g->a.ld * tpla_dtype_size(g->a.dtype));
+  key.align_b = tpla_lt_alignment(g->b.data, (size_t)g->b.ld * tpla_dtype_size(g->b.dtype));
+  key.align_d = tpla_lt_alignment(g->d.data, (size_t)g->d.ld * tpla_dtype_size(g->d.dtype));
+  key.align_c = c ? tpla_lt_alignment(c->data, (size_t)c->ld * tpla_dtype_size(g->d.dtype))
+                  : key.align_d;
   key.bias = epi_bias;
-  xg_plan_t *p;
-  tpla_status_t found = lookup(xp, g, &key, &p);
+  tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .c = c ? c->data : NULL,
+                            .d = g->d.data, .alpha = g->alpha, .beta = g->beta,
+                            .bias = epi_bias ? bias : NULL, .a_scale = g->fp8.a_scale,
+                            .b_scale = g->fp8.b_scale, .d_scale = g->fp8.d_scale,
+                            .d_amax = NULL /* D is never FP8 here: chunk_amax */};
+  xg_what_t who = {xp, lane};
+  tpla_lt_what_t what = {describe_chunk, &who};
+  tpla_lt_plan_t *p;
+  tpla_status_t found = lookup(xp, &key, &ops, &what, &p);
   if (found == TPLA_ERROR_NOT_SUPPORTED && epi_bias) { /* no kernel with the epilogue: fold */
     tpla_clear_error();
     epi_bias = false;
     key.bias = 0;
-    found = lookup(xp, g, &key, &p);
+    ops.bias = NULL;
+    found = lookup(xp, &key, &ops, &what, &p);
   }
   TPLA_TRY(found);
-  if (epi_bias)
-    CUBLAS_TRY(xp->fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                      &bias, sizeof bias));
   int half = lane == OVL_LANE_COMPUTE1 ? 1 : 0;
   void *ws = p->ws_needed > 0 ? xp->gemm_ws[half] : NULL;
   size_t ws_bytes = p->ws_needed > 0 ? xp->gemm_ws_bytes : 0;
   if (ws != NULL && lane != OVL_LANE_COMPUTE0 && lane != OVL_LANE_COMPUTE1)
     return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a GEMM needing workspace on lane %d", lane);
-  float alpha = g->alpha, beta = g->beta;
-  cudaStream_t st = xp_lane_stream(xp, lane);
-  cublasStatus_t cs = cublasLtMatmul(xp->impl->lt, p->desc, &alpha, g->b.data, p->lay_a,
-                                     g->a.data, p->lay_b, &beta, c ? c->data : g->d.data,
-                                     c ? p->lay_c : p->lay_d, g->d.data, p->lay_d, &p->algo, ws,
-                                     ws_bytes, st);
-  if (cs != CUBLAS_STATUS_SUCCESS)
-    return tpla_fail(cs == CUBLAS_STATUS_NOT_SUPPORTED ? TPLA_ERROR_NOT_SUPPORTED
-                                                       : TPLA_ERROR_CUBLAS,
-                     xp->fn, "cublasLtMatmul failed: %s for an overlap GEMM chunk m=%" PRId64
-                     " n=%" PRId64 " k=%" PRId64 " (rank %d, lane %d)",
-                     cublasLtGetStatusName(cs), g->m, g->n, g->k, xp->rank, lane);
+  TPLA_TRY(tpla_lt_plan_run(p, xp->impl->lt, &ops, ws, ws_bytes, xp_lane_stream(xp, lane),
+                            xp->fn, &what));
   if (bias != NULL && !epi_bias) {
     ovl_fold_t f = {g->d, 1.0f, NULL, 0, 0, bias, {NULL, 0, 0, 1, g->d.dtype}};
-    return xp_fold(xp, lane, &f);
+    TPLA_TRY(xp_fold(xp, lane, &f));
   }
-  return TPLA_SUCCESS;
+  return chunk_amax(xp, lane, g);
 }

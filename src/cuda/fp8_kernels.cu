@@ -1,0 +1,144 @@
+/*
+ * fp8_kernels.cu - the kernels around FP8 GEMMs (see fp8_kernels.h):
+ *  - stage_kernel: dst = op(src), zero-padded, for 1-byte elements. The
+ *    transposing variant goes through 32x32 tiles of shared memory (one
+ *    padding byte per tile row against bank conflicts), so both the read of
+ *    src and the write of dst walk rows; the plain variant copies directly.
+ *    It serves only operands that cuBLASLt's FP8 kernels cannot take as
+ *    they are, so it moves one byte per thread and does not chase peak
+ *    bandwidth.
+ *  - amax_kernel: max |x| as the bits of a float: for x >= 0 the IEEE
+ *    ordering of floats is the unsigned ordering of their bits, and a NaN
+ *    (sign cleared by fabsf) is above every number, so one unsigned max per
+ *    warp and one atomicMax per warp give max |x| with NaN propagated.
+ */
+#include "fp8_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+namespace {
+
+constexpr int kTile = 32;      /* stage tile edge */
+constexpr int kTileRows = 8;   /* rows of a tile each pass of a block covers */
+constexpr int kMaxGrid = 4096; /* blocks per grid dimension; the kernels stride */
+constexpr int kAmaxThreads = 256;
+
+/* ---- staging ---------------------------------------------------------------- */
+
+template <bool Transpose>
+__global__ void stage_kernel(uint8_t *dst, int64_t dst_ld, int64_t dst_rows, int64_t dst_cols,
+                             const uint8_t *src, int64_t src_ld, int64_t rows, int64_t cols) {
+  __shared__ uint8_t tile[kTile][kTile + 1];
+  const int64_t tiles_r = (dst_rows + kTile - 1) / kTile;
+  const int64_t tiles_c = (dst_cols + kTile - 1) / kTile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y)
+    for (int64_t tc = blockIdx.x; tc < tiles_c; tc += gridDim.x) {
+      const int64_t i0 = tr * kTile, j0 = tc * kTile; /* the tile's origin in dst */
+      if (Transpose) {
+        /* dst(i, j) = src(j, i): read src rows j0.., columns i0.. */
+        for (int r = ty; r < kTile; r += kTileRows) {
+          const int64_t sr = j0 + r, sc = i0 + tx;
+          tile[r][tx] = sr < rows && sc < cols ? src[sr * src_ld + sc] : (uint8_t)0;
+        }
+        __syncthreads();
+        for (int r = ty; r < kTile; r += kTileRows) {
+          const int64_t i = i0 + r, j = j0 + tx;
+          if (i < dst_rows && j < dst_cols)
+            dst[i * dst_ld + j] = tile[tx][r];
+        }
+        __syncthreads(); /* the tile is refilled by the next iteration */
+      } else {
+        for (int r = ty; r < kTile; r += kTileRows) {
+          const int64_t i = i0 + r, j = j0 + tx;
+          if (i < dst_rows && j < dst_cols)
+            dst[i * dst_ld + j] = i < rows && j < cols ? src[i * src_ld + j] : (uint8_t)0;
+        }
+      }
+    }
+}
+
+/* ---- amax ---------------------------------------------------------------------- */
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
+__device__ __forceinline__ float to_float(__nv_fp8_e5m2 v) { return static_cast<float>(v); }
+
+template <typename T>
+__global__ void amax_kernel(unsigned int *amax_bits, const T *x, int64_t rows, int64_t cols,
+                            int64_t ld) {
+  unsigned int m = 0;
+  for (int64_t i = blockIdx.y; i < rows; i += gridDim.y)
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < cols;
+         j += (int64_t)gridDim.x * blockDim.x)
+      m = max(m, __float_as_uint(fabsf(to_float(x[i * ld + j]))));
+  for (int offset = 16; offset > 0; offset >>= 1)
+    m = max(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  if ((threadIdx.x & 31) == 0 && m != 0)
+    atomicMax(amax_bits, m);
+}
+
+template <typename T>
+cudaError_t launch_amax(float *amax, const void *x, int64_t rows, int64_t cols, int64_t ld,
+                        cudaStream_t stream) {
+  int64_t bx = (cols + kAmaxThreads - 1) / kAmaxThreads;
+  dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)(rows < 65535 ? rows : 65535));
+  amax_kernel<T><<<grid, kAmaxThreads, 0, stream>>>(reinterpret_cast<unsigned int *>(amax),
+                                                   static_cast<const T *>(x), rows, cols, ld);
+  return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" cudaError_t tpla_cuda_stage_bytes(void *dst, int64_t dst_ld, int64_t dst_rows,
+                                             int64_t dst_cols, const void *src, int64_t src_ld,
+                                             int64_t rows, int64_t cols, int transpose,
+                                             cudaStream_t stream) {
+  if (dst_rows <= 0 || dst_cols <= 0)
+    return cudaSuccess;
+  if (rows <= 0 || cols <= 0) /* nothing to copy: all padding */
+    rows = cols = 0;
+  int64_t tiles_r = (dst_rows + kTile - 1) / kTile, tiles_c = (dst_cols + kTile - 1) / kTile;
+  dim3 grid((unsigned)(tiles_c < kMaxGrid ? tiles_c : kMaxGrid),
+            (unsigned)(tiles_r < kMaxGrid ? tiles_r : kMaxGrid));
+  dim3 block(kTile, kTileRows);
+  uint8_t *d = static_cast<uint8_t *>(dst);
+  const uint8_t *s = static_cast<const uint8_t *>(src);
+  if (transpose)
+    stage_kernel<true><<<grid, block, 0, stream>>>(d, dst_ld, dst_rows, dst_cols, s, src_ld, rows,
+                                                   cols);
+  else
+    stage_kernel<false><<<grid, block, 0, stream>>>(d, dst_ld, dst_rows, dst_cols, s, src_ld,
+                                                    rows, cols);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t tpla_cuda_transpose_bytes(void *dst, int64_t dst_ld, const void *src,
+                                                 int64_t src_ld, int64_t rows, int64_t cols,
+                                                 cudaStream_t stream) {
+  return tpla_cuda_stage_bytes(dst, dst_ld, cols, rows, src, src_ld, rows, cols, 1, stream);
+}
+
+extern "C" cudaError_t tpla_cuda_amax(float *amax, const void *x, tpla_dtype_t dtype,
+                                      int64_t rows, int64_t cols, int64_t ld, int accumulate,
+                                      cudaStream_t stream) {
+  if (!accumulate) {
+    cudaError_t e = cudaMemsetAsync(amax, 0, sizeof *amax, stream);
+    if (e != cudaSuccess)
+      return e;
+  }
+  if (rows <= 0 || cols <= 0)
+    return cudaSuccess;
+  switch (dtype) {
+  case TPLA_FLOAT32: return launch_amax<float>(amax, x, rows, cols, ld, stream);
+  case TPLA_FLOAT16: return launch_amax<__half>(amax, x, rows, cols, ld, stream);
+  case TPLA_BFLOAT16: return launch_amax<__nv_bfloat16>(amax, x, rows, cols, ld, stream);
+  case TPLA_FLOAT8_E4M3: return launch_amax<__nv_fp8_e4m3>(amax, x, rows, cols, ld, stream);
+  case TPLA_FLOAT8_E5M2: return launch_amax<__nv_fp8_e5m2>(amax, x, rows, cols, ld, stream);
+  default: return cudaErrorInvalidValue;
+  }
+}
