@@ -35,6 +35,16 @@ static tpla_status_t check_b(const char *fn, const ovl_plan_t *p, const tpla_mat
   return TPLA_SUCCESS;
 }
 
+/* FP8 on CUDA: rows start at 16-byte boundaries (data and ld * size). */
+static tpla_status_t check_fp8_aligned(const char *fn, const char *arg, const tpla_matrix_t *v) {
+  size_t row = (size_t)v->ld * tpla_dtype_size(v->dtype);
+  if (v->rows > 0 && v->cols > 0 && ((uintptr_t)v->data % 16 || row % 16))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s': an FP8 plan on the CUDA "
+                     "executor needs 16-byte aligned rows (data %p, ld %" PRId64 " x %zu "
+                     "bytes)", arg, v->data, v->ld, tpla_dtype_size(v->dtype));
+  return TPLA_SUCCESS;
+}
+
 /* args->fp8: only on FP8 plans; no d_scale (the outputs are not FP8). */
 static tpla_status_t check_fp8(const char *fn, const ovl_plan_t *p, const tpla_fp8_scaling_t *f) {
   const tpla_fp8_scaling_t none = TPLA_FP8_SCALING_INIT;
@@ -90,6 +100,12 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   TPLA_TRY(check_view(fn, d_name, d, d_rows, p->n, p->d_dtype));
   TPLA_TRY(check_view(fn, a_name, a, a_rows, p->k, p->dtype));
   TPLA_TRY(check_b(fn, p, b));
+  if (p->fp8 && p->ctx->executor == TPLA_EXECUTOR_CUDA) { /* what the GEMMs read directly */
+    TPLA_TRY(check_fp8_aligned(fn, a_name, a));
+    TPLA_TRY(check_fp8_aligned(fn, d_name, d));
+    if (p->op_b == TPLA_OP_T) /* op N: B is transposed into the plan's staging first */
+      TPLA_TRY(check_fp8_aligned(fn, "b", b));
+  }
   tpla_overlap_args_t def = TPLA_OVERLAP_ARGS_INIT;
   if (args != NULL && args->size == offsetof(tpla_overlap_args_t, fp8)) { /* pre-FP8 callers */
     def.alpha = args->alpha, def.beta = args->beta, def.bias = args->bias;

@@ -229,8 +229,10 @@ static tpla_status_t slices(ovl_plan_t *p, const summary_t *all, const char *fn)
 
 void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr) {
   int64_t size = (rows + chunks - 1) / chunks;
-  if (size > 128) /* whole GEMM tiles, except in the last chunk */
-    size = (size + 127) / 128 * 128;
+  /* whole GEMM tiles, except in the last chunk; at least multiples of 16
+   * rows, which Hopper's FP8 GEMMs need (a slice of 16k rows gives chunks
+   * of 16j rows) */
+  size = size > 128 ? (size + 127) / 128 * 128 : (size + 15) / 16 * 16;
   int64_t a = (int64_t)c * size, b = a + size;
   a = a < rows ? a : rows;
   b = b < rows ? b : rows;
@@ -392,6 +394,20 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
   return st != TPLA_SUCCESS ? st : ended;
 }
 
+/* Hopper's FP8 GEMMs take 16-byte aligned rows and dimensions that are
+ * multiples of 16: every slice's rows, k and n (every rank's, from the
+ * agreed summaries, so all ranks give the same verdict). */
+static tpla_status_t fp8_shapes(const ovl_plan_t *p, const summary_t *all, const char *fn) {
+  for (int r = 0; r < p->nranks; r++) {
+    int64_t rows = ovl_rows(p, r), k = all[r].k, n = all[r].n;
+    if (rows % 16 || k % 16 || n % 16)
+      return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "FP8 on the CUDA executor needs row "
+                       "slices, k and n that are multiples of 16 (Hopper FP8 GEMMs); rank %d "
+                       "has rows %" PRId64 ", k %" PRId64 ", n %" PRId64, r, rows, k, n);
+  }
+  return TPLA_SUCCESS;
+}
+
 /* Everything after a successful agreement: shape, transport, buffers. */
 static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) {
   const summary_t *s = &all[p->rank];
@@ -406,6 +422,8 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   p->allow_tf32 = s->allow_tf32;
   p->fp8 = fp8_dtype(p->dtype);
   TPLA_TRY(slices(p, all, fn));
+  if (p->fp8 && p->ctx->executor == TPLA_EXECUTOR_CUDA)
+    TPLA_TRY(fp8_shapes(p, all, fn));
   if (p->kind == OVL_AG)
     p->m = p->offs[p->nranks];
   p->mode = s->mode == TPLA_OVERLAP_SERIAL ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
