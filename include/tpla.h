@@ -407,7 +407,12 @@ typedef enum {
                                       all-reduce there, all-to-all back       */
   TPLA_NS_ALGO_GATHER = 3,         /* gather X on every rank, NS redundantly,
                                       keep the own shard                      */
-  TPLA_NS_ALGO_LOCAL = 4           /* one rank: no communication              */
+  TPLA_NS_ALGO_LOCAL = 4,          /* one rank: no communication              */
+  TPLA_NS_ALGO_GRAM_SHARDED = 5    /* Gram all-reduce of the short side (after
+                                      REDISTRIBUTE's all-to-all when the short
+                                      side is the sharded one); each rank
+                                      computes only its block rows of the
+                                      polynomial b G + c G^2, all-gathered    */
 } tpla_ns_algorithm_t;
 
 typedef struct {

@@ -50,8 +50,9 @@ static const char *preset_name(tpla_ns_preset_t p) {
 }
 
 static const char *algo_name(tpla_ns_algorithm_t a) {
-  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL"};
-  return a >= 0 && a <= TPLA_NS_ALGO_LOCAL ? names[a] : "?";
+  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL",
+                                "GRAM_SHARDED"};
+  return a >= 0 && a <= TPLA_NS_ALGO_GRAM_SHARDED ? names[a] : "?";
 }
 
 void tool_ns_usage(FILE *out) {
@@ -59,7 +60,9 @@ void tool_ns_usage(FILE *out) {
           "ns flags (tpla ns [flags] [MxN ...]; a plain size N means NxN):\n"
           "  --preset=P    muon (default), muon5, polar, cubic\n"
           "  --steps=N     Newton-Schulz steps (default 5)\n"
-          "  --algo=A      auto (default), gram, redist, gather, local\n"
+          "  --algo=A      auto (default), gram, sharded, redist, gather, local\n"
+          "                (gram: GRAM_ALLREDUCE; sharded: GRAM_SHARDED, the Gram polynomial\n"
+          "                split across the ranks)\n"
           "  --gram=G      Gram dtype: fp32 (default), input, or both (--gram alone: both)\n"
           "  --shard=S     rows (default) or cols: the dimension split evenly over the ranks\n"
           "  --svd-max=N   -c 1: float64 host SVD errors up to this dimension (default 4096;\n"
@@ -104,7 +107,8 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
       {"auto", TPLA_NS_ALGO_AUTO}, {"gram", TPLA_NS_ALGO_GRAM_ALLREDUCE},
       {"gram_allreduce", TPLA_NS_ALGO_GRAM_ALLREDUCE}, {"redist", TPLA_NS_ALGO_REDISTRIBUTE},
       {"redistribute", TPLA_NS_ALGO_REDISTRIBUTE}, {"gather", TPLA_NS_ALGO_GATHER},
-      {"local", TPLA_NS_ALGO_LOCAL}, {NULL, 0}};
+      {"local", TPLA_NS_ALGO_LOCAL}, {"sharded", TPLA_NS_ALGO_GRAM_SHARDED},
+      {"gram_sharded", TPLA_NS_ALGO_GRAM_SHARDED}, {NULL, 0}};
   /* --gram alone (no value) runs both */
   static const ns_name_t grams[] = {{"fp32", 0}, {"input", 1}, {"both", 2}, {"", 2}, {NULL, 0}};
   static const ns_name_t shards[] = {{"rows", TPLA_SHARD_ROWS}, {"cols", TPLA_SHARD_COLS},

@@ -5,8 +5,10 @@
  *   ns_cost.c    machine model and cost model (which algorithm, which update)
  *   ns_iter.c    the iteration engine: normalization and the per-step op
  *                schedule on one oriented matrix (local or Gram all-reduce)
+ *   ns_shard.c   GRAM_SHARDED's split of the Gram polynomial: each rank
+ *                computes its block rows, an all-gather completes it
  *   ns_dist.c    the distributed algorithms: layouts and runs of LOCAL,
- *                GRAM_ALLREDUCE, REDISTRIBUTE and GATHER
+ *                GRAM_ALLREDUCE, GRAM_SHARDED, REDISTRIBUTE and GATHER
  *   ns_plan.c    the public plan API: validation, the collective agreement,
  *                workspace, execute
  *   ns_batch.c   the batched plan (whole matrices to owners, or per matrix)
@@ -105,9 +107,38 @@ typedef enum {
   NS_OP_CAST_POLY,      /* g3 = g2 in the input dtype                      */
   NS_OP_CAST_GRAM,      /* g3 = g1 in the input dtype                      */
   NS_OP_UPDATE_SQUARE,  /* per chunk: T = X_c; X_c = a X_c + P T           */
-  NS_OP_UPDATE_CHAIN    /* per chunk: Y = G X_c; X_c = a X_c + G (b X_c + c Y) */
+  NS_OP_UPDATE_CHAIN,   /* per chunk: Y = G X_c; X_c = a X_c + G (b X_c + c Y) */
+  NS_OP_SHARD_POLY      /* g3 = b g1 + c g1 g1, this rank's block rows only,  */
+                        /* all-gathered (GRAM_SHARDED, ns_shard.c)          */
 } ns_op_t;
 #define NS_MAX_OPS 8
+
+/* GRAM_SHARDED: the s x s polynomial P = b A + c A^2 is cut into nbk =
+ * 2 nranks k block rows (row i: [i s / nbk, (i+1) s / nbk)). Only the upper
+ * part of a block row (from its diagonal to column s) is computed. Pair j
+ * is rows j and nbk-1-j, together nbk+1 blocks of the triangle whatever j,
+ * and rank q owns pairs q, q + nranks, ...: the triangle splits evenly.
+ * Each rank sends its rows packed (h x (s - o) each), in two all-gather
+ * rounds: first its upper-half rows (i < nbk/2, the wide ones), then the
+ * others. The packed buffer holds round 0 (rank 0's rows, rank 1's, ...)
+ * then round 1. */
+typedef struct {
+  int rank, nranks, nbk; /* nranks = 0: not sharded */
+  int64_t *row_at;       /* packed offset (elements) of block row i (nbk) */
+  size_t *counts;        /* [2][nranks] elements each rank sends per round */
+  size_t round_at[2];    /* packed offset of each round */
+  size_t total;          /* elements of the packed triangle */
+  size_t own;            /* elements of this rank's rows (cast scratch) */
+} ns_split_t;
+
+/* Block rows of the sharded polynomial (a multiple of 2 nranks). */
+int ns_shard_blocks(const ns_machine_t *mach, int64_t s, int nranks);
+static inline int64_t ns_shard_row(int i, int nbk, int64_t s) { return (int64_t)i * s / nbk; }
+static inline int ns_shard_owner(int i, int nbk, int nranks) {
+  int pair = i < nbk - 1 - i ? i : nbk - 1 - i;
+  return pair % nranks;
+}
+static inline int ns_shard_round(int i, int nbk) { return i < nbk / 2 ? 0 : 1; }
 
 typedef struct {
   int64_t s, l; /* X (the oriented matrix iterated on) is s x l; Gram s x s */
@@ -121,6 +152,13 @@ typedef struct {
   size_t off_g1, off_g2, off_g3; /* layout offsets of the Gram buffers */
   void *g1, *g2, *g3;            /* bound: gram, square/poly, input-dtype copy */
   void *temp;                    /* bound: >= s * chunk elements of dtype */
+  ns_split_t split;              /* GRAM_SHARDED: g2 = own rows' scratch (gram
+                                    dtype, cast only), g3 = the whole P */
+  size_t off_pk, off_arp;
+  void *pk;                      /* bound: the packed triangle (dtype) */
+  void *arp;                     /* bound: the packed Gram block rows of the
+                                    all-reduce (gram dtype; aliases g2, or
+                                    g3 and pk for GRAM_SHARDED) */
 } ns_iter_t;
 
 /* Configure an iteration on an s x l matrix (update variant, blocks,
@@ -129,6 +167,16 @@ typedef struct {
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
                    tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
                    int64_t temp_cap, ns_layout_t *layout);
+/* The same for GRAM_SHARDED: rank `rank` of `nranks` computes its block
+ * rows of the polynomial; the update is SQUARE. Allocates the host tables
+ * of it->shard (OUT_OF_MEMORY, naming `fn`); ns_iter_free releases them. */
+tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
+                                    int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
+                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
+                                    const char *fn);
+void ns_iter_free(ns_iter_t *it);
+/* Bytes of the packed upper block rows the distributed Gram all-reduces. */
+size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype);
 /* Point the Gram buffers at base + offsets and the temp at `temp`. */
 void ns_iter_bind(ns_iter_t *it, void *base, void *temp);
 /* Run `steps` steps on x (op(x.v) is s x l), coefficients table[3*steps]. */
@@ -142,9 +190,16 @@ tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, 
 /* Backend wrappers that skip empty views. */
 tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
                        void *stream);
-/* op(d) = alpha op(a) op(b) + beta op(d) */
+/* op(d) = alpha op(a) op(b) + beta op(d); ns_gemm_tf32 may use TF32 for
+ * fp32 operands when tf32 != 0 */
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
                       float beta, void *stream);
+tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
+                           float beta, int tf32, void *stream);
+/* Step op SHARD_POLY (ns_shard.c): g3 = b g1 + c g1^2 in the input dtype
+ * from this rank's block rows and everyone else's. */
+tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
+                            void *stream);
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
 /* A contiguous (ld = cols, or 1 when cols = 0) view of rows x cols at data. */

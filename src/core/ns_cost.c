@@ -87,6 +87,12 @@ static double alltoall_time(const ns_machine_t *mach, int P, double bytes) {
 
 static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
 
+/* The per-step all-reduce of a g x g Gram: its packed upper block rows. */
+static double gram_sum_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g) {
+  size_t bytes = ns_iter_allreduce_bytes(g, ns_sym_blocks(mach, g), sh->gram_dtype);
+  return allreduce_time(mach, sh->nranks, (double)bytes);
+}
+
 /* Gram all-reduce over the non-sharded dimension g; rank q holds l_q. */
 static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                   const int64_t *l) {
@@ -95,8 +101,43 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
     double t = ns_step_time(mach, g, l[q], sh->dtype, sh->gram_dtype, NULL);
     step = t > step ? t : step;
   }
-  step += allreduce_time(mach, sh->nranks, (double)g * (double)g * esize(sh->gram_dtype));
+  step += gram_sum_time(mach, sh, g);
   return allreduce_time(mach, sh->nranks, 4.0) + sh->steps * step;
+}
+
+/* GRAM_SHARDED: rank q's Gram and P X update on its l_q columns, the most
+ * loaded rank's block rows of the polynomial (ns_shard.c), the Gram
+ * all-reduce, and two all-gather rounds of the packed triangle in the input
+ * dtype (each costed by the most any rank receives). */
+static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
+                                const int64_t *l) {
+  int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
+  double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype);
+  double local = 0.0;
+  for (int q = 0; q < P; q++) {
+    double f = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;
+    local = f > local ? f : local;
+  }
+  double square[TPLA_MAX_RANKS] = {0}, sent[2][TPLA_MAX_RANKS] = {{0}}, total[2] = {0, 0};
+  for (int i = 0; i < nbk; i++) {
+    int q = ns_shard_owner(i, nbk, P), r = ns_shard_round(i, nbk);
+    double o = (double)ns_shard_row(i, nbk, g), h = (double)ns_shard_row(i + 1, nbk, g) - o;
+    square[q] += 2.0 * h * (double)g * ((double)g - o);
+    sent[r][q] += h * ((double)g - o);
+    total[r] += h * ((double)g - o);
+  }
+  double most = 0.0, gather = 0.0;
+  for (int q = 0; q < P; q++)
+    most = square[q] > most ? square[q] : most;
+  for (int r = 0; r < 2; r++) {
+    double in = 0.0;
+    for (int q = 0; q < P; q++)
+      in = total[r] - sent[r][q] > in ? total[r] - sent[r][q] : in;
+    if (total[r] > 0.0)
+      gather += alltoall_time(mach, P, in * esize(sh->dtype));
+  }
+  double step = (local + most * ws) / mach->flops + gather + gram_sum_time(mach, sh, g);
+  return allreduce_time(mach, P, 4.0) + sh->steps * step;
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
@@ -109,8 +150,12 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
     return gram_allreduce_cost(mach, sh, sh->N, sh->rows);
+  case TPLA_NS_ALGO_GRAM_SHARDED:
   case TPLA_NS_ALGO_REDISTRIBUTE: {
-    /* Columns of Y split evenly; then a Gram all-reduce over M. */
+    bool split = a == TPLA_NS_ALGO_GRAM_SHARDED;
+    if (split && sh->N <= sh->M) /* the sharded dimension is the long one */
+      return gram_sharded_cost(mach, sh, sh->N, sh->rows);
+    /* Columns of Y split evenly; then the Gram over M. */
     int64_t cols[TPLA_MAX_RANKS];
     double moved = 0.0;
     for (int q = 0; q < P; q++) {
@@ -121,7 +166,9 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
       moved = out > moved ? out : moved;
       moved = in > moved ? in : moved;
     }
-    return 2.0 * alltoall_time(mach, P, moved * e) + gram_allreduce_cost(mach, sh, sh->M, cols);
+    return 2.0 * alltoall_time(mach, P, moved * e) +
+           (split ? gram_sharded_cost(mach, sh, sh->M, cols)
+                  : gram_allreduce_cost(mach, sh, sh->M, cols));
   }
   case TPLA_NS_ALGO_GATHER: {
     int64_t least = sh->rows[0];
@@ -140,10 +187,11 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost) {
   /* Ties go to the first: fewer collectives per call come later. */
   static const tpla_ns_algorithm_t order[] = {
-      TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+      TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
+      TPLA_NS_ALGO_GRAM_SHARDED};
   tpla_ns_algorithm_t best = order[0];
   double best_cost = ns_cost(mach, sh, best);
-  for (int i = 1; i < 3; i++) {
+  for (int i = 1; i < (int)(sizeof order / sizeof order[0]); i++) {
     double c = ns_cost(mach, sh, order[i]);
     if (c < best_cost) {
       best = order[i];

@@ -9,6 +9,10 @@
  *   LOCAL           one rank: iterate on Y or Y^T, whichever is short-wide.
  *   GRAM_ALLREDUCE  iterate on Y_p^T (N x M_p); the N x N Gram is the sum
  *                   of the ranks' Grams: one all-reduce per step.
+ *   GRAM_SHARDED    the same, but each rank computes only its block rows of
+ *                   the Gram polynomial, all-gathered (ns_shard.c); when
+ *                   the sharded dimension is the short one (N > M), after
+ *                   REDISTRIBUTE's all-to-all, on the M x M Gram.
  *   REDISTRIBUTE    one all-to-all turns the row sharding into a column
  *                   sharding (rank q gets Y[:, part_q], M x N_q), the Gram
  *                   all-reduce over M runs there, one all-to-all back.
@@ -21,6 +25,50 @@
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* REDISTRIBUTE, and GRAM_SHARDED on a matrix whose sharded dimension is
+ * the short one, iterate on columns of Y after an all-to-all. */
+static bool redistributes(tpla_ns_plan_t p) {
+  return p->algo == TPLA_NS_ALGO_REDISTRIBUTE ||
+         (p->algo == TPLA_NS_ALGO_GRAM_SHARDED && p->N > p->M);
+}
+
+/* The all-to-all counts and buffers of a redistribution, and the iteration
+ * on Y[:, part_r] (M x N_r): split polynomial or not. */
+static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *mach, bool split) {
+  static const char fn[] = "tpla_ns_plan_create";
+  int P = p->nranks, r = p->rank;
+  int64_t M = p->M, N = p->N, Mp = ns_part(p->offs, r);
+  tpla_dtype_t dt = p->desc.dtype, gdt = p->desc.gram_dtype;
+  size_t e = tpla_dtype_size(dt);
+  ns_layout_t *L = &p->layout;
+  p->part = malloc(sizeof(int64_t) * (size_t)(P + 1));
+  p->a2a = malloc(sizeof(size_t) * 4 * (size_t)P);
+  if (!p->part || !p->a2a)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  p->part[0] = 0;
+  for (int q = 0; q < P; q++)
+    p->part[q + 1] = p->part[q] + N / P + (q < N % P);
+  int64_t Nr = ns_part(p->part, r);
+  /* Forward move, in elements: rank p sends its M_p x N_q block to q and
+   * receives M_q x N_r from q. Both layouts place block q at q's offset
+   * times the other block dimension, so the received blocks stack. */
+  size_t *sc = p->a2a, *sd = sc + P, *rc = sd + P, *rd = rc + P;
+  for (int q = 0; q < P; q++) {
+    sc[q] = (size_t)(Mp * ns_part(p->part, q));
+    sd[q] = (size_t)(Mp * p->part[q]);
+    rc[q] = (size_t)(ns_part(p->offs, q) * Nr);
+    rd[q] = (size_t)(p->offs[q] * Nr);
+  }
+  p->buf_elems = max64(Mp * N, M * Nr);
+  if (split)
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, r, P, p->buf_elems, L, fn));
+  else
+    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->buf_elems, L);
+  p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
+  p->off_w2 = ns_layout_take(L, (size_t)p->buf_elems * e);
+  return TPLA_SUCCESS;
+}
 
 tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
   const ns_machine_t *mach = ns_machine(p->ctx);
@@ -42,31 +90,16 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
     ns_iter_setup(&p->iter, mach, N, Mp, dt, gdt, true, p->buf_elems, L);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
-  case TPLA_NS_ALGO_REDISTRIBUTE: {
-    p->part = malloc(sizeof(int64_t) * (size_t)(P + 1));
-    p->a2a = malloc(sizeof(size_t) * 4 * (size_t)P);
-    if (!p->part || !p->a2a)
-      return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "tpla_ns_plan_create", "out of host memory");
-    p->part[0] = 0;
-    for (int q = 0; q < P; q++)
-      p->part[q + 1] = p->part[q] + N / P + (q < N % P);
-    int64_t Nr = ns_part(p->part, r);
-    /* Forward move, in elements: rank p sends its M_p x N_q block to q and
-     * receives M_q x N_r from q. Both layouts place block q at q's offset
-     * times the other block dimension, so the received blocks stack. */
-    size_t *sc = p->a2a, *sd = sc + P, *rc = sd + P, *rd = rc + P;
-    for (int q = 0; q < P; q++) {
-      sc[q] = (size_t)(Mp * ns_part(p->part, q));
-      sd[q] = (size_t)(Mp * p->part[q]);
-      rc[q] = (size_t)(ns_part(p->offs, q) * Nr);
-      rd[q] = (size_t)(p->offs[q] * Nr);
-    }
-    p->buf_elems = max64(Mp * N, M * Nr);
-    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->buf_elems, L);
+  case TPLA_NS_ALGO_GRAM_SHARDED:
+    if (redistributes(p))
+      return setup_redistribute(p, mach, true);
+    p->buf_elems = N * Mp;
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, r, P, p->buf_elems, L,
+                                   "tpla_ns_plan_create"));
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
-    p->off_w2 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
-  }
+  case TPLA_NS_ALGO_REDISTRIBUTE:
+    return setup_redistribute(p, mach, false);
   case TPLA_NS_ALGO_GATHER: {
     int64_t most = 0;
     p->a2a = malloc(sizeof(size_t) * (size_t)P);
@@ -97,7 +130,7 @@ void ns_dist_bind(tpla_ns_plan_t p) {
   p->wg = ns_at(p->ws, p->off_wg);
   /* REDISTRIBUTE iterates in w2 (rows sharded) or w1 (columns sharded);
    * the other buffer is the update temp. */
-  bool temp_w2 = p->algo == TPLA_NS_ALGO_REDISTRIBUTE && p->trans;
+  bool temp_w2 = redistributes(p) && p->trans;
   ns_iter_bind(&p->iter, p->ws, temp_w2 ? p->w2 : p->w1);
 }
 
@@ -213,7 +246,10 @@ tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, void *stream) {
     ns_opmat_t X = {x, p->trans != (p->M > p->N)};
     return ns_iterate(p->ctx, &p->iter, X, p->table, p->desc.steps, stream);
   }
-  case TPLA_NS_ALGO_GRAM_ALLREDUCE: {
+  case TPLA_NS_ALGO_GRAM_ALLREDUCE:
+  case TPLA_NS_ALGO_GRAM_SHARDED: {
+    if (redistributes(p))
+      return run_redistribute(p, x, stream);
     ns_opmat_t X = {x, !p->trans}; /* Y_p^T */
     return ns_iterate(p->ctx, &p->iter, X, p->table, p->desc.steps, stream);
   }

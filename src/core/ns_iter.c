@@ -9,6 +9,7 @@
  * (ns_op_t) built at plan time:
  *   SQUARE update: GRAM, MIRROR, SQUARE, POLY, [CAST], UPDATE
  *   CHAIN update:  GRAM, MIRROR, [CAST], UPDATE_CHAIN
+ *   GRAM_SHARDED:  GRAM, MIRROR, SHARD_POLY (ns_shard.c), UPDATE
  * (distributed, GRAM all-reduces each block row behind the next one)
  * The CHAIN update never forms A^2: Y = A X, X = a X + A (b X + c Y),
  * cheaper when a rank's l is small next to s (see ns_cost.c).
@@ -59,8 +60,8 @@ tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float a
   return ctx->backend->axpby(ctx, y, x, alpha, beta, stream);
 }
 
-static tpla_status_t gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b,
-                               float alpha, float beta, int tf32, void *stream) {
+tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
+                           float beta, int tf32, void *stream) {
   if (d.t) { /* op(D) = op(A) op(B)  <=>  D = op(B)^T op(A)^T */
     ns_opmat_t a2 = op_transpose(b), b2 = op_transpose(a);
     a = a2;
@@ -78,35 +79,57 @@ static tpla_status_t gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_op
 
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
                       float beta, void *stream) {
-  return gemm_tf32(ctx, d, a, b, alpha, beta, 0, stream);
+  return ns_gemm_tf32(ctx, d, a, b, alpha, beta, 0, stream);
+}
+
+/* Elements of the upper block rows of an s x s symmetric product in nb
+ * blocks, packed (block row i: t x (s - i t), t = ceil(s / nb)). */
+static size_t sym_packed_elems(int64_t s, int nb) {
+  int64_t t = (s + nb - 1) / nb;
+  size_t n = 0;
+  for (int64_t i0 = 0; i0 < s; i0 += t)
+    n += (size_t)((s - i0 < t ? s - i0 : t) * (s - i0));
+  return n;
 }
 
 /* dst (s x s) = X X^T for op(x) s x k: one GEMM per block row of the upper
  * triangle (block row i times block rows i..nb-1); the caller mirrors.
- * With `allreduce`, each block row is summed over the ranks on a side
- * stream while the next block row is computed, and the stream joins the
- * side stream at the end: the per-step collective hides behind the Gram.
- * A block row's reduction spans from its diagonal element to the end of
- * its rows (contiguous); the stale lower-left part it carries along is
- * overwritten by the mirror. */
+ * With `pack` (the distributed Gram), each block row is computed packed
+ * into `pack` (h x (s - i0), contiguous), summed over the ranks and placed
+ * at its diagonal in dst on a side stream while the next block row is
+ * computed; the stream joins the side stream at the end. So the per-step
+ * collective hides behind the Gram and moves the upper triangle only
+ * ((nb+1)/(2 nb) of the matrix, not its full block rows). */
 static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, int nb,
-                                 int tf32, bool allreduce, void *stream) {
+                                 int tf32, void *pack, void *stream) {
   int64_t s = dst.rows, t = (s + nb - 1) / nb;
-  void *side = allreduce ? ctx->backend->side_stream(ctx, 0) : NULL;
+  void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
+  size_t at = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t) {
     int64_t h = s - i0 < t ? s - i0 : t;
-    TPLA_TRY(gemm_tf32(ctx, plain(ns_sub(dst, i0, h, i0, s - i0)), op_rows(x, i0, h),
-                       op_transpose(op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
-    if (allreduce) {
-      void *span = (char *)dst.data + (size_t)(i0 * s + i0) * tpla_dtype_size(dst.dtype);
-      TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
-      TPLA_TRY(ctx->backend->allreduce(ctx, span, span, (size_t)(h * s - i0), dst.dtype,
-                                       side ? side : stream));
+    tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
+    if (pack == NULL) {
+      TPLA_TRY(ns_gemm_tf32(ctx, plain(d), op_rows(x, i0, h),
+                            op_transpose(op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
+      continue;
     }
+    tpla_matrix_t p = ns_dense((char *)pack + at * tpla_dtype_size(dst.dtype), h, s - i0,
+                               dst.dtype);
+    at += (size_t)(h * (s - i0));
+    void *on = side != NULL ? side : stream;
+    TPLA_TRY(ns_gemm_tf32(ctx, plain(p), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+                          1.0f, 0.0f, tf32, stream));
+    TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
+    TPLA_TRY(ctx->backend->allreduce(ctx, p.data, p.data, (size_t)(h * (s - i0)), dst.dtype, on));
+    TPLA_TRY(ns_axpby(ctx, d, p, 1.0f, 0.0f, on));
   }
-  if (allreduce)
+  if (pack != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   return TPLA_SUCCESS;
+}
+
+size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype) {
+  return sym_packed_elems(s, nb) * tpla_dtype_size(gram_dtype);
 }
 
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
@@ -140,16 +163,23 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
     *op++ = NS_OP_UPDATE_CHAIN;
   }
   it->nops = (int)(op - it->ops);
+  /* The packed Gram of the all-reduce (sym_product) borrows g2: the
+   * square is computed after it, and CHAIN has no other use for g2. */
   size_t ss = (size_t)s * (size_t)s, gsz = tpla_dtype_size(gram_dtype);
+  size_t g2 = it->update == NS_UPDATE_SQUARE ? ss * gsz : 0;
+  size_t packed = allreduce ? ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype) : 0;
   it->off_g1 = ns_layout_take(layout, ss * gsz);
-  it->off_g2 = ns_layout_take(layout, it->update == NS_UPDATE_SQUARE ? ss * gsz : 0);
+  it->off_g2 = ns_layout_take(layout, g2 > packed ? g2 : packed);
   it->off_g3 = ns_layout_take(layout, cast ? ss * tpla_dtype_size(dtype) : 0);
+  it->off_arp = it->off_g2;
 }
 
 void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
   it->g1 = ns_at(base, it->off_g1);
   it->g2 = ns_at(base, it->off_g2);
   it->g3 = ns_at(base, it->off_g3);
+  it->pk = ns_at(base, it->off_pk);
+  it->arp = ns_at(base, it->off_arp);
   it->temp = temp;
 }
 
@@ -157,7 +187,8 @@ void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
  * matrix multiplies from the left), so the temp holds one chunk only. */
 static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, float a, float b,
                             float c, void *stream) {
-  bool cast = it->gram_dtype != it->dtype;
+  /* P (SQUARE) or A (CHAIN) in the input dtype; GRAM_SHARDED gathers P in g3 */
+  bool cast = it->gram_dtype != it->dtype || it->split.nranks > 0;
   tpla_matrix_t g = ns_dense(it->update == NS_UPDATE_SQUARE ? (cast ? it->g3 : it->g2)
                                                             : (cast ? it->g3 : it->g1),
                              it->s, it->s, it->dtype);
@@ -199,14 +230,15 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, cons
     for (int i = 0; i < it->nops; i++) {
       switch (it->ops[i]) {
       case NS_OP_GRAM:
-        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, it->allreduce, stream));
+        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, it->allreduce ? it->arp : NULL,
+                             stream));
         break;
       case NS_OP_MIRROR_GRAM:
         TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* c = 0 (cubic): P = b A, no square */
-          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, false, stream));
+          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, NULL, stream));
           TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
         }
         break;
@@ -218,6 +250,9 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, cons
         break;
       case NS_OP_CAST_GRAM:
         TPLA_TRY(ns_axpby(ctx, g3, g1, 1.0f, 0.0f, stream));
+        break;
+      case NS_OP_SHARD_POLY:
+        TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, stream));
         break;
       case NS_OP_UPDATE_SQUARE:
       case NS_OP_UPDATE_CHAIN:

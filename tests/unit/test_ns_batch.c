@@ -143,9 +143,10 @@ static const mat_t mixed[] = {
 static void test_batch_matches_single_rank(void) {
   static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_AUTO,
                                               TPLA_NS_ALGO_GRAM_ALLREDUCE,
-                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
   for (int P = 1; P <= 4; P += 3)
-    for (int mode = 0; mode < 5; mode++) {
+    for (int mode = 0; mode < 6; mode++) {
       batch_t b;
       setup(&b, P, 7, mixed);
       b.algo = modes[mode];
@@ -195,8 +196,9 @@ static void test_batch_auto_choice(void) {
 
 /* 1000 calls: the context's scratch and the plan's workspace do not grow. */
 static void test_batch_memory_is_stable(void) {
-  static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_GRAM_ALLREDUCE};
-  for (int mode = 0; mode < 2; mode++) {
+  static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
+  for (int mode = 0; mode < 3; mode++) {
     batch_t b;
     setup(&b, 2, 3, mixed);
     b.algo = modes[mode];

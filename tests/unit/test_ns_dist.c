@@ -3,7 +3,8 @@
  * ranks, even and uneven shards (one rank empty), rows and columns sharded,
  * tall, wide and square matrices, every algorithm and every preset, the
  * result equals the single-rank result to fp32 rounding, and the single-rank
- * result equals a float64 reference iteration.
+ * result equals a float64 reference iteration. GRAM_SHARDED also in bf16,
+ * its split of the Gram polynomial, and the cost model's choices.
  *
  *   ./test_ns_dist        (CTest: test_ns_dist)
  */
@@ -81,14 +82,21 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
 
 static const int64_t shapes[][2] = {{52, 20}, {20, 52}, {32, 32}};
 
+/* The algorithms a caller can force on several ranks. */
+static const tpla_ns_algorithm_t forced[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                             TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
+                                             TPLA_NS_ALGO_GRAM_SHARDED};
+#define NFORCED ((int)(sizeof forced / sizeof forced[0]))
+
 /* Every algorithm x sharding x shape x shard pattern, on 2, 3, 5 and 8 ranks. */
 static void test_every_algorithm(void) {
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE,
-                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
   static const int ranks[] = {2, 3, 5, 8};
   double worst[2] = {0, 0};
   int failures = 0, variant = 0;
-  for (int a = 0; a < 4; a++)
+  for (int a = 0; a < 5; a++)
     for (int sh = 0; sh < 2; sh++)
       for (int s = 0; s < 3; s++)
         for (int p = 0; p < 4; p++, variant++)
@@ -117,10 +125,10 @@ static void test_every_preset(void) {
   double worst[2] = {0, 0};
   int failures = 0;
   for (int p = 0; p < 4; p++)
-    for (int a = TPLA_NS_ALGO_GRAM_ALLREDUCE; a <= TPLA_NS_ALGO_GATHER; a++)
+    for (int a = 0; a < NFORCED; a++)
       for (int s = 0; s < 2; s++)
         failures += check_config(3, s ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, shapes[s][0],
-                                 shapes[s][1], true, (tpla_ns_algorithm_t)a, presets[p],
+                                 shapes[s][1], true, forced[a], presets[p],
                                  p == TPLA_NS_POLAR_EXPRESS ? 10 : 6, p + a + s, worst);
   ASSERT_EQ_INT(failures, 0);
 }
@@ -130,13 +138,13 @@ static void test_every_preset(void) {
 static void test_tiny_dims(void) {
   double worst[2] = {0, 0};
   int failures = 0;
-  for (int a = TPLA_NS_ALGO_GRAM_ALLREDUCE; a <= TPLA_NS_ALGO_GATHER; a++) {
-    failures += check_config(8, TPLA_SHARD_ROWS, 30, 5, false, (tpla_ns_algorithm_t)a,
-                             TPLA_NS_MUON, 5, a, worst);
-    failures += check_config(7, TPLA_SHARD_COLS, 3, 29, true, (tpla_ns_algorithm_t)a,
-                             TPLA_NS_MUON, 5, a + 1, worst);
-    failures += check_config(6, TPLA_SHARD_ROWS, 1, 17, false, (tpla_ns_algorithm_t)a,
-                             TPLA_NS_CUBIC, 3, a, worst);
+  for (int a = 0; a < NFORCED; a++) {
+    failures += check_config(8, TPLA_SHARD_ROWS, 30, 5, false, forced[a], TPLA_NS_MUON, 5, a,
+                             worst);
+    failures += check_config(7, TPLA_SHARD_COLS, 3, 29, true, forced[a], TPLA_NS_MUON, 5, a + 1,
+                             worst);
+    failures += check_config(6, TPLA_SHARD_ROWS, 1, 17, false, forced[a], TPLA_NS_CUBIC, 3, a,
+                             worst);
   }
   ASSERT_EQ_INT(failures, 0);
 }
@@ -151,6 +159,31 @@ static void test_larger(void) {
                            TPLA_NS_MUON, 5, 1, worst);
   failures += check_config(3, TPLA_SHARD_COLS, 70, 96, true, TPLA_NS_ALGO_REDISTRIBUTE,
                            TPLA_NS_POLAR_EXPRESS, 5, 2, worst);
+  /* GRAM_SHARDED with two pairs of block rows per rank (s >= 4 P 16) */
+  failures += check_config(2, TPLA_SHARD_ROWS, 160, 136, false, TPLA_NS_ALGO_GRAM_SHARDED,
+                           TPLA_NS_MUON, 5, 3, worst);
+  failures += check_config(3, TPLA_SHARD_ROWS, 260, 200, true, TPLA_NS_ALGO_GRAM_SHARDED,
+                           TPLA_NS_MUON_SCHEDULE5, 5, 4, worst);
+  failures += check_config(4, TPLA_SHARD_COLS, 150, 140, true, TPLA_NS_ALGO_GRAM_SHARDED,
+                           TPLA_NS_POLAR_EXPRESS, 6, 5, worst);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+/* GRAM_SHARDED forced on 1..8 ranks (1: runs as LOCAL), rows and columns
+ * sharded, tall, wide and square, even and uneven shards (rank 1 empty):
+ * equals one rank to fp32 rounding, and the plan reports GRAM_SHARDED. */
+static void test_gram_sharded_everywhere(void) {
+  static const int64_t dims[][2] = {{44, 18}, {18, 44}, {30, 30}, {70, 66}};
+  double worst[2] = {0, 0};
+  int failures = 0, variant = 0;
+  for (int P = 1; P <= 8; P++)
+    for (int sh = 0; sh < 2; sh++)
+      for (int d = 0; d < 4; d++)
+        for (int uneven = 0; uneven < 2; uneven++, variant++)
+          failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
+                                   dims[d][1], uneven, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_MUON,
+                                   5, variant, worst);
+  printf("  worst: distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n", worst[0], worst[1]);
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -252,6 +285,60 @@ static void test_half_gram(void) {
   free(redist);
 }
 
+/* GRAM_SHARDED in bf16, with an fp32 and a bf16 Gram, on 2, 3, 5 and 8
+ * ranks, rows and columns, tall, wide and square, uneven shards: equals one
+ * rank (same dtypes) to bf16 rounding, and is as close to the fp32 result as
+ * one rank is. */
+static void test_gram_sharded_half(void) {
+  static const int64_t dims[][2] = {{40, 22}, {22, 40}, {28, 28}};
+  static const int ranks[] = {2, 3, 5, 8};
+  double worst[3] = {0, 0, 0};
+  int failures = 0;
+  for (int g = 0; g < 2; g++)
+    for (int d = 0; d < 3; d++)
+      for (int p = 0; p < 4; p++) {
+        int64_t m = dims[d][0], n = dims[d][1];
+        double *x = random_matrix(m, n, TPLA_BFLOAT16, seed + (uint64_t)(20 + 7 * d + p));
+        ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+        double *f32 = run_with(run, x, m, n, 1);
+        run.desc.dtype = TPLA_BFLOAT16;
+        run.desc.gram_dtype = g ? TPLA_BFLOAT16 : TPLA_FLOAT32;
+        double *one = run_with(run, x, m, n, 1);
+        run.desc.algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
+        run.desc.shard = (d + p) % 2 ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS;
+        /* run_with, keeping the algorithm the ranks report */
+        double *dist = calloc((size_t)(m * n), sizeof(double));
+        run.P = ranks[p], run.m = m, run.n = n, run.x = x, run.out = dist;
+        split(run.desc.shard == TPLA_SHARD_ROWS ? m : n, ranks[p], true, run.sizes);
+        int bad = !f32 || !one || ns_run(&run) != 0;
+        for (int r = 0; r < ranks[p] && !bad; r++)
+          bad = run.algo[r] != TPLA_NS_ALGO_GRAM_SHARDED;
+        double e[3] = {1, 1, 1};
+        if (!bad) {
+          e[0] = rel_diff(dist, one, (size_t)(m * n));
+          e[1] = rel_diff(one, f32, (size_t)(m * n));
+          e[2] = rel_diff(dist, f32, (size_t)(m * n));
+        }
+        for (int k = 0; k < 3; k++)
+          worst[k] = e[k] > worst[k] ? e[k] : worst[k];
+        /* ~15 bf16 units (Muon's steps amplify rounding), as for the others */
+        if (bad || e[0] > 6e-2 || e[2] > 6e-2 || e[2] > 2.0 * e[1] + 1e-2) {
+          fprintf(stderr, "  P=%d %" PRId64 "x%" PRId64 " %s gram %s: dist/one %.2e, one/f32 "
+                  "%.2e, dist/f32 %.2e%s\n", ranks[p], m, n,
+                  run.desc.shard == TPLA_SHARD_ROWS ? "rows" : "cols", g ? "bf16" : "fp32", e[0],
+                  e[1], e[2], bad ? " (run failed or wrong algorithm)" : "");
+          failures++;
+        }
+        free(x);
+        free(f32);
+        free(one);
+        free(dist);
+      }
+  printf("  bf16: distributed vs 1 rank %.2e; vs fp32: 1 rank %.2e, distributed %.2e\n",
+         worst[0], worst[1], worst[2]);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* execute_out with out == x is in place. */
 static void test_execute_out_in_place(void) {
   double *x = random_matrix(24, 24, TPLA_FLOAT32, seed + 14);
@@ -266,27 +353,130 @@ static void test_execute_out_in_place(void) {
   free(b);
 }
 
+/* The split of GRAM_SHARDED's polynomial: nbk = 2 P k block rows covering
+ * [0, s); every rank's share of the upper triangle is equal when nbk divides
+ * s and within one row per block row otherwise; the packed layout of every
+ * rank's plan places each block row once, round by round, rank by rank. */
+static void test_shard_partition(void) {
+  struct tpla_ctx host = {0}, cuda = {0};
+  host.executor = TPLA_EXECUTOR_HOST;
+  cuda.executor = TPLA_EXECUTOR_CUDA;
+  static const int64_t sizes[] = {1, 5, 17, 64, 100, 136, 1000, 4096, 8192};
+  int failures = 0;
+  for (int mc = 0; mc < 2; mc++)
+    for (int si = 0; si < 9; si++)
+      for (int P = 1; P <= 8; P++) {
+        const ns_machine_t *mach = ns_machine(mc ? &cuda : &host);
+        int64_t s = sizes[si];
+        int nbk = ns_shard_blocks(mach, s, P);
+        double area[8] = {0}, lo = 1e300, hi = 0.0;
+        bool ok = nbk % (2 * P) == 0 && ns_shard_row(0, nbk, s) == 0 &&
+                  ns_shard_row(nbk, nbk, s) == s;
+        for (int i = 0; i < nbk; i++) {
+          int64_t o = ns_shard_row(i, nbk, s), h = ns_shard_row(i + 1, nbk, s) - o;
+          ok = ok && h >= 0;
+          area[ns_shard_owner(i, nbk, P)] += (double)(h * (s - o));
+        }
+        for (int q = 0; q < P; q++) {
+          lo = area[q] < lo ? area[q] : lo;
+          hi = area[q] > hi ? area[q] : hi;
+        }
+        ok = ok && (s % nbk == 0 ? hi == lo : hi - lo <= 2.0 * (double)s * nbk / P);
+        /* the packed layouts of all ranks' plans */
+        size_t seen_total = 0;
+        for (int r = 0; r < P && ok; r++) {
+          ns_iter_t it;
+          ns_layout_t L = {0};
+          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, r, P, 3 * s,
+                                     &L, "test") == TPLA_SUCCESS;
+          if (!ok)
+            break;
+          const ns_split_t *sh = &it.split;
+          size_t own = 0, at = 0;
+          for (int k = 0; k < 2; k++) {
+            ok = ok && sh->round_at[k] == at;
+            for (int q = 0; q < P; q++) {
+              /* rank q's rows of round k, ascending, are contiguous at `at` */
+              size_t start = at;
+              for (int i = 0; i < nbk; i++) {
+                if (ns_shard_round(i, nbk) != k || ns_shard_owner(i, nbk, P) != q)
+                  continue;
+                int64_t o = ns_shard_row(i, nbk, s), h = ns_shard_row(i + 1, nbk, s) - o;
+                ok = ok && sh->row_at[i] == (int64_t)at;
+                at += (size_t)(h * (s - o));
+                own += q == r ? (size_t)(h * (s - o)) : 0;
+              }
+              ok = ok && sh->counts[k * P + q] == at - start;
+            }
+          }
+          ok = ok && sh->total == at && sh->own == own && area[r] == (double)own;
+          seen_total = at;
+          ns_iter_free(&it);
+        }
+        ok = ok && (double)seen_total >= (double)s * (double)(s + 1) / 2.0;
+        if (!ok) {
+          fprintf(stderr, "  %s s=%" PRId64 " P=%d nbk=%d: bad split (areas %.0f..%.0f)\n",
+                  mc ? "cuda" : "host", s, P, nbk, lo, hi);
+          failures++;
+        }
+      }
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* The cost model with the CUDA executor's constants on the DESIGN.md 2-GPU
  * shapes (rows sharded, bf16, 5 steps): the long-dimension Gram all-reduce
- * of a wide matrix is never chosen; tall matrices use the Gram all-reduce. */
+ * of a wide matrix is never chosen; tall matrices split the polynomial
+ * (GRAM_SHARDED); 8192^2 keeps GRAM_ALLREDUCE's CHAIN update with an fp32
+ * Gram (a TF32 square costs twice as much) and splits with a bf16 Gram.
+ * Prints the predictions docs/ALGORITHMS.md quotes. */
 static void test_cost_model_choices(void) {
   struct tpla_ctx cuda = {0};
   cuda.executor = TPLA_EXECUTOR_CUDA;
   const ns_machine_t *mach = ns_machine(&cuda);
   struct {
     int64_t m, n;
+    tpla_dtype_t gram;
     tpla_ns_algorithm_t want;
-  } cases[] = {{16384, 4096, TPLA_NS_ALGO_GRAM_ALLREDUCE},
-               {14336, 4096, TPLA_NS_ALGO_GRAM_ALLREDUCE},
-               {4096, 14336, TPLA_NS_ALGO_REDISTRIBUTE}};
-  for (int i = 0; i < 3; i++) {
+  } cases[] = {{16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED},
+               {14336, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED},
+               {4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED},
+               {8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_ALLREDUCE},
+               {8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED},
+               {4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE}};
+  for (int i = 0; i < 6; i++) {
     int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
-    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5};
     ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
   }
   int64_t rows[2] = {4096, 4096};
   ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
   ASSERT_TRUE(ns_choose(mach, &sq, NULL) != TPLA_NS_ALGO_GATHER);
+  /* the split polynomial costs 1/P of the triangle, not the whole square */
+  ns_shape_t tall = {2, 16384, 4096, (int64_t[]){8192, 8192}, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+  ASSERT_TRUE(ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_SHARDED) <
+              ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_ALLREDUCE));
+  static const int64_t dims[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
+  static const tpla_ns_algorithm_t cols[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                             TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_REDISTRIBUTE,
+                                             TPLA_NS_ALGO_GATHER};
+  printf("  predicted ms (CUDA constants, bf16, rows even, 5 steps): LOCAL GRAM_ALLREDUCE "
+         "GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO\n");
+  for (int g = 0; g < 2; g++)
+    for (int P = 2; P <= 8; P *= 2)
+      for (int d = 0; d < 4; d++) {
+        int64_t parts[8];
+        for (int q = 0; q < P; q++)
+          parts[q] = dims[d][0] / P + (q < dims[d][0] % P);
+        ns_shape_t sh = {P, dims[d][0], dims[d][1], parts, TPLA_BFLOAT16,
+                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5};
+        ns_shape_t one = sh;
+        one.nranks = 1;
+        printf("  %s Gram P=%d %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
+               dims[d][0], dims[d][1], 1e3 * ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL));
+        for (int a = 0; a < 4; a++)
+          printf(" %7.2f", 1e3 * ns_cost(mach, &sh, cols[a]));
+        printf(" -> %s\n", ns_algorithm_name(ns_choose(mach, &sh, NULL)));
+      }
   /* the update that avoids the redundant square on a short shard */
   ns_update_t u;
   ns_step_time(mach, 8192, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
@@ -302,10 +492,13 @@ int main(void) {
   TEST(test_every_preset);
   TEST(test_tiny_dims);
   TEST(test_larger);
+  TEST(test_gram_sharded_everywhere);
   TEST(test_user_table_equals_preset);
   TEST(test_custom_safety_and_eps);
   TEST(test_half_gram);
+  TEST(test_gram_sharded_half);
   TEST(test_execute_out_in_place);
+  TEST(test_shard_partition);
   TEST(test_cost_model_choices);
   return test_summary();
 }

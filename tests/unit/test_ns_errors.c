@@ -103,7 +103,7 @@ static void test_user_coefficient_count(void) {
 
 /* One field differs on one rank: REMOTE on every rank, the same message. */
 static void test_disagreement_is_remote_everywhere(void) {
-  for (int field = 0; field < 8; field++) {
+  for (int field = 0; field < 9; field++) {
     create_case_t c;
     init_case(&c, 3);
     tpla_ns_desc_t *d = &c.desc[2];
@@ -121,6 +121,9 @@ static void test_disagreement_is_remote_everywhere(void) {
     case 6: d->eps = 1e-6f, needle = "rank 2 has eps"; break;
     case 7: d->gram_dtype = TPLA_BFLOAT16, d->dtype = TPLA_BFLOAT16, c.desc[1] = *d,
             c.desc[1].local_rows = 4, needle = "rank 1 has dtype = bf16"; break;
+    case 8: d->algorithm = TPLA_NS_ALGO_GRAM_SHARDED, c.desc[0].algorithm = d->algorithm,
+            c.desc[1].algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE,
+            needle = "rank 1 has algorithm = GRAM_ALLREDUCE, rank 0 has GRAM_SHARDED"; break;
     }
     ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_REMOTE, 0, needle), 0);
     ASSERT_TRUE(strcmp(c.msg[0], c.msg[1]) == 0 && strcmp(c.msg[0], c.msg[2]) == 0);
@@ -151,7 +154,8 @@ static void test_bad_values(void) {
                {6, "unknown algorithm 9"},            {7, "shard 5 is neither"},
                {8, "negative shard size -3x8"},       {9, "coefficients given (3) with a preset"},
                {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
-               {12, "has 0 columns"}};
+               {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
+               {14, "unknown algorithm -1"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -172,6 +176,8 @@ static void test_bad_values(void) {
       case 10: d->algorithm = TPLA_NS_ALGO_LOCAL; break;
       case 11: d->size = 8; break;
       case 12: d->local_cols = 0; break;
+      case 13: d->algorithm = (tpla_ns_algorithm_t)(TPLA_NS_ALGO_GRAM_SHARDED + 1); break;
+      case 14: d->algorithm = (tpla_ns_algorithm_t)-1; break;
       }
     }
     if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))
@@ -220,14 +226,21 @@ enum { X_NULL_DATA, X_LD, X_SHAPE, X_DTYPE, X_OUT_OVERLAP, X_OUT_SHAPE, X_CASES 
 typedef struct {
   int which;
   int bad; /* ranks that failed the check */
+  tpla_ns_algorithm_t algo;
 } exec_case_t;
 
 static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   exec_case_t *c = arg;
   tpla_ns_desc_t d = good_desc(rank, nranks);
+  d.algorithm = c->algo;
   tpla_ns_plan_t plan = NULL;
-  if (tpla_ns_plan_create(&plan, ctx, &d) != TPLA_SUCCESS)
+  tpla_ns_algorithm_t got = TPLA_NS_ALGO_AUTO;
+  if (tpla_ns_plan_create(&plan, ctx, &d) != TPLA_SUCCESS ||
+      tpla_ns_plan_algorithm(plan, &got) != TPLA_SUCCESS ||
+      (c->algo != TPLA_NS_ALGO_AUTO && got != (nranks == 1 ? TPLA_NS_ALGO_LOCAL : c->algo))) {
+    tpla_ns_plan_destroy(plan);
     return 1;
+  }
   enum { LD = 10, N = 16 * LD };
   float buf[N], copy[N], out[N], out_copy[N];
   rng_t r;
@@ -261,13 +274,18 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
 }
 
 /* Every rank passes the same bad view (a rank alone would leave the others
- * waiting in the collective until the timeout). */
+ * waiting in the collective until the timeout); AUTO and every forced
+ * distributed algorithm. */
 static void test_execute_rejects_bad_views(void) {
-  for (int P = 1; P <= 2; P++)
-    for (int which = 0; which < X_CASES; which++) {
-      exec_case_t c = {which, 0};
-      ASSERT_EQ_INT(run_host_ranks(P, exec_body, &c), 0);
-    }
+  static const tpla_ns_algorithm_t algos[] = {
+      TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE,
+      TPLA_NS_ALGO_GATHER, TPLA_NS_ALGO_GRAM_SHARDED};
+  for (int a = 0; a < 5; a++)
+    for (int P = 1; P <= 3; P += 1 + (a > 0))
+      for (int which = 0; which < X_CASES; which++) {
+        exec_case_t c = {which, 0, algos[a]};
+        ASSERT_EQ_INT(run_host_ranks(P, exec_body, &c), 0);
+      }
 }
 
 /* ---- batched ---------------------------------------------------------------- */

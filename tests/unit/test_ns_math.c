@@ -162,6 +162,10 @@ static void test_singular_values_follow_polynomial(void) {
   failures += check_spectrum(24, 40, 2, TPLA_SHARD_ROWS, TPLA_NS_ALGO_REDISTRIBUTE,
                              TPLA_NS_POLAR_EXPRESS, 8);
   failures += check_spectrum(40, 40, 3, TPLA_SHARD_COLS, TPLA_NS_ALGO_GATHER, TPLA_NS_CUBIC, 12);
+  failures += check_spectrum(72, 36, 3, TPLA_SHARD_ROWS, TPLA_NS_ALGO_GRAM_SHARDED,
+                             TPLA_NS_MUON, 5);
+  failures += check_spectrum(30, 44, 2, TPLA_SHARD_ROWS, TPLA_NS_ALGO_GRAM_SHARDED,
+                             TPLA_NS_POLAR_EXPRESS, 8); /* redistributed, the 30 x 30 Gram */
   ASSERT_EQ_INT(failures, 0);
 }
 

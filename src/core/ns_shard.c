@@ -1,0 +1,209 @@
+/*
+ * ns_shard.c - GRAM_SHARDED: the Gram polynomial P = b A + c A^2 of a step
+ * split across the ranks instead of computed on each.
+ *
+ * Every rank holds the whole (all-reduced) s x s Gram A, as with
+ * GRAM_ALLREDUCE, but computes only its block rows of P, and only their
+ * upper part (ns.h, ns_split_t: pairs of block rows i and nbk-1-i give every
+ * rank the same share of the triangle). Per own block row (rows o..o+h):
+ *   S = A[o:o+h, :] A[o:, :]^T      (h x (s-o), TF32 for an fp32 Gram of a
+ *                                    half input, as the unsharded square)
+ *   S = b A[o:o+h, o:] + c S        (the polynomial, in the Gram dtype)
+ *   slot = S in the input dtype     (its place in the packed triangle)
+ * Round 0 (the rank's wide rows) is all-gathered on a side stream while
+ * the rank computes its narrow rows; round 1 follows. The rows are then
+ * unpacked into g3 (s x s, input dtype) and mirrored, and the update
+ * X <- a X + P X is one GEMM per chunk, as for the SQUARE update.
+ *
+ * Why not consume P block row by block row during the update: a full row of
+ * P needs the transposed upper blocks of every earlier row (the mirror), so
+ * only the last row would be complete early; computing full rows instead
+ * costs 2 s^3 / nranks instead of about s^3 (nbk+1) / (nbk nranks) FLOPs.
+ */
+#include "ns.h"
+
+#include <stdlib.h>
+
+int ns_shard_blocks(const ns_machine_t *mach, int64_t s, int nranks) {
+  /* Two pairs per rank when the blocks stay >= the machine's smallest
+   * symmetric block: the triangle then costs (nbk+1)/nbk of half the square. */
+  int64_t k = s / (2 * (int64_t)nranks * mach->sym_min_block);
+  return 2 * nranks * (k >= 2 ? 2 : 1);
+}
+
+/* Block row i: rows [o, o + h), its upper part [o, s) is w wide. */
+typedef struct {
+  int64_t o, h, w;
+} block_row_t;
+
+static block_row_t block_row(const ns_split_t *sh, int64_t s, int i) {
+  int64_t o = ns_shard_row(i, sh->nbk, s), e = ns_shard_row(i + 1, sh->nbk, s);
+  return (block_row_t){o, e - o, s - o};
+}
+
+tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
+                                    int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
+                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
+                                    const char *fn) {
+  *it = (ns_iter_t){0};
+  it->s = s;
+  it->l = l;
+  it->dtype = dtype;
+  it->gram_dtype = gram_dtype;
+  it->allreduce = true;
+  it->nblocks = ns_sym_blocks(mach, s);
+  it->update = NS_UPDATE_SQUARE;
+  if (l > 0) {
+    int64_t w = temp_cap / (s > 0 ? s : 1);
+    it->chunk = w < 1 ? 1 : w > l ? l : w;
+  }
+  it->ops[0] = NS_OP_GRAM; /* all-reduced block row by block row */
+  it->ops[1] = NS_OP_MIRROR_GRAM;
+  it->ops[2] = NS_OP_SHARD_POLY;
+  it->ops[3] = NS_OP_UPDATE_SQUARE;
+  it->nops = 4;
+
+  ns_split_t *sh = &it->split;
+  sh->rank = rank;
+  sh->nranks = nranks;
+  sh->nbk = ns_shard_blocks(mach, s, nranks);
+  sh->row_at = malloc(sizeof(int64_t) * (size_t)sh->nbk);
+  sh->counts = calloc(2 * (size_t)nranks, sizeof(size_t));
+  if (sh->row_at == NULL || sh->counts == NULL) {
+    ns_iter_free(it);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  /* Packed order: round, then owner, then row. Every rank computes the same
+   * table from (s, nbk, nranks). */
+  size_t at = 0;
+  for (int r = 0; r < 2; r++) {
+    sh->round_at[r] = at;
+    for (int q = 0; q < nranks; q++)
+      for (int i = 0; i < sh->nbk; i++) {
+        if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, nranks) != q)
+          continue;
+        block_row_t b = block_row(sh, s, i);
+        size_t piece = (size_t)(b.h * b.w);
+        sh->row_at[i] = (int64_t)at;
+        sh->counts[r * nranks + q] += piece;
+        at += piece;
+        if (q == rank)
+          sh->own += piece;
+      }
+  }
+  sh->total = at;
+
+  /* g3 (P) and pk (the packed triangle) are one region, which the packed
+   * Gram of the all-reduce borrows before the polynomial is computed. */
+  bool cast = gram_dtype != dtype;
+  size_t gsz = tpla_dtype_size(gram_dtype), esz = tpla_dtype_size(dtype);
+  size_t g3 = ((size_t)(s * s) * esz + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
+  size_t region = g3 + sh->total * esz, packed = ns_iter_allreduce_bytes(s, it->nblocks,
+                                                                          gram_dtype);
+  it->off_g1 = ns_layout_take(layout, (size_t)(s * s) * gsz);
+  it->off_g2 = ns_layout_take(layout, cast ? sh->own * gsz : 0);
+  it->off_g3 = ns_layout_take(layout, region > packed ? region : packed);
+  it->off_pk = it->off_g3 + g3;
+  it->off_arp = it->off_g3;
+  return TPLA_SUCCESS;
+}
+
+void ns_iter_free(ns_iter_t *it) {
+  free(it->split.row_at);
+  free(it->split.counts);
+  it->split.row_at = NULL;
+  it->split.counts = NULL;
+}
+
+/* ---- execute ------------------------------------------------------------- */
+
+static void *elem(void *base, size_t i, tpla_dtype_t t) {
+  return (char *)base + i * tpla_dtype_size(t);
+}
+
+/* This rank's block rows of round r: square, polynomial, packed slot.
+ * *scratch walks the own rows' gram-dtype scratch (g2) when casting. */
+static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, int r, float b, float c,
+                              int tf32, size_t *scratch, void *stream) {
+  const ns_split_t *sh = &it->split;
+  int64_t s = it->s;
+  bool cast = it->gram_dtype != it->dtype;
+  tpla_matrix_t A = ns_dense(it->g1, s, s, it->gram_dtype);
+  for (int i = 0; i < sh->nbk; i++) {
+    if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
+      continue;
+    block_row_t br = block_row(sh, s, i);
+    if (br.h == 0)
+      continue;
+    tpla_matrix_t slot = ns_dense(elem(it->pk, (size_t)sh->row_at[i], it->dtype), br.h, br.w,
+                                  it->dtype);
+    tpla_matrix_t S = cast ? ns_dense(elem(it->g2, *scratch, it->gram_dtype), br.h, br.w,
+                                      it->gram_dtype)
+                           : slot;
+    *scratch += (size_t)(br.h * br.w);
+    if (c != 0.0f) /* c = 0 (cubic): P = b A, no square; beta = 0 never reads S */
+      TPLA_TRY(ns_gemm_tf32(ctx, (ns_opmat_t){S, false},
+                            (ns_opmat_t){ns_sub(A, br.o, br.h, 0, s), false},
+                            (ns_opmat_t){ns_sub(A, br.o, br.w, 0, s), true}, 1.0f, 0.0f, tf32,
+                            stream));
+    TPLA_TRY(ns_axpby(ctx, S, ns_sub(A, br.o, br.h, br.o, br.w), b, c, stream));
+    if (cast)
+      TPLA_TRY(ns_axpby(ctx, slot, S, 1.0f, 0.0f, stream));
+  }
+  return TPLA_SUCCESS;
+}
+
+/* All-gather round r of the packed triangle on `side` (the stream itself
+ * where the executor has no side stream), after the rank's rows of it. */
+static tpla_status_t gather_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, void *side,
+                                  void *stream) {
+  const ns_split_t *sh = &it->split;
+  const size_t *counts = sh->counts + (size_t)r * (size_t)sh->nranks;
+  size_t total = 0, mine = sh->round_at[r];
+  for (int q = 0; q < sh->nranks; q++) {
+    total += counts[q];
+    if (q < sh->rank)
+      mine += counts[q];
+  }
+  if (total == 0) /* the same on every rank: nobody calls */
+    return TPLA_SUCCESS;
+  if (side != NULL)
+    TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
+  return ctx->backend->allgatherv(ctx, elem(it->pk, sh->round_at[r], it->dtype),
+                                  elem(it->pk, mine, it->dtype), counts, it->dtype,
+                                  side != NULL ? side : stream);
+}
+
+/* Place round r's rows (every rank's) at their diagonals in g3. */
+static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, void *stream) {
+  const ns_split_t *sh = &it->split;
+  int64_t s = it->s;
+  tpla_matrix_t P = ns_dense(it->g3, s, s, it->dtype);
+  for (int i = 0; i < sh->nbk; i++) {
+    block_row_t br = block_row(sh, s, i);
+    if (ns_shard_round(i, sh->nbk) != r || br.h == 0)
+      continue;
+    TPLA_TRY(ns_axpby(ctx, ns_sub(P, br.o, br.h, br.o, br.w),
+                      ns_dense(elem(it->pk, (size_t)sh->row_at[i], it->dtype), br.h, br.w,
+                               it->dtype),
+                      1.0f, 0.0f, stream));
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
+                            void *stream) {
+  void *side = ctx->backend->side_stream(ctx, 0);
+  size_t scratch = 0;
+  TPLA_TRY(own_rows(ctx, it, 0, b, c, tf32, &scratch, stream));
+  TPLA_TRY(gather_round(ctx, it, 0, side, stream));
+  TPLA_TRY(own_rows(ctx, it, 1, b, c, tf32, &scratch, stream)); /* behind round 0 */
+  if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
+    TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
+  TPLA_TRY(gather_round(ctx, it, 1, side, stream));
+  TPLA_TRY(unpack_round(ctx, it, 0, stream)); /* behind round 1 */
+  if (side != NULL)
+    TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
+  TPLA_TRY(unpack_round(ctx, it, 1, stream));
+  return ctx->backend->mirror_upper(ctx, ns_dense(it->g3, it->s, it->s, it->dtype), stream);
+}
