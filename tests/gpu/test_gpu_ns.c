@@ -6,7 +6,7 @@
  *     Polar Express, tall / wide / square / odd shapes, rows and columns
  *     sharded, even, uneven and empty shards, every algorithm (1 GPU: LOCAL,
  *     also when another one is asked for; 2 GPUs: GRAM_ALLREDUCE,
- *     REDISTRIBUTE, GATHER, AUTO), ld > cols, in place and execute_out: the
+ *     REDISTRIBUTE, GATHER, GRAM_SHARDED, AUTO), ld > cols, in place and execute_out: the
  *     relative Frobenius error against the reference, padding and (for
  *     execute_out) x left untouched;
  *   - the singular values of the result are the composed scalar polynomial
@@ -182,7 +182,8 @@ static void describe(char *buf, size_t size, const ns_case_t *c, int nranks) {
   const char *algo = c->algo == TPLA_NS_ALGO_AUTO ? "AUTO"
                      : c->algo == TPLA_NS_ALGO_GRAM_ALLREDUCE ? "GRAM_ALLREDUCE"
                      : c->algo == TPLA_NS_ALGO_REDISTRIBUTE ? "REDISTRIBUTE"
-                     : c->algo == TPLA_NS_ALGO_GATHER ? "GATHER" : "LOCAL";
+                     : c->algo == TPLA_NS_ALGO_GATHER ? "GATHER"
+                     : c->algo == TPLA_NS_ALGO_GRAM_SHARDED ? "GRAM_SHARDED" : "LOCAL";
   snprintf(buf, size, "%" PRId64 "x%" PRId64 " %s %s, %d rank%s, %s sharded (%s), %s, pad %d%s",
            shapes[c->shape].m, shapes[c->shape].n, dcfgs[c->dcfg].name,
            c->preset ? "polar express" : "muon", nranks, nranks > 1 ? "s" : "",
@@ -379,7 +380,7 @@ typedef struct {
   ns_case_t *cases;
   int ncases;
   double *out;                 /* the global result of the current case */
-  worst_t worst[NDCFG][5];     /* [dcfg][requested algorithm] */
+  worst_t worst[NDCFG][6];     /* [dcfg][requested algorithm] */
 } case_run_t;
 
 static int cases_body(rank_env_t *e, void *arg) {
@@ -403,7 +404,7 @@ static int cases_body(rank_env_t *e, void *arg) {
 static int make_cases(int P, ns_case_t *cases) {
   static const tpla_ns_algorithm_t algos2[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                                TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
-                                               TPLA_NS_ALGO_AUTO};
+                                               TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_SHARDED};
   static const tpla_ns_algorithm_t algos1[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_AUTO,
                                                TPLA_NS_ALGO_GRAM_ALLREDUCE};
   int n = 0, k = 0;
@@ -414,7 +415,7 @@ static int make_cases(int P, ns_case_t *cases) {
           continue; /* the bf16 Gram with Muon only */
         for (int sh = 0; sh < 2; sh++)
           for (int lay = 0; lay < (P == 1 ? 1 : NLAYOUTS); lay++)
-            for (int a = 0; a < (P == 1 ? 1 : 4); a++, k++) {
+            for (int a = 0; a < (P == 1 ? 1 : 5); a++, k++) {
               if (k % fx.stride != 0)
                 continue;
               ns_case_t c = {.shape = s, .dcfg = dc, .preset = p, .layout = lay,
@@ -431,9 +432,10 @@ static int make_cases(int P, ns_case_t *cases) {
 }
 
 static void print_worst(const case_run_t *run, int P) {
-  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL"};
+  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL",
+                                "GRAM_SHARDED"};
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < 5; a++) {
+    for (int a = 0; a < 6; a++) {
       const worst_t *w = &run->worst[dc][a];
       if (w->cases == 0)
         continue;
@@ -464,9 +466,9 @@ static void run_cases(int P) {
   case_run_t run;
   memset(&run, 0, sizeof run);
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < 5; a++)
+    for (int a = 0; a < 6; a++)
       run.worst[dc][a] = (worst_t){0, 0.0, -1.0, -1.0, -1.0};
-  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * NLAYOUTS * 4, sizeof *run.cases);
+  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * NLAYOUTS * 5, sizeof *run.cases);
   run.out = malloc(sizeof(double) * 512 * 1024);
   ASSERT_TRUE(run.cases != NULL && run.out != NULL);
   run.ncases = make_cases(P, run.cases);
