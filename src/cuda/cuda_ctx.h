@@ -41,7 +41,15 @@ typedef struct {
   int32_t *barrier_buf;          /* one zero int for tpla_barrier's all-reduce */
   void *ops_state;               /* the building blocks' state (cuda_ops.h) */
   struct local_meet *meet;       /* all ranks in this process: host exchange (local_meet.h) */
+  float *fp8_one;                /* device 1.0f: the FP8 scale a NULL pointer stands for */
 } tpla_cuda_ctx_t;
+
+/* An FP8 scale pointer for cuBLASLt: never NULL. A plan whose heuristic ran
+ * without scale pointers fails (NOT_SUPPORTED) once a call sets them, and
+ * the other way round (seen on H200, run 7), so every FP8 GEMM passes one. */
+static inline const float *tpla_cuda_fp8_scale(const tpla_cuda_ctx_t *impl, const float *s) {
+  return s != NULL ? s : impl->fp8_one;
+}
 
 static inline tpla_cuda_ctx_t *tpla_cuda_impl(tpla_ctx_t ctx) {
   return (tpla_cuda_ctx_t *)ctx->impl;

@@ -166,8 +166,9 @@ static tpla_status_t fp8_enqueue(tpla_cuda_ctx_t *impl, fp8_shape_t *s, tpla_lt_
   }
   bool fp8_out = tpla_lt_is_fp8(c->d.dtype);
   tpla_lt_operands_t ops = {.a = s->run.a.data, .b = s->run.b.data, .d = s->run.d.data,
-                            .alpha = c->alpha, .beta = c->beta, .a_scale = c->fp8.a_scale,
-                            .b_scale = c->fp8.b_scale, .d_scale = c->fp8.d_scale,
+                            .alpha = c->alpha, .beta = c->beta, .a_scale = tpla_cuda_fp8_scale(impl, c->fp8.a_scale),
+                            .b_scale = tpla_cuda_fp8_scale(impl, c->fp8.b_scale),
+                            .d_scale = tpla_cuda_fp8_scale(impl, c->fp8.d_scale),
                             .d_amax = fp8_out ? c->fp8.d_amax : NULL};
   TPLA_TRY(tpla_lt_run_ctx(impl, p, &ops, stream, fn, what));
   if (s->pad_d) {
@@ -199,8 +200,10 @@ tpla_status_t tpla_cuda_gemm_fp8(tpla_ctx_t ctx, const tpla_gemm_call_t *call,
   key.align_b = tpla_lt_alignment(r->b.data, (size_t)r->b.ld);
   key.align_d = tpla_lt_alignment(r->d.data, (size_t)r->d.ld * tpla_dtype_size(r->d.dtype));
   key.align_c = key.align_d;
-  tpla_lt_operands_t first = {.a_scale = call->fp8.a_scale, .b_scale = call->fp8.b_scale,
-                              .d_scale = call->fp8.d_scale, .d_amax = call->fp8.d_amax};
+  tpla_lt_operands_t first = {.a_scale = tpla_cuda_fp8_scale(impl, call->fp8.a_scale),
+                              .b_scale = tpla_cuda_fp8_scale(impl, call->fp8.b_scale),
+                              .d_scale = tpla_cuda_fp8_scale(impl, call->fp8.d_scale),
+                              .d_amax = call->fp8.d_amax};
   tpla_lt_what_t what = {describe_fp8, &s};
   tpla_lt_plan_t *p;
   TPLA_TRY(tpla_lt_cache_plan(impl, &key, &first, fn, &what, &p));

@@ -64,6 +64,8 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
     KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm_ws), fn, "cudaFree (GEMM workspace)"));
   if (impl->barrier_buf)
     KEEP_FIRST(tpla_cuda_status(cudaFree(impl->barrier_buf), fn, "cudaFree (barrier buffer)"));
+  if (impl->fp8_one)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->fp8_one), fn, "cudaFree (FP8 unit scale)"));
   tpla_cuda_ops_fini(impl->ops_state);
   if (impl->internal) {
     KEEP_FIRST(tpla_cuda_workspace_release(&impl->scratch, impl->internal, fn));
@@ -112,6 +114,10 @@ static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl
   impl->gemm_ws_bytes = cfg->gemm_workspace_bytes;
   CUDA_TRY(fn, cudaMalloc((void **)&impl->barrier_buf, sizeof(int32_t)));
   CUDA_TRY(fn, cudaMemsetAsync(impl->barrier_buf, 0, sizeof(int32_t), impl->internal));
+  static const float one = 1.0f;
+  CUDA_TRY(fn, cudaMalloc((void **)&impl->fp8_one, sizeof(float)));
+  CUDA_TRY(fn, cudaMemcpyAsync(impl->fp8_one, &one, sizeof one, cudaMemcpyHostToDevice,
+                               impl->internal));
   CUDA_TRY(fn, cudaStreamSynchronize(impl->internal));
   TPLA_TRY(tpla_cuda_ops_init(ctx, &impl->ops_state));
   return TPLA_SUCCESS;
