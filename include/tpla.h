@@ -315,9 +315,14 @@ TPLA_API tpla_status_t tpla_barrier(tpla_ctx_t ctx, void *stream);
  * a_scale and b_scale dequantize the stored inputs (NULL: 1). d_scale
  * quantizes an FP8 output (NULL: 1; only for an FP8 D). d_amax, if not
  * NULL, receives max |alpha a_scale b_scale op(A) op(B) + beta D| before
- * d_scale (the amax recipes track). An FP8 D needs beta = 0. Products
+ * d_scale (the amax recipes track). On the CUDA executor the four
+ * pointers must be 16-byte aligned (cuBLASLt rejects others; a float array
+ * of scales needs a stride of TPLA_FP8_SCALE_STRIDE floats, as below).
+ * An FP8 D needs beta = 0. Products
  * always accumulate in fp32 registers; the accumulation mode says how
  * often the tensor cores' partial sums are promoted into them: */
+#define TPLA_FP8_SCALE_STRIDE 4 /* floats: 16 bytes between scales in an array */
+
 typedef enum {
   TPLA_FP8_ACCUM_SPLIT = 0, /* promote often (cuBLASLt without FAST_ACCUM): backward, default */
   TPLA_FP8_ACCUM_FAST = 1   /* keep the tensor cores' partial sums (FAST_ACCUM): forward */
@@ -793,9 +798,10 @@ TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, 
  * Errors: INVALID_ARGUMENT (NULL), INVALID_USAGE (not available: see
  * tpla_ag_gemm_plan_has_gathered; fall back to tpla_allgather_rows). */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered);
-/* FP8 plans: *scales = the device (host executor: host) array of nranks
- * floats, the a_scale of each rank's rows of the gathered view, valid as
- * the view is (the entry of a rank without rows is unspecified). A GEMM
+/* FP8 plans: *scales = the device (host executor: host) array holding the
+ * a_scale of each rank's rows of the gathered view, rank q's at
+ * scales[q * TPLA_FP8_SCALE_STRIDE] (16-byte aligned, as cuBLASLt wants),
+ * valid as the view is (the entry of a rank without rows is unspecified). A GEMM
  * over the whole view needs one scale: when every rank quantized with the
  * same scale (e.g. an amax reduced over the group), scales + 0 is it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a
  * plan that is not FP8. */

@@ -90,7 +90,7 @@ typedef struct {
   tpla_matrix_t dloc;                        /* RS: the comm's output slice */
   int sets;
   int64_t rows, off; /* this rank's slice */
-  float *scales;     /* FP8: {A scale, B scale} in executor memory */
+  float *scales;     /* FP8: A scale, B scale (16 bytes apart) in executor memory */
 } bufs_t;
 
 static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
@@ -178,7 +178,8 @@ static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs
     failed = make(r, &b->d, seed, M_D, r->rank) || make(r, &b->full, seed, -1, 0) ||
              make(r, &b->dloc, seed, -1, 0);
   if (!failed && is_fp8(in)) { /* the scales, in executor memory */
-    float host[2] = {a_scale_of(r->rank), b_scale};
+    float host[2 * TPLA_FP8_SCALE_STRIDE] = {a_scale_of(r->rank)}; /* 16 bytes apart */
+    host[TPLA_FP8_SCALE_STRIDE] = b_scale;
     b->scales = tool_alloc(r, sizeof host);
     failed = b->scales == NULL || tool_upload(r, b->scales, host, sizeof host);
   }
@@ -400,7 +401,7 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
   int failed = alloc_bufs(r, job, mkn, &b, seed);
   if (!failed && is_fp8(job->o->dtype)) {
     x.args.fp8.a_scale = b.scales;
-    x.args.fp8.b_scale = b.scales + 1;
+    x.args.fp8.b_scale = b.scales + TPLA_FP8_SCALE_STRIDE;
     x.args.fp8.accum = job->accum;
   }
   if (!failed && job->kind == OP_AG) /* the unchunked GEMM reads real values */

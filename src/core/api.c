@@ -257,8 +257,20 @@ static bool fp8_scaling_is_default(const tpla_fp8_scaling_t *f) {
 }
 
 /* args->fp8 against the dtypes (already checked by check_gemm_dtypes). */
+tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *f) {
+  const void *ptr[4] = {f->a_scale, f->b_scale, f->d_scale, f->d_amax};
+  static const char *name[4] = {"a_scale", "b_scale", "d_scale", "d_amax"};
+  for (int i = 0; i < 4; i++)
+    if ((uintptr_t)ptr[i] % 16 != 0)
+      return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': fp8.%s (%p) is not "
+                       "16-byte aligned, which cuBLASLt needs (space scales "
+                       "TPLA_FP8_SCALE_STRIDE floats apart)", name[i], ptr[i]);
+  return TPLA_SUCCESS;
+}
+
 static tpla_status_t check_gemm_fp8(const char *fn, const tpla_gemm_args_t *args,
-                                    const tpla_matrix_t *d, const tpla_matrix_t *a) {
+                                    const tpla_matrix_t *d, const tpla_matrix_t *a,
+                                    bool ctx_is_cuda) {
   const tpla_fp8_scaling_t *f = &args->fp8;
   if (!is_fp8(a->dtype)) {
     if (!fp8_scaling_is_default(f))
@@ -285,6 +297,8 @@ static tpla_status_t check_gemm_fp8(const char *fn, const tpla_gemm_args_t *args
                      "argument 'args': fp8.d_scale is only for an FP8 output (d is %s); pass "
                      "NULL",
                      tpla_dtype_name(d->dtype));
+  if (ctx_is_cuda && f->scale_mode == TPLA_FP8_SCALE_TENSOR)
+    TPLA_TRY(tpla_check_fp8_pointers(fn, f));
   if (f->scale_mode == TPLA_FP8_SCALE_MXFP8)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn,
                      "argument 'args': fp8.scale_mode TPLA_FP8_SCALE_MXFP8: MXFP8 block scaling "
@@ -331,7 +345,7 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': alpha (%g) and beta (%g) must be finite",
                      (double)ga.alpha, (double)ga.beta);
-  TPLA_TRY(check_gemm_fp8(fn, &ga, &d, &a));
+  TPLA_TRY(check_gemm_fp8(fn, &ga, &d, &a, ctx->executor == TPLA_EXECUTOR_CUDA));
   if (tpla_matrices_overlap(&d, &a) || tpla_matrices_overlap(&d, &b))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'd': output memory overlaps an input");

@@ -64,6 +64,8 @@ size_t tpla_matrix_extent_bytes(const tpla_matrix_t *m);
 /* True if the byte ranges of two views overlap. */
 bool tpla_matrices_overlap(const tpla_matrix_t *x, const tpla_matrix_t *y);
 tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_config_t *out);
+/* FP8 scale and amax pointers 16-byte aligned (cuBLASLt), else INVALID_ARGUMENT. */
+tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *f);
 
 /* ---- the context and its executor --------------------------------------- */
 

@@ -68,6 +68,8 @@ static tpla_status_t check_fp8(const char *fn, const ovl_plan_t *p, const tpla_f
   if (f->d_scale != NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'args': fp8.d_scale must be "
                      "NULL: the plan outputs %s, not FP8", tpla_dtype_name(p->d_dtype));
+  if (p->ctx->executor == TPLA_EXECUTOR_CUDA)
+    return tpla_check_fp8_pointers(fn, f);
   return TPLA_SUCCESS;
 }
 

@@ -96,7 +96,9 @@ static tpla_status_t gemm(const ovl_plan_t *p, int lane, tpla_matrix_t d, tpla_m
 
 /* FP8 AllGather+GEMM: the A scale of rank q's rows, in the window. */
 static float *scale_of(const ovl_plan_t *p, int q) {
-  return p->fp8 ? (float *)((char *)p->ops->window(p->xp) + p->scales_off) + q : NULL;
+  return p->fp8 ? (float *)((char *)p->ops->window(p->xp) + p->scales_off) +
+                       (size_t)q * TPLA_FP8_SCALE_STRIDE
+                 : NULL;
 }
 
 /* The first chunk of a slice of `rows` rows that holds any: the step that
@@ -162,7 +164,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        NULL};
       if (p->fp8 && ci == my_first && sn > 0) { /* after set_scale */
         st.scale_send = scale_of(p, r);
-        st.scale_to_offset = p->scales_off + (size_t)r * sizeof(float);
+        st.scale_to_offset = p->scales_off + (size_t)r * TPLA_FP8_SCALE_STRIDE * sizeof(float);
         st.after = OVL_LANE_COPY;
       }
       if (p->fp8 && ci == first_chunk(p, ovl_rows(p, from)))
@@ -205,9 +207,9 @@ static tpla_status_t ag_serial(ovl_plan_t *p, const ovl_call_t *c) {
   if (!p->fp8)
     return gemm(p, lane, c->d, gathered, c->b, c->alpha, c->beta, c->bias);
   /* FP8: every rank's scale too, then one GEMM per rank's rows with its scale */
-  size_t ones[TPLA_MAX_RANKS];
+  size_t ones[TPLA_MAX_RANKS]; /* one 16-byte slot per rank */
   for (int q = 0; q < p->nranks; q++)
-    ones[q] = 1;
+    ones[q] = TPLA_FP8_SCALE_STRIDE;
   TPLA_TRY(x->set_scale(p->xp, lane, scale_of(p, p->rank), c->fp8.a_scale));
   TPLA_TRY(p->ctx->backend->allgatherv(p->ctx, scale_of(p, 0), scale_of(p, p->rank), ones,
                                        TPLA_FLOAT32, x->stream(p->xp, lane)));

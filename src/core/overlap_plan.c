@@ -285,7 +285,7 @@ static void layout(ovl_plan_t *p) {
     p->window_bytes = (size_t)p->m * (size_t)p->k * es;
     if (p->fp8) { /* the A scale of every rank's rows, after the gathered A */
       p->scales_off = align_up(p->window_bytes);
-      p->window_bytes = p->scales_off + (size_t)P * sizeof(float);
+      p->window_bytes = p->scales_off + (size_t)P * TPLA_FP8_SCALE_STRIDE * sizeof(float);
     }
   } else if (serial) {
     /* the full partial product, and (RS) the reduced slice before the fold */

@@ -33,7 +33,7 @@ static struct ncclComm *g_comm;
 static tpla_ctx_t g_ctx;
 static cudaStream_t g_stream;
 static uint64_t g_seed;
-static float *g_scalars; /* device: a_scale, b_scale, d_scale, amax */
+static float *g_scalars; /* device: a_scale, b_scale, d_scale, amax, 16 bytes apart */
 static int g_fp8;        /* the device has FP8 GEMMs (tpla_features_t.fp8) */
 
 #define E4M3 TPLA_FLOAT8_E4M3
@@ -224,16 +224,17 @@ static int run_case(const fp8_case_t *c, gpu_rng_t *rng, fp8_result_t *res, int 
   double ds = 1.0;
   if (is_fp8(c->td) && c->d_scale && amax_ref > 0)
     ds = ldexp(1, (int)floor(log2(fp8_max(c->td) / 4 / amax_ref)));
-  float scalars[4] = {(float)sa, (float)sb, (float)ds, -1.0f}; /* amax: -1 = never written */
+  float scalars[16] = {(float)sa};  /* 16 bytes apart (cuBLASLt); amax -1 = never written */
+  scalars[4] = (float)sb, scalars[8] = (float)ds, scalars[12] = -1.0f;
   failed += CUDA_FAILED(cudaMemcpy(g_scalars, scalars, sizeof scalars, cudaMemcpyHostToDevice));
   tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
   args.alpha = c->alpha;
   args.beta = c->beta;
   args.fp8.accum = c->accum;
   args.fp8.a_scale = c->a_scale ? g_scalars + 0 : NULL;
-  args.fp8.b_scale = c->b_scale ? g_scalars + 1 : NULL;
-  args.fp8.d_scale = is_fp8(c->td) && c->d_scale ? g_scalars + 2 : NULL;
-  args.fp8.d_amax = c->amax ? g_scalars + 3 : NULL;
+  args.fp8.b_scale = c->b_scale ? g_scalars + 4 : NULL;
+  args.fp8.d_scale = is_fp8(c->td) && c->d_scale ? g_scalars + 8 : NULL;
+  args.fp8.d_amax = c->amax ? g_scalars + 12 : NULL;
   tpla_status_t st = failed ? TPLA_ERROR_INTERNAL
                             : tpla_gemm(g_ctx, d.view, a.view, c->op_a, b.view, c->op_b, &args,
                                         g_stream);
@@ -251,7 +252,7 @@ static int run_case(const fp8_case_t *c, gpu_rng_t *rng, fp8_result_t *res, int 
   float amax_got = 0;
   if (CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
       CUDA_FAILED(cudaMemcpy(got, d.dev, d.bytes, cudaMemcpyDeviceToHost)) ||
-      CUDA_FAILED(cudaMemcpy(&amax_got, g_scalars + 3, sizeof amax_got, cudaMemcpyDeviceToHost))) {
+      CUDA_FAILED(cudaMemcpy(&amax_got, g_scalars + 12, sizeof amax_got, cudaMemcpyDeviceToHost))) {
     failed = 1;
     goto done;
   }
@@ -428,9 +429,32 @@ static void test_fp8_null_scales(void) {
                   0.125f, 0.0f, TPLA_FP8_ACCUM_SPLIT, 0, 0, 0, 0};
   ASSERT_EQ_INT(run_case(&c, &rng, &r, 0), 0);
   float amax = 0;
-  ASSERT_EQ_INT(cudaMemcpy(&amax, g_scalars + 3, sizeof amax, cudaMemcpyDeviceToHost),
+  ASSERT_EQ_INT(cudaMemcpy(&amax, g_scalars + 12, sizeof amax, cudaMemcpyDeviceToHost),
                 cudaSuccess);
   ASSERT_EQ_INT(amax == -1.0f, 1);
+}
+
+/* cuBLASLt takes only 16-byte aligned scale pointers: a scale 4 bytes into
+ * an array is INVALID_ARGUMENT naming it, and D stays untouched. */
+static void test_fp8_misaligned_scale(void) {
+  NEED_FP8();
+  void *a = NULL, *b = NULL, *d = NULL;
+  ASSERT_EQ_INT(cudaMalloc(&a, 64 * 64), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc(&b, 64 * 64), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc(&d, 64 * 64 * 2), cudaSuccess);
+  ASSERT_EQ_INT(cudaMemset(d, 0x5a, 64 * 64 * 2), cudaSuccess);
+  tpla_matrix_t am = {a, 64, 64, 64, E4M3}, bm = {b, 64, 64, 64, E4M3};
+  tpla_matrix_t dm = {d, 64, 64, 64, TPLA_BFLOAT16};
+  tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
+  args.fp8.b_scale = g_scalars + 1;
+  ASSERT_EQ_INT(tpla_gemm(g_ctx, dm, am, TPLA_OP_N, bm, TPLA_OP_T, &args, NULL),
+                TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "fp8.b_scale");
+  unsigned char host[64];
+  ASSERT_EQ_INT(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < sizeof host; i++)
+    ASSERT_EQ_INT(host[i], 0x5a);
+  cudaFree(a), cudaFree(b), cudaFree(d);
 }
 
 /* An E5M2 output: right where cuBLASLt has it, else NOT_SUPPORTED naming
@@ -512,7 +536,7 @@ int main(void) {
   fp8_tables();
   if (CUDA_FAILED(cudaSetDevice(0)) ||
       CUDA_FAILED(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) ||
-      CUDA_FAILED(cudaMalloc((void **)&g_scalars, 4 * sizeof(float))) ||
+      CUDA_FAILED(cudaMalloc((void **)&g_scalars, 16 * sizeof(float))) ||
       open_single_ctx(0, &g_comm, &g_ctx) != 0) {
     printf("FAIL setup (see above)\n0 passed, 1 failed\n");
     return 1;
@@ -523,6 +547,7 @@ int main(void) {
   TEST(test_fp8_split_vs_fast);
   TEST(test_fp8_beta_one_fp32);
   TEST(test_fp8_null_scales);
+  TEST(test_fp8_misaligned_scale);
   TEST(test_fp8_e5m2_output);
   TEST(test_fp8_k_zero);
   TEST(test_fp8_two_streams);

@@ -375,8 +375,9 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   a[1] = gt_upload(neg, in.arows[me], k, c->pad, c->dtype, &failures);
   b = c->op_b == TPLA_OP_N ? gt_upload(in.b[me], k, c->n, c->pad, gt_b_dtype(c), &failures)
                            : gt_upload(in.b[me], c->n, k, c->pad, gt_b_dtype(c), &failures);
-  const double scales[3] = {gt_a_scale(c, me), gt_b_scale(c), -1.0}; /* A, B, d_amax */
-  tpla_matrix_t sc = gt_upload(scales, 1, 3, 0, TPLA_FLOAT32, &failures);
+  /* A, B, d_amax: 16 bytes apart (cuBLASLt's scale pointers) */
+  const double scales[9] = {gt_a_scale(c, me), 0, 0, 0, gt_b_scale(c), 0, 0, 0, -1.0};
+  tpla_matrix_t sc = gt_upload(scales, 1, 9, 0, TPLA_FLOAT32, &failures);
   d = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures);
   d0 = gt_upload(in.d0[me], in.drows[me], c->n, c->pad, c->d_dtype, &failures); /* for resets */
   bias = gt_upload(in.bias[me], 1, c->n, 0, c->d_dtype, &failures);
@@ -416,8 +417,8 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
   args.alpha = c->alpha, args.beta = c->beta, args.bias = c->bias ? bias.data : NULL;
   if (gt_fp8(c->dtype)) {
     float *sv = sc.data;
-    args.fp8.a_scale = sv, args.fp8.b_scale = sv + 1, args.fp8.accum = c->accum;
-    args.fp8.d_amax = c->amax ? sv + 2 : NULL;
+    args.fp8.a_scale = sv, args.fp8.b_scale = sv + 4, args.fp8.accum = c->accum;
+    args.fp8.d_amax = c->amax ? sv + 8 : NULL;
   }
   size_t free_early = 0, free_late = 0, total = 0, ws_early = 0, ws_late = 0;
   size_t d_bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
@@ -466,8 +467,8 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
       double *sv = gt_download(sc, &failures), want = 0;
       for (int64_t i = 0; i < in.drows[me] * c->n; i++)
         want = fmax(want, fabs(out[i]));
-      if (sv[2] != want) {
-        fprintf(stderr, "  rank %d: d_amax %g, max |D| %g\n", me, sv[2], want);
+      if (sv[8] != want) {
+        fprintf(stderr, "  rank %d: d_amax %g, max |D| %g\n", me, sv[8], want);
         failures++;
       }
       free(sv);
@@ -500,12 +501,13 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     const float *scales = NULL; /* FP8: every rank's A scale next to its rows */
     if (failures == 0 && gt_fp8(c->dtype) &&
         !TPLA_FAILED(tpla_ag_gemm_gathered_scales(ag, &scales))) {
-      tpla_matrix_t sv = {(void *)scales, 1, P, P, TPLA_FLOAT32};
+      const int stride = TPLA_FP8_SCALE_STRIDE;
+      tpla_matrix_t sv = {(void *)scales, 1, P * stride, P * stride, TPLA_FLOAT32};
       double *got = gt_download(sv, &failures);
       for (int q = 0; q < P && failures == 0; q++)
-        if (c->rows[q] > 0 && got[q] != gt_a_scale(c, q)) {
-          fprintf(stderr, "  rank %d: gathered scale of rank %d is %g, not %g\n", me, q, got[q],
-                  gt_a_scale(c, q));
+        if (c->rows[q] > 0 && got[q * stride] != gt_a_scale(c, q)) {
+          fprintf(stderr, "  rank %d: gathered scale of rank %d is %g, not %g\n", me, q,
+                  got[q * stride], gt_a_scale(c, q));
           failures++;
         }
       free(got);

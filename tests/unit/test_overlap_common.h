@@ -234,9 +234,9 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     if (oc_fp8(c->dtype) && o->status == TPLA_SUCCESS &&
         oc_note(o, tpla_ag_gemm_gathered_scales(ag, &scales)) == 0)
       for (int q = 0; q < nranks; q++)
-        if (c->rows[q] > 0 && scales[q] != 0.25f * (float)(q + 1)) /* exactly; rows only */
+        if (c->rows[q] > 0 && scales[q * TPLA_FP8_SCALE_STRIDE] != 0.25f * (float)(q + 1))
           oc_note(o, tpla_fail(TPLA_ERROR_INTERNAL, "test", "gathered scale %d is %g", q,
-                               (double)scales[q]));
+                               (double)scales[q * TPLA_FP8_SCALE_STRIDE]));
     oc_note(o, tpla_ag_gemm_plan_get_info(ag, &o->info));
     oc_note(o, tpla_ag_gemm_plan_workspace_bytes(ag, &o->ws));
   } else if (c->kind == OC_RS) {
