@@ -161,7 +161,8 @@ def bench_ag_fp8(shape, world, rank, group_name, args):
 
     def fused(i):
         torch.ops.symm_mem.fused_all_gather_scaled_matmul(
-            a[i], [b[i]], one, [one], 0, group_name, [None], [None], [torch.bfloat16], fast)
+            a[i], [b[i]], one, [one], 0, group_name, [None], [None], [torch.bfloat16],
+            [fast])
 
     return run_all(gemm, comm, serial, fused, nsets, args, bytes_moved=(m - rows) * k)
 

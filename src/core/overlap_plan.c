@@ -260,10 +260,6 @@ int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, in
   int c = ratio <= 0.5 ? 1 : (int)ceil(4.0 * ratio);
   if (kind != OVL_AG && c < 4)
     c = 4;
-  /* GEMM+AllReduce exposes its last chunk twice (reduce, then read back):
-   * 4 chunks left 0.83 efficiency at (8192, 4096, 8192) on 2 H200 (run 6) */
-  if (kind == OVL_AR && c < 8)
-    c = 8;
   int64_t by_rows = max_rows / 128;
   c = c < 8 ? c : 8;
   c = c < by_rows ? c : (int)by_rows;

@@ -156,10 +156,10 @@ static void test_auto_chunks(void) {
   ASSERT_TRUE(c >= 4 && c <= 8);
   c = ovl_auto_chunks(OVL_RS, 2, 8192, 1024, 8192, TPLA_BFLOAT16);
   ASSERT_TRUE(c >= 4 && c <= 8);
-  /* GEMM+RS: at least 4 (the own rows wait per chunk); GEMM+AR at least 8 (its
-   * last chunk is exposed twice); rows permitting */
+  /* GEMM+RS/AR: at least 4 (the own rows wait per chunk), rows permitting (8 for
+   * GEMM+AR measured no better on 2 H200, run 9) */
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 4096, 4096, 8192, TPLA_BFLOAT16), 4);
-  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 2, 4096, 14336, 8192, TPLA_BFLOAT16), 8);
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 2, 4096, 14336, 8192, TPLA_BFLOAT16), 4);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 300, 4096, 8192, TPLA_BFLOAT16), 2);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 100000, 16, 16, TPLA_FLOAT32), 8);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 300, 16, 16, TPLA_FLOAT32), 2);
