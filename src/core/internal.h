@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <time.h>
 
 #define TPLA_DEFAULT_TIMEOUT_MS 300000
 #define TPLA_DEFAULT_GEMM_WORKSPACE ((size_t)32 << 20)
@@ -64,6 +65,8 @@ size_t tpla_matrix_extent_bytes(const tpla_matrix_t *m);
 /* True if the byte ranges of two views overlap. */
 bool tpla_matrices_overlap(const tpla_matrix_t *x, const tpla_matrix_t *y);
 tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_config_t *out);
+/* now + ms on CLOCK_MONOTONIC, for pthread_cond_timedwait (deadline.c). */
+struct timespec tpla_deadline_after(int64_t ms);
 /* FP8 scale and amax pointers 16-byte aligned (cuBLASLt), else INVALID_ARGUMENT. */
 tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *f);
 

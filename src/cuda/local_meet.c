@@ -135,18 +135,6 @@ void local_meet_leave(local_meet_t *meet) {
   }
 }
 
-static struct timespec deadline_after(int64_t ms) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  t.tv_sec += (time_t)(ms / 1000);
-  t.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec += 1;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
-}
-
 /* The last rank in: every post is live. Sizes that differ are a caller bug
  * on some rank; every rank then gets the same REMOTE verdict. */
 static void deliver(local_meet_t *m) {
@@ -180,7 +168,7 @@ tpla_status_t local_meet_allgather(local_meet_t *m, int rank, void *recv, const 
     m->generation++;
     pthread_cond_broadcast(&m->cv);
   } else {
-    struct timespec deadline = deadline_after(timeout_ms);
+    struct timespec deadline = tpla_deadline_after(timeout_ms);
     while (m->generation == gen && !m->broken) {
       if (pthread_cond_timedwait(&m->cv, &m->mu, &deadline) == ETIMEDOUT &&
           m->generation == gen && !m->broken) {

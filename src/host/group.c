@@ -62,18 +62,6 @@ struct tpla_host_group {
   rank_slot_t slots[];
 };
 
-static struct timespec deadline_after(int64_t ms) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  t.tv_sec += (time_t)(ms / 1000);
-  t.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec += 1;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
-}
-
 /* ---- public: create / destroy ------------------------------------------- */
 
 tpla_status_t tpla_host_group_create(tpla_host_group_t *group, int nranks,
@@ -254,7 +242,7 @@ tpla_status_t host_group_enter(tpla_host_group_t g, int rank, const host_post_t 
     pthread_mutex_unlock(&g->mu);
     return TPLA_SUCCESS;
   }
-  struct timespec deadline = deadline_after(timeout_ms);
+  struct timespec deadline = tpla_deadline_after(timeout_ms);
   tpla_status_t status = TPLA_SUCCESS;
   while (g->generation == gen) {
     if (g->broken) {
@@ -392,7 +380,7 @@ tpla_status_t host_group_sendrecv(tpla_host_group_t g, int rank, int64_t timeout
   bool poisoned = local_status != TPLA_SUCCESS;
   tpla_status_t status = TPLA_SUCCESS; /* the first failure; its message stands */
   rank_slot_t *own = &g->slots[rank];
-  struct timespec deadline = deadline_after(timeout_ms);
+  struct timespec deadline = tpla_deadline_after(timeout_ms);
 
   pthread_mutex_lock(&g->mu);
   if (g->broken) {

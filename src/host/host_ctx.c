@@ -173,7 +173,7 @@ tpla_status_t tpla_ctx_create_host(tpla_ctx_t *ctx, tpla_host_group_t group, int
     return shm_ctx_create(ctx, group, rank, cfg, fn);
   tpla_config_t conf;
   TPLA_TRY(host_ctx_config(&conf, group, cfg, fn));
-  tpla_ctx_t c;
+  tpla_ctx_t c = NULL;
   TPLA_TRY(host_ctx_new(&c, sizeof(host_ctx_t), &host_backend, rank, nranks, &conf, fn));
   tpla_status_t s = host_group_join(group, rank, fn);
   if (s != TPLA_SUCCESS) {
