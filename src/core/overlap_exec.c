@@ -113,8 +113,6 @@ static int first_chunk(const ovl_plan_t *p, int64_t rows) {
   return -1;
 }
 
-
-
 static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float beta,
                           const void *slots, size_t stride, int nslots, const void *bias,
                           tpla_matrix_t y2) {
@@ -416,9 +414,9 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
     TPLA_TRY(x->sync_lanes(p->xp, lane));
     TPLA_TRY(publish_steps(p, -1, lane, false, c));
   }
-  /* D's own rows, while the peers read the published slice (direct: done
+  /* D's own rows, while the peers read the published slice (direct: copied
    * chunk by chunk above) */
-  if (c->beta == 0.0f && c->bias == NULL && !direct)
+  if (!direct && c->beta == 0.0f && c->bias == NULL)
     TPLA_TRY(x->copy(p->xp, lane, -1, own_d, publish));
   else if (!direct)
     TPLA_TRY(fold(p, lane, own_d, c->beta, publish.data, 0, 1, c->bias, no_view));
