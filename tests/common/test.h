@@ -128,4 +128,13 @@ static inline int test_summary(void) {
   return 0;
 }
 
+/* main() of a GPU test in a build without the CUDA executor: its one test
+ * is skipped, so CTest reports the test as skipped rather than passed. */
+#define TEST_MAIN_WITHOUT_CUDA()                                                           \
+  static void test_requires_cuda_build(void) { SKIP("built without the CUDA executor"); } \
+  int main(void) {                                                                         \
+    TEST(test_requires_cuda_build);                                                        \
+    return test_summary();                                                                 \
+  }
+
 #endif /* TPLA_TEST_H */

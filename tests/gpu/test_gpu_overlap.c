@@ -277,11 +277,5 @@ int main(void) {
 }
 
 #else /* a build without the CUDA executor */
-
-static void test_requires_cuda_build(void) { SKIP("built without the CUDA executor"); }
-
-int main(void) {
-  TEST(test_requires_cuda_build);
-  return test_summary();
-}
+TEST_MAIN_WITHOUT_CUDA()
 #endif
