@@ -166,8 +166,9 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
       (r = ncclRecv(s->scale_recv, 1, ncclFloat32, s->from, impl->comm, st)) != ncclSuccess &&
       r != ncclInProgress && first == ncclSuccess)
     first = r, failed = "ncclRecv (FP8 scale)";
-  if (first == ncclSuccess && s->to >= 0 && (r = ncclSend(s->send.data, sb, ncclUint8, s->to, impl->comm, st)) !=
-                        ncclSuccess && r != ncclInProgress)
+  if (first == ncclSuccess && s->to >= 0 &&
+      (r = ncclSend(s->send.data, sb, ncclUint8, s->to, impl->comm, st)) != ncclSuccess &&
+      r != ncclInProgress)
     first = r, failed = "ncclSend (overlap step)";
   if (s->from >= 0 && (r = ncclRecv(s->recv.data, rb, ncclUint8, s->from, impl->comm, st)) !=
                           ncclSuccess && r != ncclInProgress && first == ncclSuccess)
