@@ -622,7 +622,8 @@ typedef struct {
   const void *bias;
   tpla_fp8_scaling_t fp8; /* FP8 plans only; must stay TPLA_FP8_SCALING_INIT otherwise */
 } tpla_overlap_args_t;
-#define TPLA_OVERLAP_ARGS_INIT {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL, TPLA_FP8_SCALING_INIT}
+#define TPLA_OVERLAP_ARGS_INIT                                                            \
+  {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL, TPLA_FP8_SCALING_INIT}
 
 /* Fields every descriptor below shares:
  *   op_b       B is k x n (TPLA_OP_N) or n x k (TPLA_OP_T, e.g. a weight W
@@ -801,10 +802,11 @@ TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matr
 /* FP8 plans: *scales = the device (host executor: host) array holding the
  * a_scale of each rank's rows of the gathered view, rank q's at
  * scales[q * TPLA_FP8_SCALE_STRIDE] (16-byte aligned, as cuBLASLt wants),
- * valid as the view is (the entry of a rank without rows is unspecified). A GEMM
- * over the whole view needs one scale: when every rank quantized with the
- * same scale (e.g. an amax reduced over the group), scales + 0 is it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a
- * plan that is not FP8. */
+ * valid as the view is (the entry of a rank without rows is unspecified).
+ * A GEMM over the whole view needs one scale: when every rank quantized
+ * with the same scale (e.g. an amax reduced over the group), scales + 0 is
+ * it. Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a plan that is
+ * not FP8. */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan,
                                                     const float **scales);
 

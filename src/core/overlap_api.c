@@ -138,8 +138,8 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   if (p->bias && tpla_matrices_overlap(d, &bias))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': bias overlaps the output '%s'", d_name);
-  *call = (ovl_call_t){*d,          *a,     *b, args->alpha, args->beta, p->bias ? args->bias : NULL,
-                       stream, args->fp8};
+  *call = (ovl_call_t){*d,     *a,         *b, args->alpha, args->beta,
+                       p->bias ? args->bias : NULL, stream, args->fp8};
   return TPLA_SUCCESS;
 }
 

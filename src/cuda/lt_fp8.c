@@ -166,7 +166,8 @@ static tpla_status_t fp8_enqueue(tpla_cuda_ctx_t *impl, fp8_shape_t *s, tpla_lt_
   }
   bool fp8_out = tpla_lt_is_fp8(c->d.dtype);
   tpla_lt_operands_t ops = {.a = s->run.a.data, .b = s->run.b.data, .d = s->run.d.data,
-                            .alpha = c->alpha, .beta = c->beta, .a_scale = tpla_cuda_fp8_scale(impl, c->fp8.a_scale),
+                            .alpha = c->alpha, .beta = c->beta,
+                            .a_scale = tpla_cuda_fp8_scale(impl, c->fp8.a_scale),
                             .b_scale = tpla_cuda_fp8_scale(impl, c->fp8.b_scale),
                             .d_scale = tpla_cuda_fp8_scale(impl, c->fp8.d_scale),
                             .d_amax = fp8_out ? c->fp8.d_amax : NULL};

@@ -144,7 +144,8 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   key.bias = epi_bias;
   tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .c = c ? c->data : NULL,
                             .d = g->d.data, .alpha = g->alpha, .beta = g->beta,
-                            .bias = epi_bias ? bias : NULL, .a_scale = tpla_cuda_fp8_scale(xp->impl, g->fp8.a_scale),
+                            .bias = epi_bias ? bias : NULL,
+                            .a_scale = tpla_cuda_fp8_scale(xp->impl, g->fp8.a_scale),
                             .b_scale = tpla_cuda_fp8_scale(xp->impl, g->fp8.b_scale),
                             .d_scale = tpla_cuda_fp8_scale(xp->impl, g->fp8.d_scale),
                             .d_amax = NULL /* D is never FP8 here: chunk_amax */};
