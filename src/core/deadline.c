@@ -1,10 +1,20 @@
 /*
- * deadline.c - absolute CLOCK_MONOTONIC deadlines for the timed condition
- * waits of the host group and the process-local plan exchange (their
- * condition variables are created on CLOCK_MONOTONIC, so a wall-clock jump
- * cannot stretch or cut a timeout).
+ * deadline.c - condition variables on CLOCK_MONOTONIC and absolute
+ * deadlines on that clock, for the timed waits of the host group and the
+ * process-local plan exchange (a wall-clock jump cannot stretch or cut a
+ * timeout).
  */
 #include "internal.h"
+
+bool tpla_cond_init_monotonic(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  if (pthread_condattr_init(&attr) != 0)
+    return false;
+  bool ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+            pthread_cond_init(cv, &attr) == 0;
+  pthread_condattr_destroy(&attr);
+  return ok;
+}
 
 struct timespec tpla_deadline_after(int64_t ms) {
   struct timespec t;

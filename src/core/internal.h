@@ -13,6 +13,7 @@
 #include "tpla.h"
 
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
 
@@ -65,8 +66,10 @@ size_t tpla_matrix_extent_bytes(const tpla_matrix_t *m);
 /* True if the byte ranges of two views overlap. */
 bool tpla_matrices_overlap(const tpla_matrix_t *x, const tpla_matrix_t *y);
 tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_config_t *out);
-/* now + ms on CLOCK_MONOTONIC, for pthread_cond_timedwait (deadline.c). */
+/* now + ms on CLOCK_MONOTONIC, for pthread_cond_timedwait on a condition
+ * variable made by tpla_cond_init_monotonic (false: not made). deadline.c */
 struct timespec tpla_deadline_after(int64_t ms);
+bool tpla_cond_init_monotonic(pthread_cond_t *cv);
 /* FP8 scale and amax pointers 16-byte aligned (cuBLASLt), else INVALID_ARGUMENT. */
 tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *f);
 

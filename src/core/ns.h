@@ -161,6 +161,11 @@ typedef struct {
                                     g3 and pk for GRAM_SHARDED) */
 } ns_iter_t;
 
+/* The fields every iteration sets: shape, dtypes, symmetric blocks and the
+ * chunking for a temp buffer of temp_cap elements (ns_iter.c). */
+void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
+                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                  int64_t temp_cap);
 /* Configure an iteration on an s x l matrix (update variant, blocks,
  * chunking for a temp buffer of temp_cap elements, op schedule) and reserve
  * its Gram buffers in *layout. */

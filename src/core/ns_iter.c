@@ -132,9 +132,9 @@ size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype) {
   return sym_packed_elems(s, nb) * tpla_dtype_size(gram_dtype);
 }
 
-void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
-                   int64_t temp_cap, ns_layout_t *layout) {
+void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
+                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                  int64_t temp_cap) {
   *it = (ns_iter_t){0};
   it->s = s;
   it->l = l;
@@ -142,11 +142,17 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
   it->gram_dtype = gram_dtype;
   it->allreduce = allreduce;
   it->nblocks = ns_sym_blocks(mach, s);
-  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
   if (l > 0) {
     int64_t w = temp_cap / (s > 0 ? s : 1);
     it->chunk = w < 1 ? 1 : w > l ? l : w;
   }
+}
+
+void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                   int64_t temp_cap, ns_layout_t *layout) {
+  ns_iter_base(it, mach, s, l, dtype, gram_dtype, allreduce, temp_cap);
+  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
   bool cast = gram_dtype != dtype;
   ns_op_t *op = it->ops;
   *op++ = NS_OP_GRAM; /* all-reduced block row by block row when distributed */

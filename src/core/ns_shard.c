@@ -45,18 +45,8 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
                                     int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
                                     const char *fn) {
-  *it = (ns_iter_t){0};
-  it->s = s;
-  it->l = l;
-  it->dtype = dtype;
-  it->gram_dtype = gram_dtype;
-  it->allreduce = true;
-  it->nblocks = ns_sym_blocks(mach, s);
+  ns_iter_base(it, mach, s, l, dtype, gram_dtype, true, temp_cap);
   it->update = NS_UPDATE_SQUARE;
-  if (l > 0) {
-    int64_t w = temp_cap / (s > 0 ? s : 1);
-    it->chunk = w < 1 ? 1 : w > l ? l : w;
-  }
   it->ops[0] = NS_OP_GRAM; /* all-reduced block row by block row */
   it->ops[1] = NS_OP_MIRROR_GRAM;
   it->ops[2] = NS_OP_SHARD_POLY;

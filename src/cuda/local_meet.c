@@ -75,13 +75,7 @@ static local_meet_t *meet_new(uint64_t key, int nranks) {
   local_meet_t *m = calloc(1, sizeof *m + (size_t)nranks * sizeof(post_t));
   if (m == NULL)
     return NULL;
-  pthread_condattr_t attr;
-  bool ok = pthread_condattr_init(&attr) == 0;
-  if (ok) {
-    ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&m->cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-  }
+  bool ok = tpla_cond_init_monotonic(&m->cv);
   if (!ok || pthread_mutex_init(&m->mu, NULL) != 0) {
     if (ok)
       pthread_cond_destroy(&m->cv);

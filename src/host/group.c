@@ -80,14 +80,7 @@ tpla_status_t tpla_host_group_create(tpla_host_group_t *group, int nranks,
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "cannot allocate a group of %d ranks", nranks);
   g->nranks = nranks;
   g->cfg = conf;
-  pthread_condattr_t attr;
-  bool ok = pthread_condattr_init(&attr) == 0;
-  if (ok) {
-    ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&g->cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-  }
-  if (!ok) {
+  if (!tpla_cond_init_monotonic(&g->cv)) {
     free(g);
     return tpla_fail(TPLA_ERROR_INTERNAL, fn, "pthread_cond_init failed");
   }
