@@ -71,15 +71,21 @@ typedef struct {
 
 /* ---- inputs: element (i, j) of matrix `which` of rank `rank`, from its indices ---- */
 
-static double hval(uint64_t seed, int which, int rank, int64_t i, int64_t j, tpla_dtype_t t) {
+/* The element before rounding to the matrix dtype: uniform in [-1, 1). */
+static double hraw(uint64_t seed, int which, int rank, int64_t i, int64_t j) {
   uint64_t z = seed ^ ((uint64_t)which << 58) ^ ((uint64_t)rank << 46) ^
                ((uint64_t)i * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)j * 0xc2b2ae3d27d4eb4full);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
+  return (double)(z >> 11) * 0x1.0p-52 - 1.0;
+}
+
+/* The value the executor sees. */
+static double hval(uint64_t seed, int which, int rank, int64_t i, int64_t j, tpla_dtype_t t) {
   uint32_t cell[2];
-  tpla_store_elem(cell, t, 0, (double)(z >> 11) * 0x1.0p-52 - 1.0);
-  return tpla_load_elem(cell, t, 0); /* the value the executor sees */
+  tpla_store_elem(cell, t, 0, hraw(seed, which, rank, i, j));
+  return tpla_load_elem(cell, t, 0);
 }
 
 enum { M_A = 0, M_B = 1, M_D = 2 };
@@ -125,8 +131,7 @@ static int fill(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int 
     return tool_rank_error(r, "out of host memory (%zu bytes)", bytes_of(*m));
   for (int64_t i = 0; which >= 0 && i < m->rows; i++)
     for (int64_t j = 0; j < m->cols; j++)
-      tpla_store_elem(host, m->dtype, (size_t)(i * m->ld + j),
-                      hval(seed, which, rank, i, j, m->dtype));
+      tpla_store_elem(host, m->dtype, (size_t)(i * m->ld + j), hraw(seed, which, rank, i, j));
   int failed = tool_upload(r, m->data, host, bytes_of(*m));
   free(host);
   return failed;

@@ -180,6 +180,7 @@ typedef struct {
   tpla_overlap_mode_t mode;   /* OVERLAP or SERIAL */
   ovl_xport_kind_t xkind;     /* resolved transport */
   int chunks;                 /* row chunks per rank's slice */
+  int tail;                   /* the last chunk is 1/tail of the others (1: equal) */
 
   /* AG: m = sum of rows, k agreed, n local. RS/AR: m agreed, k local, n agreed. */
   int64_t m, k, n;
@@ -214,8 +215,11 @@ struct tpla_gemm_ar_plan { ovl_plan_t p; };
 static inline int64_t ovl_rows(const ovl_plan_t *p, int r) { return p->offs[r + 1] - p->offs[r]; }
 
 /* Rows [*r0, *r0 + *nr) of chunk c of a slice of `rows` rows cut into
- * `chunks` pieces (the same on every rank for a given slice). */
-void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr);
+ * `chunks` pieces, the last about 1/tail of the others (the same on every
+ * rank for a given slice). */
+void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *nr);
+/* The tail AUTO chooses (TPLA_OVERLAP_TAIL overrides; see overlap_plan.c). */
+int ovl_auto_tail(ovl_kind_t kind);
 /* The chunk count AUTO chooses from agreed values (see overlap_plan.c). */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype);

@@ -106,7 +106,7 @@ static float *scale_of(const ovl_plan_t *p, int q) {
 static int first_chunk(const ovl_plan_t *p, int64_t rows) {
   for (int ci = 0; ci < p->chunks; ci++) {
     int64_t r0, nr;
-    ovl_chunk(rows, p->chunks, ci, &r0, &nr);
+    ovl_chunk(rows, p->chunks, p->tail, ci, &r0, &nr);
     if (nr > 0)
       return ci;
   }
@@ -144,8 +144,8 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
     for (int i = 1; i < P; i++) {
       int to = (r + i) % P, from = (r - i + P) % P;
       int64_t s0, sn, f0, fnr;
-      ovl_chunk(ovl_rows(p, r), C, ci, &s0, &sn);
-      ovl_chunk(ovl_rows(p, from), C, ci, &f0, &fnr);
+      ovl_chunk(ovl_rows(p, r), C, p->tail, ci, &s0, &sn);
+      ovl_chunk(ovl_rows(p, from), C, p->tail, ci, &f0, &fnr);
       if (sn == 0 && fnr == 0)
         continue;
       ovl_step_t st = {sn > 0 ? to : -1,
@@ -178,7 +178,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
     for (int i = 1; i < P; i++) {
       int from = (r - i + P) % P;
       int64_t f0, fnr;
-      ovl_chunk(ovl_rows(p, from), C, ci, &f0, &fnr);
+      ovl_chunk(ovl_rows(p, from), C, p->tail, ci, &f0, &fnr);
       if (fnr == 0)
         continue;
       lane ^= 1;
@@ -244,8 +244,8 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
                                    p->d_dtype);
     for (int ci = 0; ci < C; ci++) {
       int64_t t0, tn, m0, mn;
-      ovl_chunk(ovl_rows(p, to), C, ci, &t0, &tn);
-      ovl_chunk(ovl_rows(p, r), C, ci, &m0, &mn);
+      ovl_chunk(ovl_rows(p, to), C, p->tail, ci, &t0, &tn);
+      ovl_chunk(ovl_rows(p, r), C, p->tail, ci, &m0, &mn);
       if (tn == 0 && mn == 0)
         continue;
       TPLA_TRY(gemm(p, lane, ovl_rows_of(slot, t0, tn), ovl_rows_of(c->a, p->offs[to] + t0, tn),
@@ -275,7 +275,7 @@ static tpla_status_t wait_partials(ovl_plan_t *p, int lane, int first_i) {
   for (int i = first_i; i < P; i++)
     for (int ci = 0; ci < C; ci++) {
       int64_t m0, mn;
-      ovl_chunk(ovl_rows(p, p->rank), C, ci, &m0, &mn);
+      ovl_chunk(ovl_rows(p, p->rank), C, p->tail, ci, &m0, &mn);
       if (mn > 0)
         TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
     }
@@ -301,8 +301,8 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
     int to = (r + i) % P, from = (r - i + P) % P;
     int64_t m0 = 0, mn = ovl_rows(p, r), f0 = 0, fn = ovl_rows(p, from);
     if (ci >= 0) {
-      ovl_chunk(ovl_rows(p, r), p->chunks, ci, &m0, &mn);
-      ovl_chunk(ovl_rows(p, from), p->chunks, ci, &f0, &fn);
+      ovl_chunk(ovl_rows(p, r), p->chunks, p->tail, ci, &m0, &mn);
+      ovl_chunk(ovl_rows(p, from), p->chunks, p->tail, ci, &f0, &fn);
     }
     if (mn == 0 && fn == 0)
       continue;
@@ -341,7 +341,7 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
   tpla_matrix_t a = ovl_rows_of(c->a, p->offs[p->rank], rows);
   for (int ci = 0; ci < p->chunks; ci++) {
     int64_t m0, mn;
-    ovl_chunk(rows, p->chunks, ci, &m0, &mn);
+    ovl_chunk(rows, p->chunks, p->tail, ci, &m0, &mn);
     if (mn > 0) {
       TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
       tpla_matrix_t cin = ovl_rows_of(first, m0, mn);

@@ -24,11 +24,12 @@
 /* What every rank announces. int32 fields first, then int64, then chars:
  * no padding, the same layout in every process. */
 typedef struct {
-  int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks;
+  int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks, tail,
+      unused;
   int64_t m, rows, k, n;
   char message[MSG_LEN];
 } summary_t;
-_Static_assert(sizeof(summary_t) == 10 * 4 + 4 * 8 + MSG_LEN, "summary_t has padding");
+_Static_assert(sizeof(summary_t) == 12 * 4 + 4 * 8 + MSG_LEN, "summary_t has padding");
 
 static const char *kind_name[] = {"AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce"};
 
@@ -52,6 +53,16 @@ static bool fp8_dtype(int t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_
 static tpla_status_t check_common(summary_t *s) {
   const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
   char *msg = s->message;
+  /* tuning: the last chunk's size as 1/tail of the others (agreed below) */
+  const char *tail = getenv("TPLA_OVERLAP_TAIL");
+  if (tail != NULL && *tail != '\0') {
+    char *end;
+    long v = strtol(tail, &end, 10);
+    if (*end != '\0' || v < 0 || v > 16)
+      return bad(msg, IA, "environment TPLA_OVERLAP_TAIL=%s is not an integer in 0..16 (0: "
+                 "automatic)", tail);
+    s->tail = (int32_t)v;
+  }
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
   if (!input_dtype(s->dtype) && !fp8_dtype(s->dtype))
@@ -176,6 +187,7 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   FIELD(mode, true, false)
   FIELD(transport, true, false)
   FIELD(chunks, true, false)
+  FIELD(tail, true, false)
 #undef FIELD
   if (what == NULL)
     return false;
@@ -227,13 +239,21 @@ static tpla_status_t slices(ovl_plan_t *p, const summary_t *all, const char *fn)
   return TPLA_SUCCESS;
 }
 
-void ovl_chunk(int64_t rows, int chunks, int c, int64_t *r0, int64_t *nr) {
-  int64_t size = (rows + chunks - 1) / chunks;
+void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *nr) {
+  /* chunks - 1 equal pieces and a last one 1/tail of them: what follows the
+   * last chunk's arrival (its GEMM, or GEMM+AllReduce's read of it) shrinks */
+  int64_t size;
+  if (chunks > 1 && tail > 1) {
+    double unit = (double)rows * tail / ((double)(chunks - 1) * tail + 1.0);
+    size = unit > 128 ? (int64_t)(unit / 128.0 + 0.5) * 128 : (int64_t)ceil(unit / 16.0) * 16;
+  } else {
+    size = (rows + chunks - 1) / chunks;
+    size = size > 128 ? (size + 127) / 128 * 128 : (size + 15) / 16 * 16;
+  }
   /* whole GEMM tiles, except in the last chunk; at least multiples of 16
    * rows, which Hopper's FP8 GEMMs need (a slice of 16k rows gives chunks
    * of 16j rows) */
-  size = size > 128 ? (size + 127) / 128 * 128 : (size + 15) / 16 * 16;
-  int64_t a = (int64_t)c * size, b = a + size;
+  int64_t a = (int64_t)c * size, b = c == chunks - 1 ? rows : a + size;
   a = a < rows ? a : rows;
   b = b < rows ? b : rows;
   *r0 = a;
@@ -264,6 +284,11 @@ int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, in
   c = c < 8 ? c : 8;
   c = c < by_rows ? c : (int)by_rows;
   return c > 1 ? c : 1;
+}
+
+int ovl_auto_tail(ovl_kind_t kind) {
+  (void)kind;
+  return 1;
 }
 
 static size_t align_up(size_t x) { return (x + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN; }
@@ -436,6 +461,7 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   else /* agreed values only, so every rank picks the same */
     p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
                                 p->kind == OVL_AG ? max_n : p->n, p->dtype);
+  p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind);
   double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)

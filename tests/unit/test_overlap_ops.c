@@ -128,21 +128,32 @@ static void test_info_reports_choices(void) {
 
 /* Chunks tile a slice exactly, in order, and agree between calls. */
 static void test_chunks_tile_slices(void) {
-  for (int64_t rows = 0; rows < 700; rows += 7)
-    for (int chunks = 1; chunks <= 16; chunks++) {
-      int64_t next = 0;
-      for (int c = 0; c < chunks; c++) {
-        int64_t r0, nr;
-        ovl_chunk(rows, chunks, c, &r0, &nr);
-        ASSERT_TRUE(nr >= 0);
-        if (nr > 0)
-          ASSERT_EQ_INT(r0, next);
-        next += nr;
-        if (nr > 0 && r0 + nr < rows && rows > 128 * chunks) /* whole 128-row tiles */
-          ASSERT_EQ_INT(nr % 128, 0);
+  for (int64_t rows = 0; rows < 3000; rows += 7)
+    for (int chunks = 1; chunks <= 16; chunks++)
+      for (int tail = 1; tail <= 8; tail *= 2) {
+        int64_t next = 0, first = -1, last = 0;
+        for (int c = 0; c < chunks; c++) {
+          int64_t r0, nr;
+          ovl_chunk(rows, chunks, tail, c, &r0, &nr);
+          ASSERT_TRUE(nr >= 0);
+          if (nr > 0)
+            ASSERT_EQ_INT(r0, next);
+          next += nr;
+          if (nr > 0 && r0 + nr < rows && rows > 128 * chunks) /* whole 128-row tiles */
+            ASSERT_EQ_INT(nr % 128, 0);
+          if (c == 0)
+            first = nr;
+          if (c == chunks - 1)
+            last = nr;
+        }
+        ASSERT_EQ_INT(next, rows);
+        /* a tapered tail is non-empty and about 1/tail of a chunk (tiles round it) */
+        if (tail > 1 && chunks > 1 && rows >= 256 * chunks * tail) {
+          ASSERT_TRUE(last > 0);
+          ASSERT_TRUE(last <= first / tail + 64 * chunks);
+          ASSERT_TRUE(last >= first / tail - 64 * chunks);
+        }
       }
-      ASSERT_EQ_INT(next, rows);
-    }
 }
 
 /* AG: one chunk when the GEMM hides the transfer, more (at most 8) when the
