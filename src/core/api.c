@@ -352,6 +352,6 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
   if (m == 0 || n == 0)
     return TPLA_SUCCESS;
   tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
-                           ga.fp8};
+                           ga.fp8, NULL};
   return ctx->backend->gemm(ctx, &call, stream);
 }

@@ -75,9 +75,12 @@ tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *
 
 /* ---- the context and its executor --------------------------------------- */
 
-/* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta D.
+/* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta C.
  * fp8 is TPLA_FP8_SCALING_INIT unless A is FP8 (then as tpla_gemm_args_t
- * says; scale_mode is TENSOR: MXFP8 is refused before any backend). */
+ * says; scale_mode is TENSOR: MXFP8 is refused before any backend).
+ * c NULL: C is D (tpla_gemm). Else (library-internal callers, half and fp32
+ * only) C is m x n of D's dtype with its own ld, either the view D itself or
+ * memory that does not overlap D; beta == 0 never reads it. */
 typedef struct {
   tpla_matrix_t d, a, b;
   tpla_op_t op_a, op_b;
@@ -85,6 +88,7 @@ typedef struct {
   float alpha, beta;
   int allow_tf32;
   tpla_fp8_scaling_t fp8;
+  const tpla_matrix_t *c;
 } tpla_gemm_call_t;
 
 typedef struct tpla_backend {

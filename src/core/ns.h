@@ -102,12 +102,15 @@ typedef enum {
   NS_OP_GRAM,           /* g1 = X X^T: upper block rows, one GEMM each,     */
                         /* each all-reduced (gram dtype) when distributed */
   NS_OP_MIRROR_GRAM,    /* complete g1's lower triangle                    */
-  NS_OP_SQUARE,         /* g2 = g1 g1 (symmetric, blocked) + mirror        */
-  NS_OP_POLY,           /* g2 = b g1 + c g2                                */
+  NS_OP_SQUARE,         /* g2 = c g1 g1 + b g1 (symmetric, blocked, the    */
+                        /* polynomial in the GEMMs' beta) + mirror;        */
+                        /* c = 0: g2 = b g1                                */
   NS_OP_CAST_POLY,      /* g3 = g2 in the input dtype                      */
   NS_OP_CAST_GRAM,      /* g3 = g1 in the input dtype                      */
-  NS_OP_UPDATE_SQUARE,  /* per chunk: T = X_c; X_c = a X_c + P T           */
-  NS_OP_UPDATE_CHAIN,   /* per chunk: Y = G X_c; X_c = a X_c + G (b X_c + c Y) */
+  NS_OP_UPDATE_SQUARE,  /* X' = a X + P X into the other buffer when the   */
+                        /* temp holds X (ping-pong), else per chunk:       */
+                        /* T = X_c; X_c = a X_c + P T                      */
+  NS_OP_UPDATE_CHAIN,   /* per chunk: W = c G X_c + b X_c; X_c = a X_c + G W */
   NS_OP_SHARD_POLY      /* g3 = b g1 + c g1 g1, this rank's block rows only,  */
                         /* all-gathered (GRAM_SHARDED, ns_shard.c)          */
 } ns_op_t;
@@ -184,9 +187,23 @@ void ns_iter_free(ns_iter_t *it);
 size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype);
 /* Point the Gram buffers at base + offsets and the temp at `temp`. */
 void ns_iter_bind(ns_iter_t *it, void *base, void *temp);
-/* Run `steps` steps on x (op(x.v) is s x l), coefficients table[3*steps]. */
-tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, const float *table,
-                         int steps, void *stream);
+/* Where the iterated matrix is: the caller's x, or the update temp laid out
+ * as x (ns_iter_temp). */
+typedef enum { NS_IN_X = 0, NS_IN_TEMP = 1 } ns_where_t;
+/* Where `steps` steps that start at `start` end without a copy: the other
+ * place when the SQUARE update ping-pongs (the temp holds all of X) an odd
+ * number of steps, else start. Symmetric: it is also where the steps must
+ * start to end at `start`. NS_IN_TEMP is only ever returned for a ping-pong
+ * iteration, the only kind that accepts it. */
+ns_where_t ns_iter_end(const ns_iter_t *it, int steps, ns_where_t start);
+/* The temp as a dense matrix stored as x is (x.v's rows and cols, x.t);
+ * holds all of x only when the iteration ping-pongs. */
+ns_opmat_t ns_iter_temp(const ns_iter_t *it, ns_opmat_t x);
+/* Run `steps` steps on the matrix at `start` (op(x.v) is s x l, or the temp
+ * laid out as x), coefficients table[3*steps], leaving the result at `end`.
+ * One copy first when ns_iter_end(it, steps, start) != end. */
+tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
+                         ns_where_t end, const float *table, int steps, void *stream);
 /* out = in / (safety * ||in||_F + eps), the norm summed over ranks when
  * `allreduce`. sumsq: one float of executor memory. */
 tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, float *sumsq,
@@ -201,6 +218,11 @@ tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, 
                       float beta, void *stream);
 tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
                            float beta, int tf32, void *stream);
+/* op(d) = alpha op(a) op(b) + beta op(c): c of d's dtype stored as d is
+ * (same flag and stored shape, INTERNAL otherwise; its own ld), either d
+ * itself or memory that does not overlap d; beta = 0 does not read c. */
+tpla_status_t ns_gemm_c(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, ns_opmat_t c,
+                        float alpha, float beta, int tf32, void *stream);
 /* Step op SHARD_POLY (ns_shard.c): g3 = b g1 + c g1^2 in the input dtype
  * from this rank's block rows and everyone else's. */
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
@@ -266,11 +288,16 @@ tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
 /* Normalize x into out and run the plan's algorithm on out (validated). */
 tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream);
 
-/* ns_dist.c: setup of the chosen algorithm (iteration,
- * buffers, counts) and its run on a normalized shard, in place. */
+/* ns_dist.c: setup of the chosen algorithm (iteration, buffers, counts)
+ * and its run on a normalized shard (at `start`: x or the temp), the
+ * result in x. */
 tpla_status_t ns_dist_setup(tpla_ns_plan_t p);
 void ns_dist_bind(tpla_ns_plan_t p);
-tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, void *stream);
+tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, ns_where_t start, void *stream);
+/* Where ns_dist_run wants the normalized shard so that the result ends in
+ * x without a copy: x, or the update temp laid out as x when the plan
+ * iterates on x itself and ping-pongs an odd number of steps. */
+ns_where_t ns_dist_start(tpla_ns_plan_t p);
 
 /* Elements of this rank's part of the sharded dimension. */
 static inline int64_t ns_part(const int64_t *offs, int r) { return offs[r + 1] - offs[r]; }

@@ -361,10 +361,14 @@ static tpla_status_t run_owners(struct tpla_ns_batch_plan *b, const tpla_matrix_
           continue;
         tpla_ns_plan_t p = b->plans[i];
         tpla_matrix_t X = ns_dense(ns_at(b->ws, b->full_off[i]), p->m, p->n, p->desc.dtype);
-        TPLA_TRY(ns_normalize(ctx, X, X, ns_at(b->ws, b->off_sumsq), false, p->safety, p->eps,
-                              stream));
         ns_opmat_t op = {X, p->m > p->n};
-        TPLA_TRY(ns_iterate(ctx, &b->iters[i], op, p->table, p->desc.steps, stream));
+        /* into the temp (the stage, unpacked by now) when the steps then end in X */
+        ns_where_t start = ns_iter_end(&b->iters[i], p->desc.steps, NS_IN_X);
+        tpla_matrix_t first = start == NS_IN_X ? X : ns_iter_temp(&b->iters[i], op).v;
+        TPLA_TRY(ns_normalize(ctx, first, X, ns_at(b->ws, b->off_sumsq), false, p->safety,
+                              p->eps, stream));
+        TPLA_TRY(ns_iterate(ctx, &b->iters[i], op, start, NS_IN_X, p->table, p->desc.steps,
+                            stream));
       }
     }
     for (int q = 0; q < P; q++) {

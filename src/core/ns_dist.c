@@ -161,13 +161,17 @@ static tpla_status_t run_redistribute(tpla_ns_plan_t p, tpla_matrix_t x, void *s
       TPLA_TRY(ns_axpby(ctx, ns_dense(elem_at(p, p->w1, sd[q]), Mp, ns_part(p->part, q), dt),
                         ns_sub(x, 0, Mp, p->part[q], ns_part(p->part, q)), 1.0f, 0.0f, stream));
     TPLA_TRY(alltoallv(p, p->w2, rc, rd, p->w1, sc, sd, stream));
-    /* w2 = Y[:, part_r] (M x N_r), rows in rank order. */
+    /* w2 = Y[:, part_r] (M x N_r), rows in rank order; the temp is w1. The
+     * result is in w2 or, after an odd number of ping-pong steps, in w1;
+     * it moves back through the other one. */
     ns_opmat_t R = {ns_dense(p->w2, M, Nr, dt), false};
-    TPLA_TRY(ns_iterate(ctx, &p->iter, R, p->table, p->desc.steps, stream));
-    TPLA_TRY(alltoallv(p, p->w1, sc, sd, p->w2, rc, rd, stream));
+    ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
+    TPLA_TRY(ns_iterate(ctx, &p->iter, R, NS_IN_X, end, p->table, p->desc.steps, stream));
+    void *res = end == NS_IN_X ? p->w2 : p->w1, *back = end == NS_IN_X ? p->w1 : p->w2;
+    TPLA_TRY(alltoallv(p, back, sc, sd, res, rc, rd, stream));
     for (int q = 0; q < P; q++)
       TPLA_TRY(ns_axpby(ctx, ns_sub(x, 0, Mp, p->part[q], ns_part(p->part, q)),
-                        ns_dense(elem_at(p, p->w1, sd[q]), Mp, ns_part(p->part, q), dt), 1.0f,
+                        ns_dense(elem_at(p, back, sd[q]), Mp, ns_part(p->part, q), dt), 1.0f,
                         0.0f, stream));
     return TPLA_SUCCESS;
   }
@@ -186,14 +190,21 @@ static tpla_status_t run_redistribute(tpla_ns_plan_t p, tpla_matrix_t x, void *s
     TPLA_TRY(ns_axpby(ctx, ns_sub(Rt, 0, Nr, p->offs[q], ns_part(p->offs, q)),
                       ns_dense(elem_at(p, p->w2, rd[q]), Nr, ns_part(p->offs, q), dt), 1.0f,
                       0.0f, stream));
-  TPLA_TRY(ns_iterate(ctx, &p->iter, (ns_opmat_t){Rt, true}, p->table, p->desc.steps, stream));
+  /* The temp is w2: the result is in w1 or, after an odd number of
+   * ping-pong steps, in w2 (laid out as Rt); its blocks are packed into the
+   * other buffer, and the result's buffer is free to receive. */
+  ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
+  TPLA_TRY(ns_iterate(ctx, &p->iter, (ns_opmat_t){Rt, true}, NS_IN_X, end, p->table,
+                      p->desc.steps, stream));
+  void *res = end == NS_IN_X ? p->w1 : p->w2, *blocks = end == NS_IN_X ? p->w2 : p->w1;
+  tpla_matrix_t Rr = ns_dense(res, Nr, M, dt);
   for (int q = 0; q < P; q++)
-    TPLA_TRY(ns_axpby(ctx, ns_dense(elem_at(p, p->w2, rd[q]), Nr, ns_part(p->offs, q), dt),
-                      ns_sub(Rt, 0, Nr, p->offs[q], ns_part(p->offs, q)), 1.0f, 0.0f, stream));
-  void *recv = direct ? x.data : p->w1;
-  TPLA_TRY(alltoallv(p, recv, sc, sd, p->w2, rc, rd, stream));
+    TPLA_TRY(ns_axpby(ctx, ns_dense(elem_at(p, blocks, rd[q]), Nr, ns_part(p->offs, q), dt),
+                      ns_sub(Rr, 0, Nr, p->offs[q], ns_part(p->offs, q)), 1.0f, 0.0f, stream));
+  void *recv = direct ? x.data : res;
+  TPLA_TRY(alltoallv(p, recv, sc, sd, blocks, rc, rd, stream));
   if (!direct)
-    TPLA_TRY(ns_axpby(ctx, x, ns_dense(p->w1, N, Mp, dt), 1.0f, 0.0f, stream));
+    TPLA_TRY(ns_axpby(ctx, x, ns_dense(res, N, Mp, dt), 1.0f, 0.0f, stream));
   return TPLA_SUCCESS;
 }
 
@@ -236,22 +247,41 @@ static tpla_status_t run_gather(tpla_ns_plan_t p, tpla_matrix_t x, void *stream)
     TPLA_TRY(ctx->backend->allgatherv(ctx, p->wg, mine, p->a2a, p->desc.dtype, stream));
   }
   ns_opmat_t X = {W, p->trans != (M > N)};
-  TPLA_TRY(ns_iterate(ctx, &p->iter, X, p->table, p->desc.steps, stream));
+  ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
+  TPLA_TRY(ns_iterate(ctx, &p->iter, X, NS_IN_X, end, p->table, p->desc.steps, stream));
+  if (end == NS_IN_TEMP) { /* an odd number of ping-pong steps: W is in the temp */
+    tpla_matrix_t T = ns_iter_temp(&p->iter, X).v;
+    own = p->trans ? ns_sub(T, 0, N, p->offs[r], Mp) : ns_sub(T, p->offs[r], Mp, 0, N);
+  }
   return ns_axpby(ctx, x, own, 1.0f, 0.0f, stream);
 }
 
-tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, void *stream) {
+/* LOCAL and the Gram algorithms without a redistribution iterate on the
+ * shard itself. */
+static bool iterates_shard(tpla_ns_plan_t p) {
+  return p->algo == TPLA_NS_ALGO_LOCAL || p->algo == TPLA_NS_ALGO_GRAM_ALLREDUCE ||
+         (p->algo == TPLA_NS_ALGO_GRAM_SHARDED && !redistributes(p));
+}
+
+ns_where_t ns_dist_start(tpla_ns_plan_t p) {
+  return iterates_shard(p) ? ns_iter_end(&p->iter, p->desc.steps, NS_IN_X) : NS_IN_X;
+}
+
+tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, ns_where_t start, void *stream) {
+  if (start != NS_IN_X && !iterates_shard(p))
+    return tpla_fail(TPLA_ERROR_INTERNAL, "tpla_ns_execute", "%s starts from its shard only",
+                     ns_algorithm_name(p->algo));
   switch (p->algo) {
   case TPLA_NS_ALGO_LOCAL: {
     ns_opmat_t X = {x, p->trans != (p->M > p->N)};
-    return ns_iterate(p->ctx, &p->iter, X, p->table, p->desc.steps, stream);
+    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps, stream);
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
   case TPLA_NS_ALGO_GRAM_SHARDED: {
     if (redistributes(p))
       return run_redistribute(p, x, stream);
     ns_opmat_t X = {x, !p->trans}; /* Y_p^T */
-    return ns_iterate(p->ctx, &p->iter, X, p->table, p->desc.steps, stream);
+    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps, stream);
   }
   case TPLA_NS_ALGO_REDISTRIBUTE: return run_redistribute(p, x, stream);
   case TPLA_NS_ALGO_GATHER: return run_gather(p, x, stream);

@@ -7,14 +7,26 @@
  *
  * One step, X <- a X + (b A + c A^2) X with A = X X^T, runs as a list of ops
  * (ns_op_t) built at plan time:
- *   SQUARE update: GRAM, MIRROR, SQUARE, POLY, [CAST], UPDATE
+ *   SQUARE update: GRAM, MIRROR, SQUARE, [CAST], UPDATE
  *   CHAIN update:  GRAM, MIRROR, [CAST], UPDATE_CHAIN
  *   GRAM_SHARDED:  GRAM, MIRROR, SHARD_POLY (ns_shard.c), UPDATE
  * (distributed, GRAM all-reduces each block row behind the next one)
- * The CHAIN update never forms A^2: Y = A X, X = a X + A (b X + c Y),
- * cheaper when a rank's l is small next to s (see ns_cost.c).
+ * SQUARE computes P = c A^2 + b A in the square's GEMMs (C = A's block,
+ * beta = b), not in a pass of its own. The CHAIN update never forms A^2:
+ * W = c A X + b X (one GEMM, C = X), X = a X + A W; cheaper when a rank's
+ * l is small next to s (see ns_cost.c).
+ *
+ * The memory-bound passes left per step are the mirrors and casts. The
+ * SQUARE update copies no X when the temp holds all of it: each step writes
+ * X' = P X + a X into the other buffer (C = X), so X alternates between the
+ * caller's matrix and the temp (ns_iter_end says where it ends); the
+ * callers start where an odd number of steps ends in their matrix, e.g. by
+ * normalizing into the temp. With a smaller temp the update runs over
+ * column chunks, each copied to the temp first.
  */
 #include "ns.h"
+
+#include <inttypes.h>
 
 size_t ns_layout_take(ns_layout_t *l, size_t bytes) {
   size_t off = (l->bytes + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
@@ -60,8 +72,18 @@ tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float a
   return ctx->backend->axpby(ctx, y, x, alpha, beta, stream);
 }
 
-tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
-                           float beta, int tf32, void *stream) {
+/* op(d) = alpha op(a) op(b) + beta op(c); c NULL: c is d. A separate c is
+ * stored as d is (same transpose flag and stored shape), so the operand
+ * swap of a transposed d carries over to it unchanged. */
+static tpla_status_t gemm_op(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b,
+                             const ns_opmat_t *c, float alpha, float beta, int tf32,
+                             void *stream) {
+  if (c != NULL && (c->t != d.t || c->v.rows != d.v.rows || c->v.cols != d.v.cols ||
+                    c->v.dtype != d.v.dtype))
+    return tpla_fail(TPLA_ERROR_INTERNAL, "ns_gemm_c",
+                     "C (%" PRId64 "x%" PRId64 "%s) is not stored as D (%" PRId64 "x%" PRId64
+                     "%s)", c->v.rows, c->v.cols, c->t ? "^T" : "", d.v.rows, d.v.cols,
+                     d.t ? "^T" : "");
   if (d.t) { /* op(D) = op(A) op(B)  <=>  D = op(B)^T op(A)^T */
     ns_opmat_t a2 = op_transpose(b), b2 = op_transpose(a);
     a = a2;
@@ -73,8 +95,19 @@ tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_
     return TPLA_SUCCESS;
   tpla_gemm_call_t call = {.d = d.v, .a = a.v, .b = b.v, .op_a = a.t ? TPLA_OP_T : TPLA_OP_N,
                            .op_b = b.t ? TPLA_OP_T : TPLA_OP_N, .m = m, .n = n, .k = k,
-                           .alpha = alpha, .beta = beta, .allow_tf32 = tf32}; /* fp8: none */
+                           .alpha = alpha, .beta = beta, .allow_tf32 = tf32, /* fp8: none */
+                           .c = c != NULL ? &c->v : NULL};
   return ctx->backend->gemm(ctx, &call, stream);
+}
+
+tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
+                           float beta, int tf32, void *stream) {
+  return gemm_op(ctx, d, a, b, NULL, alpha, beta, tf32, stream);
+}
+
+tpla_status_t ns_gemm_c(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, ns_opmat_t c,
+                        float alpha, float beta, int tf32, void *stream) {
+  return gemm_op(ctx, d, a, b, &c, alpha, beta, tf32, stream);
 }
 
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
@@ -94,6 +127,8 @@ static size_t sym_packed_elems(int64_t s, int nb) {
 
 /* dst (s x s) = X X^T for op(x) s x k: one GEMM per block row of the upper
  * triangle (block row i times block rows i..nb-1); the caller mirrors.
+ * With `add` (s x s, not dst; pack NULL only): dst = alpha X X^T + beta add,
+ * each block row's C the same block of add.
  * With `pack` (the distributed Gram), each block row is computed packed
  * into `pack` (h x (s - i0), contiguous), summed over the ranks and placed
  * at its diagonal in dst on a side stream while the next block row is
@@ -101,7 +136,8 @@ static size_t sym_packed_elems(int64_t s, int nb) {
  * collective hides behind the Gram and moves the upper triangle only
  * ((nb+1)/(2 nb) of the matrix, not its full block rows). */
 static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, int nb,
-                                 int tf32, void *pack, void *stream) {
+                                 int tf32, void *pack, const tpla_matrix_t *add, float alpha,
+                                 float beta, void *stream) {
   int64_t s = dst.rows, t = (s + nb - 1) / nb;
   void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
   size_t at = 0;
@@ -109,8 +145,9 @@ static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x
     int64_t h = s - i0 < t ? s - i0 : t;
     tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
     if (pack == NULL) {
-      TPLA_TRY(ns_gemm_tf32(ctx, plain(d), op_rows(x, i0, h),
-                            op_transpose(op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
+      ns_opmat_t c = plain(add != NULL ? ns_sub(*add, i0, h, i0, s - i0) : d);
+      TPLA_TRY(gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+                       add != NULL ? &c : NULL, alpha, beta, tf32, stream));
       continue;
     }
     tpla_matrix_t p = ns_dense((char *)pack + at * tpla_dtype_size(dst.dtype), h, s - i0,
@@ -158,8 +195,7 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
   *op++ = NS_OP_GRAM; /* all-reduced block row by block row when distributed */
   *op++ = NS_OP_MIRROR_GRAM;
   if (it->update == NS_UPDATE_SQUARE) {
-    *op++ = NS_OP_SQUARE;
-    *op++ = NS_OP_POLY;
+    *op++ = NS_OP_SQUARE; /* the polynomial too */
     if (cast)
       *op++ = NS_OP_CAST_POLY;
     *op++ = NS_OP_UPDATE_SQUARE;
@@ -189,15 +225,34 @@ void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
   it->temp = temp;
 }
 
+/* The SQUARE update alternates X and the temp when the temp holds all of X. */
+static bool pingpong(const ns_iter_t *it) {
+  return it->update == NS_UPDATE_SQUARE && it->l > 0 && it->chunk == it->l;
+}
+
+ns_where_t ns_iter_end(const ns_iter_t *it, int steps, ns_where_t start) {
+  if (!pingpong(it) || steps % 2 == 0)
+    return start;
+  return start == NS_IN_X ? NS_IN_TEMP : NS_IN_X;
+}
+
+ns_opmat_t ns_iter_temp(const ns_iter_t *it, ns_opmat_t x) {
+  return (ns_opmat_t){ns_dense(it->temp, x.v.rows, x.v.cols, it->dtype), x.t};
+}
+
+/* P (SQUARE) or A (CHAIN) in the input dtype; GRAM_SHARDED gathers P in g3. */
+static tpla_matrix_t update_operand(const ns_iter_t *it) {
+  bool cast = it->gram_dtype != it->dtype || it->split.nranks > 0;
+  return ns_dense(it->update == NS_UPDATE_SQUARE ? (cast ? it->g3 : it->g2)
+                                                 : (cast ? it->g3 : it->g1),
+                  it->s, it->s, it->dtype);
+}
+
 /* The update of X by chunks of columns (they are independent: the Gram-side
  * matrix multiplies from the left), so the temp holds one chunk only. */
 static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, float a, float b,
                             float c, void *stream) {
-  /* P (SQUARE) or A (CHAIN) in the input dtype; GRAM_SHARDED gathers P in g3 */
-  bool cast = it->gram_dtype != it->dtype || it->split.nranks > 0;
-  tpla_matrix_t g = ns_dense(it->update == NS_UPDATE_SQUARE ? (cast ? it->g3 : it->g2)
-                                                            : (cast ? it->g3 : it->g1),
-                             it->s, it->s, it->dtype);
+  tpla_matrix_t g = update_operand(it);
   for (int64_t j0 = 0; j0 < it->l; j0 += it->chunk) {
     int64_t w = it->l - j0 < it->chunk ? it->l - j0 : it->chunk;
     ns_opmat_t xc = op_cols(x, j0, w);
@@ -206,28 +261,38 @@ static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, f
       /* T = X_c; X_c = a X_c + P T with P = b A + c A^2 */
       TPLA_TRY(ns_axpby(ctx, tc.v, xc.v, 1.0f, 0.0f, stream));
       TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
-    } else {
-      /* Horner: Y = A X_c; W = b X_c + c Y (in Y); X_c = a X_c + A W. One
-       * rounding of W instead of separate b Y and c A Y terms keeps the
-       * half-precision error near the SQUARE update's. c = 0: a X_c + b Y. */
+    } else if (c != 0.0f) {
+      /* Horner: W = c A X_c + b X_c (one GEMM, C = X_c); X_c = a X_c + A W.
+       * One rounding of W instead of separate b Y and c A Y terms keeps the
+       * half-precision error near the SQUARE update's. */
+      TPLA_TRY(ns_gemm_c(ctx, tc, plain(g), xc, xc, c, b, 0, stream));
+      TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
+    } else { /* c = 0: Y = A X_c; X_c = a X_c + b Y */
       TPLA_TRY(ns_gemm(ctx, tc, plain(g), xc, 1.0f, 0.0f, stream));
-      if (c != 0.0f) {
-        TPLA_TRY(ns_axpby(ctx, tc.v, xc.v, b, c, stream));
-        TPLA_TRY(ns_gemm(ctx, xc, plain(g), tc, 1.0f, a, stream));
-      } else {
-        TPLA_TRY(ns_axpby(ctx, xc.v, tc.v, b, a, stream));
-      }
+      TPLA_TRY(ns_axpby(ctx, xc.v, tc.v, b, a, stream));
     }
   }
   return TPLA_SUCCESS;
 }
 
-tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, const float *table,
-                         int steps, void *stream) {
+tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
+                         ns_where_t end, const float *table, int steps, void *stream) {
   int64_t s = it->s;
+  bool pp = pingpong(it);
+  if ((start == NS_IN_TEMP || end == NS_IN_TEMP) && !pp && it->l > 0)
+    return tpla_fail(TPLA_ERROR_INTERNAL, "ns_iterate",
+                     "X (%" PRId64 "x%" PRId64 ") cannot live in the update temp: it holds "
+                     "%" PRId64 " of its columns, or the update is CHAIN", s, it->l, it->chunk);
   tpla_matrix_t g1 = ns_dense(it->g1, s, s, it->gram_dtype);
   tpla_matrix_t g2 = ns_dense(it->g2, s, s, it->gram_dtype);
   tpla_matrix_t g3 = ns_dense(it->g3, s, s, it->dtype);
+  /* The two places X can be; `at` indexes the current one. */
+  ns_opmat_t place[2] = {x, ns_iter_temp(it, x)};
+  int at = start == NS_IN_TEMP;
+  if (ns_iter_end(it, steps, start) != end) { /* one copy, so that the last step lands at end */
+    TPLA_TRY(ns_axpby(ctx, place[!at].v, place[at].v, 1.0f, 0.0f, stream));
+    at = !at;
+  }
   /* The Gram square of a half input may use TF32: more precise than the
    * half-precision result it feeds. */
   int tf32 = it->gram_dtype == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
@@ -236,20 +301,19 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, cons
     for (int i = 0; i < it->nops; i++) {
       switch (it->ops[i]) {
       case NS_OP_GRAM:
-        TPLA_TRY(sym_product(ctx, g1, x, it->nblocks, 0, it->allreduce ? it->arp : NULL,
-                             stream));
+        TPLA_TRY(sym_product(ctx, g1, place[at], it->nblocks, 0,
+                             it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
         break;
       case NS_OP_MIRROR_GRAM:
         TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
-        if (c != 0.0f) { /* c = 0 (cubic): P = b A, no square */
-          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, NULL, stream));
+        if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
+          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, NULL, &g1, c, b, stream));
           TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
+        } else { /* c = 0 (cubic): P = b A, no square */
+          TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }
-        break;
-      case NS_OP_POLY: /* beta = c = 0 does not read g2 */
-        TPLA_TRY(ns_axpby(ctx, g2, g1, b, c, stream));
         break;
       case NS_OP_CAST_POLY:
         TPLA_TRY(ns_axpby(ctx, g3, g2, 1.0f, 0.0f, stream));
@@ -262,7 +326,13 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, cons
         break;
       case NS_OP_UPDATE_SQUARE:
       case NS_OP_UPDATE_CHAIN:
-        TPLA_TRY(update(ctx, it, x, a, b, c, stream));
+        if (pp) { /* X' = P X + a X into the other place: no copy of X */
+          TPLA_TRY(ns_gemm_c(ctx, place[!at], plain(update_operand(it)), place[at], place[at],
+                             1.0f, a, 0, stream));
+          at = !at;
+        } else {
+          TPLA_TRY(update(ctx, it, place[at], a, b, c, stream));
+        }
         break;
       }
     }

@@ -387,8 +387,12 @@ tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
 }
 
 tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream) {
-  TPLA_TRY(ns_normalize(p->ctx, out, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));
-  return ns_dist_run(p, out, stream);
+  /* Into the update temp when the iteration then ends in out without a copy. */
+  ns_where_t start = ns_dist_start(p);
+  tpla_matrix_t first =
+      start == NS_IN_X ? out : ns_iter_temp(&p->iter, (ns_opmat_t){out, false}).v;
+  TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));
+  return ns_dist_run(p, out, start, stream);
 }
 
 tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_matrix_t x,

@@ -6,9 +6,11 @@
  * GRAM_ALLREDUCE, but computes only its block rows of P, and only their
  * upper part (ns.h, ns_split_t: pairs of block rows i and nbk-1-i give every
  * rank the same share of the triangle). Per own block row (rows o..o+h):
- *   S = A[o:o+h, :] A[o:, :]^T      (h x (s-o), TF32 for an fp32 Gram of a
- *                                    half input, as the unsharded square)
- *   S = b A[o:o+h, o:] + c S        (the polynomial, in the Gram dtype)
+ *   S = c A[o:o+h, :] A[o:, :]^T + b A[o:o+h, o:]
+ *                                   (h x (s-o), the polynomial in the Gram
+ *                                    dtype, b A as the GEMM's C; TF32 for an
+ *                                    fp32 Gram of a half input, as the
+ *                                    unsharded square; c = 0: S = b A[..])
  *   slot = S in the input dtype     (its place in the packed triangle)
  * Round 0 (the rank's wide rows) is all-gathered on a side stream while
  * the rank computes its narrow rows; round 1 follows. The rows are then
@@ -131,12 +133,14 @@ static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, int r, float 
                                       it->gram_dtype)
                            : slot;
     *scratch += (size_t)(br.h * br.w);
-    if (c != 0.0f) /* c = 0 (cubic): P = b A, no square; beta = 0 never reads S */
-      TPLA_TRY(ns_gemm_tf32(ctx, (ns_opmat_t){S, false},
-                            (ns_opmat_t){ns_sub(A, br.o, br.h, 0, s), false},
-                            (ns_opmat_t){ns_sub(A, br.o, br.w, 0, s), true}, 1.0f, 0.0f, tf32,
-                            stream));
-    TPLA_TRY(ns_axpby(ctx, S, ns_sub(A, br.o, br.h, br.o, br.w), b, c, stream));
+    tpla_matrix_t Ab = ns_sub(A, br.o, br.h, br.o, br.w); /* this block row's A */
+    if (c != 0.0f) /* S = c A A^T + b A, with C = A's block */
+      TPLA_TRY(ns_gemm_c(ctx, (ns_opmat_t){S, false},
+                         (ns_opmat_t){ns_sub(A, br.o, br.h, 0, s), false},
+                         (ns_opmat_t){ns_sub(A, br.o, br.w, 0, s), true}, (ns_opmat_t){Ab, false},
+                         c, b, tf32, stream));
+    else /* c = 0 (cubic): P = b A, no square */
+      TPLA_TRY(ns_axpby(ctx, S, Ab, b, 0.0f, stream));
     if (cast)
       TPLA_TRY(ns_axpby(ctx, slot, S, 1.0f, 0.0f, stream));
   }

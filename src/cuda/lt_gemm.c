@@ -2,10 +2,14 @@
  * lt_gemm.c - tpla_gemm on cuBLASLt with a per-context plan cache (see
  * lt_gemm.h): open addressing over keys of lt_plan.h, plans built by
  * tpla_lt_plan_build (which also explains the row-major operand swap), the
- * workspace ordering between streams, and the fp16/bf16/fp32 call; FP8
- * calls go to lt_fp8.c.
+ * workspace ordering between streams, and the fp16/bf16/fp32 call, with C
+ * apart from D when an internal caller passes one (cuBLASLt's out-of-place
+ * matmul: C of D's type and shape, its own leading dimension); FP8 calls go
+ * to lt_fp8.c.
  */
 #include "lt_gemm.h"
+
+#include "cuda_ops.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -64,13 +68,17 @@ static const char *op_name(tpla_op_t op) { return op == TPLA_OP_T ? "T" : "N"; }
 
 void tpla_lt_describe_call(char *buf, size_t size, const void *call) {
   const tpla_gemm_call_t *g = call;
+  const tpla_matrix_t *c = tpla_lt_separate_c(g);
+  char c_part[64] = "";
+  if (c != NULL)
+    snprintf(c_part, sizeof c_part, " + beta C(ld %" PRId64 ")", c->ld);
   snprintf(buf, size,
            "D(%" PRId64 "x%" PRId64 " %s, ld %" PRId64 ") = op_a(A(%" PRId64 "x%" PRId64
            " %s, ld %" PRId64 "), %s) op_b(B(%" PRId64 "x%" PRId64 " %s, ld %" PRId64
-           "), %s), m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ", beta %g%s",
+           "), %s)%s, m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ", beta %g%s",
            g->d.rows, g->d.cols, tpla_dtype_name(g->d.dtype), g->d.ld, g->a.rows, g->a.cols,
            tpla_dtype_name(g->a.dtype), g->a.ld, op_name(g->op_a), g->b.rows, g->b.cols,
-           tpla_dtype_name(g->b.dtype), g->b.ld, op_name(g->op_b), g->m, g->n, g->k,
+           tpla_dtype_name(g->b.dtype), g->b.ld, op_name(g->op_b), c_part, g->m, g->n, g->k,
            (double)g->beta, g->allow_tf32 && g->a.dtype == TPLA_FLOAT32 ? ", tf32" : "");
 }
 
@@ -129,7 +137,10 @@ tpla_status_t tpla_lt_run_ctx(tpla_cuda_ctx_t *impl, tpla_lt_plan_t *p,
   return TPLA_SUCCESS;
 }
 
-static tpla_status_t gemm_k0(const tpla_gemm_call_t *g, cudaStream_t stream, const char *fn) {
+static tpla_status_t gemm_k0(tpla_ctx_t ctx, const tpla_gemm_call_t *g, const tpla_matrix_t *c,
+                             cudaStream_t stream, const char *fn) {
+  if (c != NULL) /* D = beta C */
+    return tpla_cuda_axpby(ctx, g->d, *c, g->beta, 0.0f, stream);
   if (g->beta == 1.0f)
     return TPLA_SUCCESS;
   return tpla_cuda_status(tpla_cuda_scale_matrix(g->d.data, g->d.dtype, g->m, g->n, g->d.ld,
@@ -140,18 +151,26 @@ static tpla_status_t gemm_k0(const tpla_gemm_call_t *g, cudaStream_t stream, con
 static tpla_status_t gemm_enqueue(tpla_ctx_t ctx, const tpla_gemm_call_t *g, cudaStream_t stream,
                                   const char *fn) {
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  const tpla_matrix_t *c = tpla_lt_separate_c(g); /* NULL: C is D */
+  if (c != NULL && (tpla_lt_is_fp8(g->a.dtype) || c->dtype != g->d.dtype || c->rows != g->m ||
+                    c->cols != g->n))
+    return tpla_fail(TPLA_ERROR_INTERNAL, fn,
+                     "C apart from D must be m x n = %" PRId64 "x%" PRId64 " of D's dtype %s "
+                     "(is %" PRId64 "x%" PRId64 " %s), inputs not FP8 (%s)",
+                     g->m, g->n, tpla_dtype_name(g->d.dtype), c->rows, c->cols,
+                     tpla_dtype_name(c->dtype), tpla_dtype_name(g->a.dtype));
   if (tpla_lt_is_fp8(g->a.dtype))
     return tpla_cuda_gemm_fp8(ctx, g, stream, fn);
   if (g->k == 0)
-    return gemm_k0(g, stream, fn);
+    return gemm_k0(ctx, g, c, stream, fn);
   tpla_lt_key_t key;
-  tpla_lt_key_from_call(&key, g);
+  tpla_lt_key_from_call(&key, g); /* ldc and c_separate from c */
   key.align_a = tpla_lt_alignment(g->a.data, 0);
   key.align_b = tpla_lt_alignment(g->b.data, 0);
   key.align_d = tpla_lt_alignment(g->d.data, 0);
-  key.align_c = key.align_d;
-  tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .d = g->d.data, .alpha = g->alpha,
-                            .beta = g->beta};
+  key.align_c = c != NULL ? tpla_lt_alignment(c->data, 0) : key.align_d;
+  tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .c = c != NULL ? c->data : NULL,
+                            .d = g->d.data, .alpha = g->alpha, .beta = g->beta};
   tpla_lt_what_t what = {tpla_lt_describe_call, g};
   tpla_lt_plan_t *p;
   TPLA_TRY(tpla_lt_cache_plan(impl, &key, &ops, fn, &what, &p));

@@ -33,7 +33,15 @@ uint32_t tpla_lt_alignment(const void *ptr, size_t extra) {
   return low == 0 || low > 256 ? 256u : (uint32_t)low;
 }
 
+const tpla_matrix_t *tpla_lt_separate_c(const tpla_gemm_call_t *g) {
+  const tpla_matrix_t *c = g->c;
+  if (c == NULL || g->beta == 0.0f || (c->data == g->d.data && c->ld == g->d.ld))
+    return NULL;
+  return c;
+}
+
 void tpla_lt_key_from_call(tpla_lt_key_t *key, const tpla_gemm_call_t *g) {
+  const tpla_matrix_t *c = tpla_lt_separate_c(g);
   memset(key, 0, sizeof *key);
   key->m = g->m;
   key->n = g->n;
@@ -41,7 +49,8 @@ void tpla_lt_key_from_call(tpla_lt_key_t *key, const tpla_gemm_call_t *g) {
   key->lda = g->a.ld;
   key->ldb = g->b.ld;
   key->ldd = g->d.ld;
-  key->ldc = g->d.ld;
+  key->ldc = c != NULL ? c->ld : g->d.ld;
+  key->c_separate = c != NULL;
   key->op_a = (int32_t)g->op_a;
   key->op_b = (int32_t)g->op_b;
   key->a_dtype = (int32_t)g->a.dtype;

@@ -93,9 +93,15 @@ static inline bool tpla_lt_is_fp8(tpla_dtype_t t) {
  * NULL. */
 uint32_t tpla_lt_alignment(const void *ptr, size_t extra);
 
-/* Fills the key's shape, op, leading dimension, dtype, beta and TF32 fields
- * and, for FP8 inputs, fast_accum and fp8_pointers from a validated call;
- * zeroes the rest (alignments, bias, C apart: the caller's to set). */
+/* The call's C when it is read and is not D (call->c set, beta != 0, not
+ * the view D itself), else NULL: C is D. */
+const tpla_matrix_t *tpla_lt_separate_c(const tpla_gemm_call_t *call);
+
+/* Fills the key's shape, op, leading dimension, dtype, beta and TF32 fields,
+ * C's ld and c_separate (tpla_lt_separate_c) and, for FP8 inputs,
+ * fast_accum and fp8_pointers from a validated call; zeroes the rest
+ * (alignments, bias: the caller's to set; a caller with its own C, as the
+ * overlap transport, sets ldc and c_separate too). */
 void tpla_lt_key_from_call(tpla_lt_key_t *key, const tpla_gemm_call_t *call);
 
 /* "m=.. n=.. k=.. A e4m3 op N ld .., B ..., D bf16 ld .., beta 0, ..." for

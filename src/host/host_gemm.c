@@ -1,5 +1,6 @@
 /*
- * host_gemm.c - the host executor's GEMM: D = alpha op(A) op(B) + beta D,
+ * host_gemm.c - the host executor's GEMM: D = alpha op(A) op(B) + beta C
+ * (C is D, or a separate matrix of D's shape and dtype: internal.h),
  * row-major views, fp32/fp16/bf16 inputs, D of the input dtype or fp32,
  * fp32 accumulation; and FP8 emulated on the same path.
  *
@@ -11,7 +12,8 @@
  * D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T, and a row-major
  * matrix is its transpose in column-major, so sgemm_ gets (B, A) with
  * unchanged transpose flags. beta = 0 never reads D: D is zeroed first (it
- * may hold NaN garbage).
+ * may hold NaN garbage). A separate C is loaded (widened) into D's fp32 view
+ * where D would have been, so the rest is the C = D path.
  *
  * FP8 (tpla.h): D = d_scale (alpha a_scale b_scale op(A) op(B) + beta D).
  * The input scales fold into alpha (one fp32 rounding, as a GPU epilogue
@@ -149,6 +151,12 @@ static float abs_max(const float *d, int64_t ldd, int64_t rows, int64_t cols) {
   return amax;
 }
 
+/* The fp32 D view (rows x cols) = C, a separate fp32 matrix. */
+static void copy_rows(float *d, int64_t ldd, const tpla_matrix_t *c) {
+  for (int64_t i = 0; i < c->rows; i++)
+    memcpy(d + i * ldd, (const float *)c->data + i * c->ld, (size_t)c->cols * sizeof(float));
+}
+
 /* Adds rows*cols floats to *total; false on overflow. */
 static bool add_floats(size_t *total, int64_t rows, int64_t cols) {
   size_t n;
@@ -161,6 +169,15 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) 
   bool ta = c->op_a == TPLA_OP_T, tb = c->op_b == TPLA_OP_T;
   /* Inputs: A and B are both fp32 or both widened (half or FP8, maybe mixed). */
   bool wide_in = c->a.dtype != TPLA_FLOAT32, wide_d = c->d.dtype != TPLA_FLOAT32;
+  /* C apart from D; NULL when it is D or is not read (beta = 0) */
+  const tpla_matrix_t *cm = c->c;
+  if (cm != NULL && (c->beta == 0.0f || (cm->data == c->d.data && cm->ld == c->d.ld)))
+    cm = NULL;
+  if (cm != NULL && (cm->dtype != c->d.dtype || cm->rows != c->m || cm->cols != c->n))
+    return tpla_fail(TPLA_ERROR_INTERNAL, fn,
+                     "C (%lldx%lld %s) must be m x n = %lldx%lld of D's dtype %s",
+                     (long long)cm->rows, (long long)cm->cols, tpla_dtype_name(cm->dtype),
+                     (long long)c->m, (long long)c->n, tpla_dtype_name(c->d.dtype));
   const tpla_fp8_scaling_t *f8 = &c->fp8; /* default unless A is FP8 */
   /* alpha a_scale b_scale, rounded once to fp32 */
   double scales = (f8->a_scale ? (double)*f8->a_scale : 1.0) *
@@ -203,10 +220,12 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) 
   if (wide_d) {
     d = (f32_view_t){base + d_off, c->n};
     if (c->beta != 0.0f)
-      widen(d.p, &c->d);
+      widen(d.p, cm != NULL ? cm : &c->d);
+  } else if (cm != NULL) {
+    copy_rows(d.p, d.ld, cm);
   }
 
-  scale_rows(d.p, d.ld, c->m, c->n, c->beta); /* beta = 0: D is never read */
+  scale_rows(d.p, d.ld, c->m, c->n, c->beta); /* beta = 0: D (or C) is never read */
   if (c->k > 0 && alpha != 0.0f) {
 #ifdef TPLA_HAVE_BLAS
     if (use_blas) {
