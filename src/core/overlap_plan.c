@@ -363,9 +363,12 @@ void ovl_plan_free(ovl_plan_t *p) {
 
 /* Plan-time rehearsal (transports with rehearse_begin: CUDA): one call of
  * the real schedule with no peer traffic, on zeroed scratch operands shaped
- * like dense caller views, once with beta = 0 and once with beta = 1, so
- * every kernel a later call launches (the fold kernels, the cuBLASLt kernel
- * of each GEMM configuration) is loaded before any call can wait on a peer.
+ * like dense caller views, once with beta = 0 and once with beta = 1 (FP8:
+ * with split and with fast accumulation), so every kernel a later call
+ * launches (the fold kernels, the cuBLASLt kernel of each GEMM
+ * configuration) is loaded, and every cuBLASLt plan built, before any call
+ * can wait on a peer (an FP8 call with the accumulation the rehearsal had
+ * not run hung on 2 H200s: runs 9, 11, 12).
  * Why: CUDA lazy loading (docs/OVERLAP.md "Lazy loading"). The operands
  * are disjoint zeroed regions of one scratch buffer.
  * Caller operands with other leading dimensions or alignments may select
@@ -403,10 +406,13 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
                        p->bias ? base + off_bias : NULL,
                        x->stream(p->xp, OVL_LANE_COMPUTE0),
                        TPLA_FP8_SCALING_INIT};
-    for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
-      call.beta = (float)pass;
-      st = ovl_run(p, &call, fn);
-    }
+    /* FP8: fast and split accumulation are different cuBLASLt kernels */
+    for (int fast = 0; fast < (p->fp8 ? 2 : 1) && st == TPLA_SUCCESS; fast++)
+      for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
+        call.beta = (float)pass;
+        call.fp8.accum = fast ? TPLA_FP8_ACCUM_FAST : TPLA_FP8_ACCUM_SPLIT;
+        st = ovl_run(p, &call, fn);
+      }
     p->seq = seq; /* the rehearsal is no call: peers count from the same start */
     p->has_gathered = false;
     p->broken = false;

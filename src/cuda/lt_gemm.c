@@ -165,10 +165,14 @@ static tpla_status_t gemm_enqueue(tpla_ctx_t ctx, const tpla_gemm_call_t *g, cud
     return gemm_k0(ctx, g, c, stream, fn);
   tpla_lt_key_t key;
   tpla_lt_key_from_call(&key, g); /* ldc and c_separate from c */
-  key.align_a = tpla_lt_alignment(g->a.data, 0);
-  key.align_b = tpla_lt_alignment(g->b.data, 0);
-  key.align_d = tpla_lt_alignment(g->d.data, 0);
-  key.align_c = c != NULL ? tpla_lt_alignment(c->data, 0) : key.align_d;
+  /* the alignment of every row start, not only of the first (as the overlap
+   * and FP8 paths do): the suspected cause of a misaligned-address fault on
+   * 2 H200s (run 12) with a C apart from D, bf16 rows of odd ld */
+  key.align_a = tpla_lt_alignment(g->a.data, (size_t)g->a.ld * tpla_dtype_size(g->a.dtype));
+  key.align_b = tpla_lt_alignment(g->b.data, (size_t)g->b.ld * tpla_dtype_size(g->b.dtype));
+  key.align_d = tpla_lt_alignment(g->d.data, (size_t)g->d.ld * tpla_dtype_size(g->d.dtype));
+  key.align_c = c != NULL ? tpla_lt_alignment(c->data, (size_t)c->ld * tpla_dtype_size(c->dtype))
+                          : key.align_d;
   tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .c = c != NULL ? c->data : NULL,
                             .d = g->d.data, .alpha = g->alpha, .beta = g->beta};
   tpla_lt_what_t what = {tpla_lt_describe_call, g};

@@ -134,6 +134,8 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
                   (!fp8 || g->d.dtype == TPLA_BFLOAT16 || g->d.dtype == TPLA_FLOAT16);
   tpla_lt_key_t key;
   tpla_lt_key_from_call(&key, g);
+  if (fp8) /* A and B scales always go in (NULL: the unit scale): one plan either way */
+    key.fp8_pointers |= TPLA_LT_A_SCALE | TPLA_LT_B_SCALE;
   key.ldc = c ? c->ld : g->d.ld;
   key.c_separate = c != NULL;
   key.align_a = tpla_lt_alignment(g->a.data, (size_t)g->a.ld * tpla_dtype_size(g->a.dtype));
