@@ -147,6 +147,24 @@ static void test_create_bad_rank(void) {
   expect_all(&c, 2, 0, TPLA_ERROR_INVALID_ARGUMENT, TPLA_ERROR_REMOTE, "rank 0", "plan");
 }
 
+/* The tuning variables (docs/OVERLAP.md) are checked at plan creation: a
+ * bad value is every rank's own INVALID_ARGUMENT, naming the variable. */
+static void test_create_bad_tuning_environment(void) {
+  static const char *const vars[][2] = {{"TPLA_OVERLAP_TAIL", "17"}, {"TPLA_OVERLAP_TAIL", "2x"},
+                                        {"TPLA_OVERLAP_LANES", "3"}};
+  for (int v = 0; v < 3; v++) {
+    setenv(vars[v][0], vars[v][1], 1);
+    create_t c = {.which = 0};
+    ASSERT_EQ_INT(run_host_ranks(2, create_body, &c), 0);
+    unsetenv(vars[v][0]);
+    for (int r = 0; r < 2; r++) {
+      ASSERT_EQ_INT(c.st[r], TPLA_ERROR_INVALID_ARGUMENT);
+      ASSERT_CONTAINS(c.msg[r], vars[v][0]);
+      ASSERT_TRUE(c.plan_null[r]);
+    }
+  }
+}
+
 static void test_create_slices_must_add_up(void) {
   create_t c = {.which = 2};
   ASSERT_EQ_INT(run_host_ranks(3, create_body, &c), 0); /* 3 x 5 != 12 */
@@ -458,6 +476,7 @@ int main(void) {
   seed = fresh_seed("test_overlap_errors");
   TEST(test_create_disagreement);
   TEST(test_create_bad_rank);
+  TEST(test_create_bad_tuning_environment);
   TEST(test_create_slices_must_add_up);
   TEST(test_create_bad_descriptors);
   TEST(test_execute_bad_inputs);
