@@ -19,13 +19,9 @@
  * Fresh random inputs each run (seed printed).
  * Run: ./test_gemm_c_operand
  */
-#include "test.h"
+#include "test_ns_common.h" /* ref_ns_steps, rel_diff */
 
-#include "internal.h"
 #include "ns.h"
-#include "ranks.h"
-
-#include <stdlib.h>
 
 static tpla_host_group_t group;
 static tpla_ctx_t ctx;
@@ -308,48 +304,6 @@ static void iter_free(iter_t *r) {
   free(r->temp);
 }
 
-/* z (s x l, row-major float64) <- the steps of table on z. */
-static void ref_steps(double *z, int64_t s, int64_t l, const float *table, int steps) {
-  size_t ss = sizeof(double) * (size_t)(s * s), sl = sizeof(double) * (size_t)(s * l);
-  double *A = malloc(ss), *P = malloc(ss), *Y = malloc(sl);
-  for (int k = 0; k < steps; k++) {
-    double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < l; t++)
-          acc += z[i * l + t] * z[j * l + t];
-        A[i * s + j] = acc;
-      }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < s; t++)
-          acc += A[i * s + t] * A[t * s + j];
-        P[i * s + j] = b * A[i * s + j] + c * acc;
-      }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < l; j++) {
-        double acc = a * z[i * l + j];
-        for (int64_t t = 0; t < s; t++)
-          acc += P[i * s + t] * z[t * l + j];
-        Y[i * l + j] = acc;
-      }
-    memcpy(z, Y, sl);
-  }
-  free(A), free(P), free(Y);
-}
-
-/* ||a - b||_F / ||b||_F */
-static double rel_diff(const double *a, const double *b, size_t n) {
-  double d = 0.0, r = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    d += (a[i] - b[i]) * (a[i] - b[i]);
-    r += b[i] * b[i];
-  }
-  return sqrt(d / (r > 0 ? r : 1.0));
-}
-
 /* Element (i, j) of the oriented s x l matrix op(v). */
 static double z_at(ns_opmat_t x, int64_t i, int64_t j) {
   return x.t ? at(x.v, j, i) : at(x.v, i, j);
@@ -419,7 +373,7 @@ static void test_iterate_pingpong_every_start_and_end(void) {
       for (int k = 0; k < steps; k++)
         memcpy(table + 3 * k, poly ? cubic : muon, sizeof muon);
       memcpy(ref, z0, bytes);
-      ref_steps(ref, s, l, table, steps);
+      ref_ns_steps(ref, s, l, table, steps);
       for (int t = 0; t < 2; t++) {
         failures += run_iterate(&chunked, z0, s, l, t, table, steps, NS_IN_X, NS_IN_X, ref, base);
         for (int w = 0; w < 4; w++, runs++) {

@@ -65,6 +65,39 @@ static inline double poly(const float *abc, double x) {
 
 /* ---- float64 reference ------------------------------------------------------ */
 
+/* z (s x l, row-major) <- `steps` steps of table: z <- a z + (b A + c A^2) z
+ * with A = z z^T. */
+static inline void ref_ns_steps(double *z, int64_t s, int64_t l, const float *table, int steps) {
+  size_t ss = sizeof(double) * (size_t)(s * s), sl = sizeof(double) * (size_t)(s * l);
+  double *A = malloc(ss), *P = malloc(ss), *Y = malloc(sl);
+  for (int k = 0; k < steps; k++) {
+    double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < l; t++)
+          acc += z[i * l + t] * z[j * l + t];
+        A[i * s + j] = acc;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < s; t++)
+          acc += A[i * s + t] * A[t * s + j];
+        P[i * s + j] = b * A[i * s + j] + c * acc;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < l; j++) {
+        double acc = a * z[i * l + j];
+        for (int64_t t = 0; t < s; t++)
+          acc += P[i * s + t] * z[t * l + j];
+        Y[i * l + j] = acc;
+      }
+    memcpy(z, Y, sl);
+  }
+  free(A), free(P), free(Y);
+}
+
 /* x (m x n, row-major) <- Newton-Schulz of x, with the short-side Gram. */
 static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, int steps,
                           double safety, double eps) {
@@ -74,44 +107,19 @@ static inline void ref_ns(double *x, int64_t m, int64_t n, const float *table, i
   double scale = 1.0 / (safety * sqrt(ss) + eps);
   for (int64_t i = 0; i < m * n; i++)
     x[i] *= scale;
-  bool wide = m <= n;
-  int64_t s = wide ? m : n, l = wide ? n : m;
-  /* element (i, j) of the s x l matrix Z = wide ? X : X^T */
-#define Z(i, j) x[wide ? (i) * n + (j) : (j) * n + (i)]
-  double *A = malloc(sizeof(double) * (size_t)(s * s));
-  double *B = malloc(sizeof(double) * (size_t)(s * s));
-  double *Y = malloc(sizeof(double) * (size_t)(s * l));
-  for (int k = 0; k < steps; k++) {
-    double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < l; t++)
-          acc += Z(i, t) * Z(j, t);
-        A[i * s + j] = acc;
-      }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < s; t++)
-          acc += A[i * s + t] * A[t * s + j];
-        B[i * s + j] = b * A[i * s + j] + c * acc;
-      }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < l; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < s; t++)
-          acc += B[i * s + t] * Z(t, j);
-        Y[i * l + j] = a * Z(i, j) + acc;
-      }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < l; j++)
-        Z(i, j) = Y[i * l + j];
+  if (m <= n) { /* wide: x itself is the s x l matrix */
+    ref_ns_steps(x, m, n, table, steps);
+    return;
   }
-#undef Z
-  free(A);
-  free(B);
-  free(Y);
+  double *z = malloc(sizeof(double) * (size_t)(m * n)); /* tall: iterate on x^T */
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      z[j * m + i] = x[i * n + j];
+  ref_ns_steps(z, n, m, table, steps);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      x[i * n + j] = z[j * m + i];
+  free(z);
 }
 
 /* ||a - b||_F / ||b||_F */
