@@ -7,15 +7,8 @@
 # FP8 GEMM+RS with fast accumulation, PyTorch's fused FP8 all-gather. Every
 # step is bounded by `timeout`; logs in $OUT/logs.tgz, summary last.
 set -u
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export PYTHONUNBUFFERED=1 CUDA_MODULE_LOADING=EAGER
-OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
-L=/tmp/run11-logs; mkdir -p "$L"
-pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
-S=$L/summary.txt; : > "$S"
-t0=$(date +%s)
-el() { echo "$(( $(date +%s) - t0 )) s"; }
-say() { echo "$*" | tee -a "$S"; }
+. bench/device_lib.sh 11
+export CUDA_MODULE_LOADING=EAGER
 (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1 &&
   cmake --build build-gpu -j 16 --target tpla_tool > "$L/build.log" 2>&1)
 say "build: exit $? ($(el))"

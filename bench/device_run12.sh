@@ -6,37 +6,12 @@
 # (bench/run_ns.sh, PyTorch anchors in the same run); (3) tpla_ce_bench (copy
 # engines vs NCCL zero-CTA collectives). Logs in $OUT/logs.tgz, summary last.
 set -u
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
-L=/tmp/run12-logs; mkdir -p "$L"
-pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
-S=$L/summary.txt; : > "$S"
-t0=$(date +%s)
-el() { echo "$(( $(date +%s) - t0 )) s"; }
-say() { echo "$*" | tee -a "$S"; }
+. bench/device_lib.sh 12
 (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1 &&
   cmake --build build-gpu -j 16 > "$L/build.log" 2>&1)
 say "build: exit $? ($(el))"
 T=build-gpu/tpla
 
-# bounded LIMIT LOG cmd...: on timeout, record every thread's kernel wait
-# channel (GPU sync in the driver vs a host futex) before killing it
-bounded() {
-  local limit=$1 log=$2; shift 2
-  "$@" > "$log" 2>&1 &
-  local pid=$! n=0
-  while kill -0 $pid 2> /dev/null && [ $n -lt $((limit * 5)) ]; do sleep 0.2; n=$((n + 1)); done
-  if kill -0 $pid 2> /dev/null; then
-    { echo "# TIMEOUT after $limit s; threads:"
-      for t in /proc/$pid/task/*; do
-        echo "#  $(basename $t) $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null)"
-        sed 's/^/#    /' $t/stack 2>/dev/null | head -n 8
-      done; } >> "$log"
-    kill -9 $pid; wait $pid 2> /dev/null; return 124
-  fi
-  wait $pid
-}
 diag() {
   local name=$1; shift
   bounded 20 "$L/diag_$name.log" "$@"

@@ -6,15 +6,7 @@
 # and a compute-sanitizer memcheck of test_gpu_ns on both GPUs (every 5th
 # case). Logs in $OUT/logs.tgz, summary last.
 set -u
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
-L=/tmp/run13-logs; mkdir -p "$L"
-pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
-S=$L/summary.txt; : > "$S"
-t0=$(date +%s)
-el() { echo "$(( $(date +%s) - t0 )) s"; }
-say() { echo "$*" | tee -a "$S"; }
+. bench/device_lib.sh 13
 
 OUT=$L/gpu-tests timeout 330 bash tests/gpu/run.sh > "$L/gpu_tests.log" 2>&1
 say "tests/gpu/run.sh: exit $? ($(el)): $(tail -n 1 "$L/gpu_tests.log")"

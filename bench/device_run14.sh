@@ -6,14 +6,7 @@
 # Gram all-reduce); a compute-sanitizer memcheck of test_gpu_ns on 2 GPUs
 # (every 25th case). Logs in $OUT/logs.tgz, summary last.
 set -u
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
-L=/tmp/run14-logs; mkdir -p "$L"
-pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
-S=$L/summary.txt; : > "$S"
-t0=$(date +%s)
-el() { echo "$(( $(date +%s) - t0 )) s"; }
-say() { echo "$*" | tee -a "$S"; }
+. bench/device_lib.sh 14
 (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1 &&
   cmake --build build-gpu -j 16 --target tpla_tool test_gpu_gemm test_gpu_ns > "$L/build.log" 2>&1)
 say "build: exit $? ($(el))"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/device_lib.sh - what every bench/device_runN.sh (11 on) shares; source it
+# with the run's number: `. bench/device_lib.sh 15`. Sets NVLink multicast off,
+# OUT (what the device tool brings back), L (/tmp/runN-logs, packed into
+# $OUT/logs.tgz by `pack`) and S (the summary), and defines:
+#   say TEXT          print and append to the summary
+#   el                seconds since sourcing
+#   bounded LIMIT LOG cmd...   run cmd (output to LOG) for at most LIMIT s; on a
+#                     timeout, append every thread's kernel wait channel and stack
+#                     (a GPU wait in the driver vs a host futex), kill it, return 124
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
+L=/tmp/run$1-logs; mkdir -p "$L"
+S=$L/summary.txt; : > "$S"
+t0=$(date +%s)
+pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
+el() { echo "$(( $(date +%s) - t0 )) s"; }
+say() { echo "$*" | tee -a "$S"; }
+bounded() {
+  local limit=$1 log=$2; shift 2
+  "$@" > "$log" 2>&1 &
+  local pid=$! n=0
+  while kill -0 $pid 2> /dev/null && [ $n -lt $((limit * 5)) ]; do sleep 0.2; n=$((n + 1)); done
+  if kill -0 $pid 2> /dev/null; then
+    { echo "# TIMEOUT after $limit s; threads:"
+      for t in /proc/$pid/task/*; do
+        echo "#  $(basename "$t") $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+        sed 's/^/#    /' "$t/stack" 2>/dev/null | head -n 8
+      done; } >> "$log"
+    kill -9 $pid; wait $pid 2> /dev/null; return 124
+  fi
+  wait $pid
+}
