@@ -14,6 +14,7 @@
  * relative to the output's largest element), for bf16 and fp32, with
  * uneven sequence and feature splits; the context counters must show one
  * all-gather and one reduce-scatter per pass: the wgrads gather nothing.
+ * A warm-up runs each wgrad GEMM once first (why: see tp_body).
  *
  * Run: build/tests/test_gpu_overlap_mlp (exits 77 without a GPU).
  */
@@ -104,6 +105,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
    * step recorded; both ranks had passed it). Everyone finishes first. */
   f += CUDA_FAILED(cudaDeviceSynchronize());
   gt_barrier_at(r, "after the uploads");
+
   gt_step(r, "MLP: create the plans");
   tpla_ag_gemm_desc_t ag = TPLA_AG_GEMM_DESC_INIT;
   ag.local_rows = sp, ag.k = H, ag.n = fp, ag.op_b = TPLA_OP_T, ag.dtype = ag.d_dtype = t;
@@ -119,6 +121,27 @@ static int tp_body(gt_rank_t *r, void *arg) {
   f += TPLA_FAILED(tpla_ag_gemm_plan_create(&bwd_ag, r->ctx, &ag));
   f += TPLA_FAILED(tpla_gemm_rs_plan_create(&bwd_rs, r->ctx, &rs));
   void *st = r->stream;
+  /* cuBLASLt loads a kernel's library (cuLibraryLoadData, whatever
+   * CUDA_MODULE_LOADING says) at the first cublasLtMatmul of a
+   * configuration, under a process-wide lock, and the load waits for the
+   * device. Mid-backward that deadlocked (run 15): one rank's first wgrad
+   * GEMM loaded while its GPU waited in GEMM+RS for the peer's partials, and
+   * the peer's own first wgrad GEMM queued on that lock. So each wgrad GEMM
+   * runs once on its plan's gathered view first, while no GPU waits. */
+  for (int pass = 0; pass < 2 && f == 0; pass++) {
+    gt_step(r, pass ? "MLP: warm-up, wgrad on x" : "MLP: warm-up, wgrad on dy");
+    tpla_ag_gemm_plan_t agp = pass ? fwd_ag : bwd_ag;
+    tpla_matrix_t g;
+    f += TPLA_FAILED(tpla_ag_gemm(agp, pass ? h : dh, pass ? x : dy, pass ? w1 : w2, NULL, st));
+    f += sync_stream_timeout(r->stream, 60, "warm-up all-gather");
+    gt_barrier(r);
+    f += TPLA_FAILED(tpla_ag_gemm_gathered(agp, &g));
+    if (f == 0)
+      f += TPLA_FAILED(pass ? tpla_gemm(r->ctx, dw1, dh, TPLA_OP_T, g, TPLA_OP_N, NULL, st)
+                            : tpla_gemm(r->ctx, dw2, g, TPLA_OP_T, h, TPLA_OP_N, NULL, st));
+    f += sync_stream_timeout(r->stream, 60, "warm-up wgrad");
+    gt_barrier(r);
+  }
   tpla_counters_t c0 = TPLA_COUNTERS_INIT, c1 = TPLA_COUNTERS_INIT, c2 = TPLA_COUNTERS_INIT;
   tpla_ctx_get_counters(r->ctx, &c0);
   if (f == 0) { /* forward */
