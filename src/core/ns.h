@@ -60,7 +60,7 @@ const ns_machine_t *ns_machine(const tpla_ctx_t ctx);
 
 typedef enum { NS_UPDATE_SQUARE = 0, NS_UPDATE_CHAIN = 1 } ns_update_t;
 
-/* Number of block rows for a symmetric s x s product (1..4). */
+/* Number of block rows for a symmetric s x s product (1..TPLA_NS_SYM_MAX_BLOCKS, 4). */
 int ns_sym_blocks(const ns_machine_t *mach, int64_t s);
 /* FLOPs of one step on an s x l matrix (Gram over s), per update variant. */
 double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update);

@@ -14,6 +14,14 @@
  * symmetric products use block rows of >= 1024 so each GEMM stays large. */
 static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024};
 
+/* The most block rows of a symmetric product: more save FLOPs (nb(nb+1)/2 of
+ * nb^2 blocks), fewer keep each GEMM's waves full. A build-time constant
+ * (-DTPLA_NS_SYM_MAX_BLOCKS=n), not a run-time one: every rank must split
+ * the same way, since the packed Gram all-reduce is sized by it. */
+#ifndef TPLA_NS_SYM_MAX_BLOCKS
+#define TPLA_NS_SYM_MAX_BLOCKS 4
+#endif
+
 /* The host executor (BLAS on a few cores, shared-memory collectives). Small
  * blocks, so that the blocked symmetric code runs in the tests. */
 static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16};
@@ -24,7 +32,7 @@ const ns_machine_t *ns_machine(const tpla_ctx_t ctx) {
 
 int ns_sym_blocks(const ns_machine_t *mach, int64_t s) {
   int64_t nb = s / mach->sym_min_block;
-  return nb < 1 ? 1 : nb > 4 ? 4 : (int)nb;
+  return nb < 1 ? 1 : nb > TPLA_NS_SYM_MAX_BLOCKS ? TPLA_NS_SYM_MAX_BLOCKS : (int)nb;
 }
 
 /* Upper block rows of an s x s symmetric product with inner size k: block
