@@ -621,9 +621,16 @@ typedef struct {
   float beta;       /* 1 accumulates into D; 0 never reads D */
   const void *bias;
   tpla_fp8_scaling_t fp8; /* FP8 plans only; must stay TPLA_FP8_SCALING_INIT otherwise */
+  /* FP8 plans with op_b N transpose B into the plan each call (Hopper's FP8
+   * GEMMs read B as n x k). Nonzero: B holds what it held at this plan's
+   * last call with the same b pointer, ld and b_version, so that transposed
+   * copy is reused (e.g. a weight's update count: one transpose for the
+   * forward and backward calls of a step). 0: always transpose. Ignored by
+   * other plans. */
+  uint64_t b_version;
 } tpla_overlap_args_t;
 #define TPLA_OVERLAP_ARGS_INIT                                                            \
-  {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL, TPLA_FP8_SCALING_INIT}
+  {sizeof(tpla_overlap_args_t), 1.0f, 0.0f, NULL, TPLA_FP8_SCALING_INIT, 0}
 
 /* Fields every descriptor below shares:
  *   op_b       B is k x n (TPLA_OP_N) or n x k (TPLA_OP_T, e.g. a weight W

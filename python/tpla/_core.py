@@ -294,8 +294,13 @@ class _OverlapPlan(_Plan):
         check(getattr(lib(), "tpla_%s_plan_get_info" % self._kind)(h, ctypes.byref(info)))
         self.info = {n: getattr(info, n) for n, _ in _lib.OverlapInfo._fields_ if n != "size"}
 
-    def __call__(self, d, a, b, alpha=1.0, beta=0.0, bias=None, stream=0):
-        args = _lib.OverlapArgs.new(alpha=alpha, beta=beta, bias=bias)
+    def __call__(self, d, a, b, alpha=1.0, beta=0.0, bias=None, stream=0, fp8=None,
+                 b_version=0):
+        """One call. fp8: an _lib.Fp8Scaling for FP8 plans (None: the defaults);
+        b_version: see tpla_overlap_args_t (FP8 plans with op_b N reuse B's transpose)."""
+        args = _lib.OverlapArgs.new(alpha=alpha, beta=beta, bias=bias, b_version=b_version)
+        if fp8 is not None:
+            args.fp8 = fp8
         check(getattr(lib(), "tpla_%s" % self._kind)(self._h(), d, a, b, ctypes.byref(args),
                                                      stream))
 

@@ -93,7 +93,7 @@ class NsDesc(_Sized):
 
 class OverlapArgs(_Sized):
     _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float), ("bias", c_void_p),
-                ("fp8", Fp8Scaling)]
+                ("fp8", Fp8Scaling), ("b_version", ctypes.c_uint64)]
 
 
 _OVL_TAIL = [("op_b", c_int), ("dtype", c_int), ("d_dtype", c_int), ("bias", c_int),

@@ -192,6 +192,11 @@ typedef struct {
   int allow_tf32;
   bool fp8;                   /* dtype is E4M3/E5M2 */
   size_t bt_off;              /* FP8 with op_b N: staging offset of B^T (n x k), else SIZE_MAX */
+  struct {                    /* which B the staged B^T holds (valid: b_version != 0) */
+    const void *data;
+    int64_t ld;
+    uint64_t b_version;
+  } bt_of;
   size_t scales_off;          /* FP8 AG: window offset of the nranks A scales */
 
   tpla_xport_t *xp;
@@ -241,6 +246,7 @@ typedef struct {
   const void *bias;
   void *stream;
   tpla_fp8_scaling_t fp8; /* FP8 plans; TPLA_FP8_SCALING_INIT otherwise */
+  uint64_t b_version;     /* tpla_overlap_args_t.b_version */
 } ovl_call_t;
 tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn);
 

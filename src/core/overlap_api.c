@@ -112,6 +112,10 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   if (args != NULL && args->size == offsetof(tpla_overlap_args_t, fp8)) { /* pre-FP8 callers */
     def.alpha = args->alpha, def.beta = args->beta, def.bias = args->bias;
     args = &def;
+  } else if (args != NULL && args->size == offsetof(tpla_overlap_args_t, b_version)) {
+    def.alpha = args->alpha, def.beta = args->beta, def.bias = args->bias; /* no b_version */
+    def.fp8 = args->fp8;
+    args = &def;
   }
   if (args == NULL)
     args = &def;
@@ -139,7 +143,7 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': bias overlaps the output '%s'", d_name);
   *call = (ovl_call_t){*d,     *a,         *b, args->alpha, args->beta,
-                       p->bias ? args->bias : NULL, stream, args->fp8};
+                       p->bias ? args->bias : NULL, stream, args->fp8, args->b_version};
   return TPLA_SUCCESS;
 }
 

@@ -449,14 +449,25 @@ static tpla_status_t ar_serial(ovl_plan_t *p, const ovl_call_t *c) {
 /* ---- one call -------------------------------------------------------------------- */
 
 /* FP8 with op_b N: Hopper's FP8 GEMMs take B as n x k, so the call's B is
- * transposed once into the plan's staging, ahead of every GEMM lane. */
+ * transposed once into the plan's staging, ahead of every GEMM lane, unless
+ * the staging already holds this B (same pointer, ld and nonzero b_version).
+ * The lanes are the plan's own streams, so a later call's GEMMs are ordered
+ * after the transpose an earlier call enqueued. */
 static tpla_status_t stage_b(ovl_plan_t *p, ovl_call_t *c) {
   p->cur_op_b = p->op_b;
   if (p->bt_off == SIZE_MAX)
     return TPLA_SUCCESS;
   tpla_matrix_t bt = ovl_dense(p->staging, p->bt_off, p->n, p->k, c->b.dtype);
-  TPLA_TRY(p->ops->transpose(p->xp, OVL_LANE_COMPUTE0, bt, c->b));
-  TPLA_TRY(p->ops->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
+  bool held = c->b_version != 0 && p->bt_of.b_version == c->b_version &&
+              p->bt_of.data == c->b.data && p->bt_of.ld == c->b.ld;
+  if (!held) {
+    p->bt_of.b_version = 0; /* until the transpose is enqueued */
+    TPLA_TRY(p->ops->transpose(p->xp, OVL_LANE_COMPUTE0, bt, c->b));
+    TPLA_TRY(p->ops->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
+    p->bt_of.data = c->b.data;
+    p->bt_of.ld = c->b.ld;
+    p->bt_of.b_version = c->b_version;
+  }
   c->b = bt;
   p->cur_op_b = TPLA_OP_T;
   return TPLA_SUCCESS;

@@ -413,7 +413,8 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
                        0.0f,
                        p->bias ? base + off_bias : NULL,
                        x->stream(p->xp, OVL_LANE_COMPUTE0),
-                       TPLA_FP8_SCALING_INIT};
+                       TPLA_FP8_SCALING_INIT,
+                       0 /* b_version: transpose, and keep nothing staged */};
     /* FP8: fast and split accumulation are different cuBLASLt kernels */
     for (int fast = 0; fast < (p->fp8 ? 2 : 1) && st == TPLA_SUCCESS; fast++)
       for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {

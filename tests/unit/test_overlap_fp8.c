@@ -69,6 +69,92 @@ static void test_fp8_ag_gemm(void) { run_kind(OC_AG); }
 static void test_fp8_gemm_rs(void) { run_kind(OC_RS); }
 static void test_fp8_gemm_ar(void) { run_kind(OC_AR); }
 
+/* ---- b_version: the transposed B is reused only for the same B ------------------- */
+
+/* Random E4M3 bytes without the NaN codes (0x7f, 0xff). */
+static void fill_e4m3(tpla_matrix_t m, uint64_t *state) {
+  unsigned char *p = m.data;
+  for (int64_t i = 0; i < m.rows * m.ld; i++) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned char v = (unsigned char)(*state >> 56);
+    p[i] = (v & 0x7f) == 0x7f ? 0x3f : v;
+  }
+}
+
+typedef struct {
+  int failures;
+} ver_t;
+
+/* AllGather+GEMM, FP8, op_b N (the plan transposes B), on every rank: the
+ * outputs of calls whose B content changed but whose b_version did not
+ * equal the previous call's (the staged transpose was reused, as the
+ * contract says); a new version, version 0 or another B pointer transposes
+ * again. Outputs are compared with each other (the products themselves are
+ * checked against float64 by run_kind). */
+static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  ver_t *e = arg;
+  (void)nranks;
+  const int64_t rows = 8, k = 32, n = 16;
+  tpla_ag_gemm_desc_t desc = TPLA_AG_GEMM_DESC_INIT;
+  desc.local_rows = rows, desc.k = k, desc.n = n, desc.op_b = TPLA_OP_N;
+  desc.dtype = TPLA_FLOAT8_E4M3, desc.d_dtype = TPLA_FLOAT32;
+  tpla_ag_gemm_plan_t plan = NULL;
+  if (tpla_ag_gemm_plan_create(&plan, ctx, &desc) != TPLA_SUCCESS) {
+    fprintf(stderr, "  rank %d: plan: %s\n", rank, tpla_last_error());
+    e->failures++;
+    return 1;
+  }
+  uint64_t state = seed + (uint64_t)rank;
+  tpla_matrix_t a = oc_alloc(rows, k, 0, TPLA_FLOAT8_E4M3);
+  tpla_matrix_t b = oc_alloc(k, n, 0, TPLA_FLOAT8_E4M3), b2 = oc_alloc(k, n, 0, TPLA_FLOAT8_E4M3);
+  int64_t m = rows * 2; /* run on 2 ranks */
+  size_t dbytes = (size_t)(m * n) * sizeof(float);
+  float *d[6];
+  fill_e4m3(a, &state);
+  fill_e4m3(b, &state);
+  static const uint64_t versions[6] = {5, 5, 6, 0, 6, 6};
+  for (int i = 0; i < 6; i++) {
+    if (i == 1 || i == 3) /* new contents in the same B */
+      fill_e4m3(b, &state);
+    if (i == 5) /* another B with the contents of b */
+      memcpy(b2.data, b.data, (size_t)(k * n));
+    d[i] = calloc(1, dbytes);
+    tpla_matrix_t dv = {d[i], m, n, n, TPLA_FLOAT32};
+    tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+    args.b_version = versions[i];
+    if (tpla_ag_gemm(plan, dv, a, i == 5 ? b2 : b, &args, NULL) != TPLA_SUCCESS) {
+      fprintf(stderr, "  rank %d call %d: %s\n", rank, i, tpla_last_error());
+      e->failures++;
+    }
+  }
+  bool same[6];
+  for (int i = 1; i < 6; i++)
+    same[i] = memcmp(d[i], d[i - 1], dbytes) == 0;
+  /* 1: B changed, same version: the old transpose (= call 0's product);
+   * 2: new version: B's new contents (differs); 3: B changed again, version 0:
+   * transposed (differs); 4: version 6 again, but call 3's version 0 left
+   * nothing to reuse: transposed, same contents as call 3; 5: another
+   * pointer with the same contents: the same product */
+  static const bool want[6] = {false, true, false, false, true, true};
+  for (int i = 1; i < 6; i++)
+    if (same[i] != want[i]) {
+      fprintf(stderr, "  rank %d: call %d %s call %d, expected %s\n", rank, i,
+              same[i] ? "equals" : "differs from", i - 1, want[i] ? "equal" : "different");
+      e->failures++;
+    }
+  for (int i = 0; i < 6; i++)
+    free(d[i]);
+  free(a.data), free(b.data), free(b2.data);
+  tpla_ag_gemm_plan_destroy(plan);
+  return 0;
+}
+
+static void test_fp8_b_version_reuses_the_transpose(void) {
+  ver_t e = {0};
+  ASSERT_EQ_INT(run_host_ranks(2, version_body, &e), 0);
+  ASSERT_EQ_INT(e.failures, 0);
+}
+
 /* ---- errors: one rank, D untouched --------------------------------------------- */
 
 typedef struct {
@@ -124,6 +210,19 @@ static int errors_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   args.fp8.a_scale = &scale;
   EXPECT(tpla_ag_gemm(plan, d, ab, bb, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
   EXPECT(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_ERROR_INVALID_USAGE);
+  /* args of callers built before the FP8 fields or before b_version still work */
+  tpla_matrix_t d2 = oc_alloc(4, 8, 0, TPLA_BFLOAT16);
+  static const size_t old_sizes[2] = {offsetof(tpla_overlap_args_t, fp8),
+                                      offsetof(tpla_overlap_args_t, b_version)};
+  for (int i = 0; i < 2; i++) {
+    args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+    args.size = old_sizes[i];
+    EXPECT(tpla_ag_gemm(plan, d2, ab, bb, &args, NULL), TPLA_SUCCESS);
+  }
+  args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  args.size = offsetof(tpla_overlap_args_t, bias);
+  EXPECT(tpla_ag_gemm(plan, d, ab, bb, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  free(d2.data);
   tpla_ag_gemm_plan_destroy(plan);
   for (int i = 0; i < 4 * 8 * 2; i++)
     if (((unsigned char *)d.data)[i] != 0x5a) {
@@ -147,6 +246,7 @@ int main(void) {
   TEST(test_fp8_ag_gemm);
   TEST(test_fp8_gemm_rs);
   TEST(test_fp8_gemm_ar);
+  TEST(test_fp8_b_version_reuses_the_transpose);
   TEST(test_fp8_errors);
   return test_summary();
 }
