@@ -31,6 +31,42 @@ static int g_fp8;     /* the device has FP8 GEMMs (tpla_features_t.fp8) */
       SKIP("device 0 has no FP8 GEMMs (tpla_features_t.fp8 = 0)");        \
   } while (0)
 
+/* The exact transpose of whole 64-byte tiles four bytes at a time and its
+ * byte-kernel strips (rows or columns beyond the last whole tile), for 4-byte
+ * aligned and (falling back to bytes) unaligned lds: every byte of dst is
+ * src's, and the bytes beyond dst's columns are untouched. */
+static void test_transpose_tiles_and_strips(void) {
+  static const int64_t shapes[][4] = {/* rows, cols, src_ld, dst_ld */
+                                      {64, 64, 64, 64},     {128, 192, 196, 132},
+                                      {200, 136, 140, 204}, {64, 1000, 1000, 68},
+                                      {1000, 64, 68, 1000}, {130, 70, 73, 131}};
+  for (int s = 0; s < 6; s++) {
+    const int64_t rows = shapes[s][0], cols = shapes[s][1], src_ld = shapes[s][2];
+    const int64_t dst_ld = shapes[s][3];
+    size_t src_bytes = (size_t)(rows * src_ld), dst_bytes = (size_t)(cols * dst_ld);
+    unsigned char *src = malloc(src_bytes), *out = malloc(dst_bytes);
+    void *d_src = NULL, *d_dst = NULL;
+    ASSERT_TRUE(src && out);
+    for (size_t i = 0; i < src_bytes; i++)
+      src[i] = (unsigned char)((i * 2654435761u) >> 13);
+    ASSERT_EQ_INT(cudaMalloc(&d_src, src_bytes), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc(&d_dst, dst_bytes), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(d_src, src, src_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemset(d_dst, 0xAB, dst_bytes), cudaSuccess);
+    ASSERT_EQ_INT(tpla_cuda_transpose_bytes(d_dst, dst_ld, d_src, src_ld, rows, cols, g_stream),
+                  cudaSuccess);
+    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(out, d_dst, dst_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t i = 0; i < cols; i++)
+      for (int64_t j = 0; j < dst_ld; j++)
+        ASSERT_EQ_INT(out[i * dst_ld + j], j < rows ? src[j * src_ld + i] : 0xAB);
+    cudaFree(d_src);
+    cudaFree(d_dst);
+    free(src);
+    free(out);
+  }
+}
+
 /* The byte transpose and staging kernels, exactly: every byte of the
  * destination rows is the source's, a zero of the padding, or (beyond the
  * destination's columns) untouched. */
@@ -205,6 +241,7 @@ int main(void) {
   }
   g_fp8 = f.fp8;
   TEST(test_transpose_and_stage_bytes);
+  TEST(test_transpose_tiles_and_strips);
   TEST(test_amax_kernel);
   TEST(test_fp8_cache_and_loop);
   if (close_single_ctx(g_comm, g_ctx) != 0)
