@@ -84,7 +84,10 @@ static void usage(FILE *out) {
           "ag-gemm, gemm-rs, gemm-ar flags (tpla <mode> [flags] [M K N]):\n"
           "  --chunks=N      row chunks per slice, 0..%d (default 0: automatic;\n"
           "                  env TPLA_OVERLAP_CHUNKS)\n"
-          "  --transport=T   auto (default), peer or sendrecv (env TPLA_OVERLAP_TRANSPORT)\n",
+          "  --transport=T   auto (default), peer or sendrecv (env TPLA_OVERLAP_TRANSPORT)\n"
+          "  --accum=A       FP8: split (default) or fast accumulation\n"
+          "  --cache-b       FP8, op(B) N: one B, passed with b_version 1 on every call, so\n"
+          "                  the plan transposes it once (a weight between updates)\n",
           TPLA_OVERLAP_MAX_CHUNKS);
 }
 
