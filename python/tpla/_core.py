@@ -319,6 +319,16 @@ class AgGemmPlan(_OverlapPlan):
         check(lib().tpla_ag_gemm_gathered(self._h(), ctypes.byref(m)))
         return m
 
+    def gathered_scales(self):
+        """FP8 plans: the address of the gathered view's A scales (executor memory,
+        rank q's float at index q * _lib.FP8_SCALE_STRIDE), valid as gathered() is."""
+        if not _lib.library().has_gathered_scales:
+            raise NotSupportedError("%s has no tpla_ag_gemm_gathered_scales; rebuild libtpla"
+                                    % _lib.library().path)
+        p = ctypes.c_void_p()
+        check(lib().tpla_ag_gemm_gathered_scales(self._h(), ctypes.byref(p)))
+        return p.value
+
 
 class GemmRsPlan(_OverlapPlan):
     _kind = "gemm_rs"

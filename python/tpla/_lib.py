@@ -186,6 +186,12 @@ _OVERLAP.update({
     "tpla_allgather_rows": (_status, [c_void_p, Matrix, Matrix, P(c_int64), c_void_p]),
     "tpla_ctx_get_counters": (_status, [c_void_p, P(Counters)]),
 })
+# FP8 AllGather+GEMM: the per-rank A scales of the gathered view (const float **; newer than
+# the rest of the overlap API, so a library without it keeps the others)
+_OVERLAP_FP8 = {
+    "tpla_ag_gemm_gathered_scales": (_status, [c_void_p, P(c_void_p)]),
+}
+FP8_SCALE_STRIDE = 4  # TPLA_FP8_SCALE_STRIDE: floats between the scales of an array
 
 EXPECTED_MAJOR, EXPECTED_MINOR = 0, 1
 
@@ -206,7 +212,8 @@ def _candidates():
 
 class Library:
     """The loaded libtpla: `lib` (ctypes.CDLL with prototypes), `path`, and
-    which optional parts it has (`has_shared_group`, `has_overlap`)."""
+    which optional parts it has (`has_shared_group`, `has_overlap`,
+    `has_gathered_scales`)."""
 
     def __init__(self):
         candidates, explicit = _candidates()
@@ -230,6 +237,7 @@ class Library:
             self._bind(name, res, args, required=True)
         self.has_shared_group = all(self._bind(n, r, a) for n, (r, a) in _SHARED.items())
         self.has_overlap = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP.items())
+        self.has_gathered_scales = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP_FP8.items())
         v = self.lib.tpla_version()
         self.version = (v // 10000, v // 100 % 100, v % 100)
         if self.version[:2] != (EXPECTED_MAJOR, EXPECTED_MINOR):

@@ -18,12 +18,32 @@ ag_gemm(..., return_gathered=True) also returns the gathered A as a tensor
 aliasing the plan's buffer (no copy, no second all-gather): read it before
 the next call of the same plan (on the GPU, in stream order) and never
 write into it. It is None when the plan holds no gathered operand.
+
+FP8 (a float8_e4m3fn / float8_e5m2 A, B either FP8 type but not both E5M2),
+as torch._scaled_mm: scale_a and scale_b are float32 tensors of one element
+(shape () or (1,)) on the communicator's device, read by pointer when the
+GEMMs run (None: 1.0), so D = (scale_a a) @ op(scale_b b); use_fast_accum
+picks fast accumulation (forward) over split (the default, backward); the
+output is bf16 unless out_dtype says fp16 or fp32 (never FP8: reductions add
+partials in the output type). Each rank passes its own scales: ag_gemm's
+scale_a travels with that rank's rows. b_version (nonzero) tells FP8 plans
+with transpose_b=False that b holds what it held at the last call with the
+same b pointer and version, so its staged transpose is reused (e.g. the
+weight's update count; 0: transpose every call). ag_gemm(...,
+return_gathered=True) on FP8 returns (D, gathered, scales): the gathered
+FP8 bytes and a float32 view of one scale per rank (rank q's rows were
+quantized with scales[q]), both aliasing the plan's buffer as above.
 """
+import operator
+
 import torch
 
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
 from ._tensors import check_tensor, matrix, tensor_from_matrix, tpla_dtype
+
+_FP8 = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
+_UINT64_LIMIT = 1 << 64
 
 
 def _options(mode, transport, chunks, fn):
@@ -64,11 +84,62 @@ def _bias(bias, n, dtype, comm, fn):
     return bias.data_ptr()
 
 
+def _scale(t, comm, fn, arg):
+    """The address of a one-element float32 scale tensor (None: no scale, 1.0)."""
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise InvalidArgumentError("%s: argument '%s' must be a float32 torch.Tensor of one "
+                                   "element (or None), not %s" % (fn, arg, type(t).__name__))
+    if t.dtype != torch.float32 or t.dim() > 1 or t.numel() != 1:
+        raise InvalidArgumentError("%s: argument '%s' must be a float32 tensor of one element "
+                                   "(shape () or (1,)), got %s %s"
+                                   % (fn, arg, t.dtype, tuple(t.shape)))
+    if t.device != comm.device:
+        raise InvalidArgumentError("%s: argument '%s' is on %s but the communicator works on %s"
+                                   % (fn, arg, t.device, comm.device))
+    if t.is_sparse or t.layout != torch.strided:
+        raise InvalidArgumentError("%s: argument '%s' must be a dense (strided) tensor"
+                                   % (fn, arg))
+    if comm.device.type == "cuda" and t.data_ptr() % 16:
+        raise InvalidArgumentError("%s: argument '%s': the scale's address must be 16-byte "
+                                   "aligned for cuBLASLt (a view into a larger tensor is not); "
+                                   "pass a tensor of its own (.clone())" % (fn, arg))
+    return t.data_ptr()
+
+
+def _fp8_args(fp8, scale_a, scale_b, use_fast_accum, b_version, comm, fn):
+    """The per-call tpla_fp8_scaling_t (None for non-FP8 plans) and b_version.
+    Scales are per call: nothing here enters a plan's cache key."""
+    try:
+        version = operator.index(b_version)
+    except TypeError:
+        version = -1
+    if not 0 <= version < _UINT64_LIMIT:
+        raise InvalidArgumentError("%s: argument 'b_version' must be an int in [0, 2**64), got "
+                                   "%r" % (fn, b_version))
+    if not fp8:
+        for arg, given in (("scale_a", scale_a is not None), ("scale_b", scale_b is not None),
+                           ("use_fast_accum", bool(use_fast_accum))):
+            if given:
+                raise InvalidArgumentError("%s: argument '%s' is only for float8 inputs "
+                                           "(float8_e4m3fn, float8_e5m2)" % (fn, arg))
+        return None, version
+    scaling = _lib.Fp8Scaling(a_scale=_scale(scale_a, comm, fn, "scale_a"),
+                              b_scale=_scale(scale_b, comm, fn, "scale_b"),
+                              accum=_lib.FP8_ACCUM_FAST if use_fast_accum
+                              else _lib.FP8_ACCUM_SPLIT)
+    return scaling, version
+
+
 def _common(a, b, comm, transpose_b, out_dtype, fn):
     check_tensor(a, fn, "a", comm.device)
     check_tensor(b, fn, "b", comm.device)
     dt = tpla_dtype(a.dtype, fn, "a")
-    d_dtype = a.dtype if out_dtype is None else out_dtype
+    if out_dtype is not None:
+        d_dtype = out_dtype
+    else:  # FP8 plans output bf16 by default (as torch._scaled_mm); others the input dtype
+        d_dtype = torch.bfloat16 if dt in _FP8 else a.dtype
     ddt = tpla_dtype(d_dtype, fn, "out_dtype")
     n = b.shape[0] if transpose_b else b.shape[1]
     kb = b.shape[1] if transpose_b else b.shape[0]
@@ -77,13 +148,18 @@ def _common(a, b, comm, transpose_b, out_dtype, fn):
 
 def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
             out_dtype=None, m=None, return_gathered=False, mode="auto", transport="auto",
-            chunks=0, allow_tf32=False):
+            chunks=0, allow_tf32=False, scale_a=None, scale_b=None, use_fast_accum=False,
+            b_version=0):
     """D (m x n) = alpha * allgather_rows(a_local) @ op(b) + beta * out + bias.
     a_local: this rank's rows (local_rows x k; counts may differ between
     ranks); m: the global row count, optional (plan cache key, checked).
-    Returns D, or (D, gathered) with return_gathered."""
+    FP8: scale_a (this rank's), scale_b, use_fast_accum, b_version as in the
+    module's docstring. Returns D, or (D, gathered) with return_gathered,
+    (D, gathered, scales) for FP8 inputs."""
     fn = "tpla.torch.ag_gemm"
     dt, d_dtype, ddt, n, kb = _common(a_local, b, comm, transpose_b, out_dtype, fn)
+    fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
+                               fn)
     lr, k = a_local.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
     key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
@@ -104,10 +180,12 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
     d = _out(out, (plan.info["m"], n), d_dtype, comm, fn)
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a_local, fn, "a_local"), matrix(b, fn, "b"), alpha, beta,
-         bias_ptr, comm.stream())
+         bias_ptr, comm.stream(), fp8=fp8, b_version=b_version)
     if not return_gathered:
         return d
-    return d, gathered(plan, comm)
+    if fp8 is None:
+        return d, gathered(plan, comm)
+    return d, gathered(plan, comm), gathered_scales(plan, comm)
 
 
 def gathered(plan, comm):
@@ -117,15 +195,30 @@ def gathered(plan, comm):
     return tensor_from_matrix(plan.gathered(), comm.device)
 
 
+def gathered_scales(plan, comm):
+    """The A scales of an FP8 `plan`'s gathered view (its last call) as a
+    float32 tensor of one element per rank (a strided view of the plan's
+    array, entries TPLA_FP8_SCALE_STRIDE floats apart), or None."""
+    if not plan.has_gathered():
+        return None
+    p = comm.world_size
+    view = _lib.Matrix(plan.gathered_scales(), p, _lib.FP8_SCALE_STRIDE, _lib.FP8_SCALE_STRIDE,
+                       _lib.FLOAT32)
+    return tensor_from_matrix(view, comm.device)[:, 0]
+
+
 def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
             out_dtype=None, local_rows=None, mode="auto", transport="auto", chunks=0,
-            allow_tf32=False):
+            allow_tf32=False, scale_a=None, scale_b=None, use_fast_accum=False, b_version=0):
     """D_local = alpha * [reduce_scatter_rows(sum over ranks of a @ op(b))]_rank
     + beta * out + bias. a: m x k (this rank's k); local_rows: this rank's
     output rows (the ranks' must add up to m; default on every rank: m split
-    evenly, the first m % P ranks one row more)."""
+    evenly, the first m % P ranks one row more). FP8: scale_a, scale_b
+    (this rank's), use_fast_accum, b_version as in the module's docstring."""
     fn = "tpla.torch.gemm_rs"
     dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
+                               fn)
     m, k = a.shape
     lr = -1 if local_rows is None else int(local_rows)
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
@@ -144,15 +237,20 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     d = _out(out, (plan.info["rows"], n), d_dtype, comm, fn)
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
-         comm.stream())
+         comm.stream(), fp8=fp8, b_version=b_version)
     return d
 
 
 def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
-            out_dtype=None, mode="auto", transport="auto", chunks=0, allow_tf32=False):
-    """D (m x n) = alpha * allreduce(a @ op(b)) + beta * out + bias, every rank."""
+            out_dtype=None, mode="auto", transport="auto", chunks=0, allow_tf32=False,
+            scale_a=None, scale_b=None, use_fast_accum=False, b_version=0):
+    """D (m x n) = alpha * allreduce(a @ op(b)) + beta * out + bias, every rank.
+    FP8: scale_a, scale_b (this rank's), use_fast_accum, b_version as in the
+    module's docstring."""
     fn = "tpla.torch.gemm_ar"
     dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
+                               fn)
     m, k = a.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
     key = ("ar", m, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
@@ -169,7 +267,7 @@ def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     d = _out(out, (m, n), d_dtype, comm, fn)
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
-         comm.stream())
+         comm.stream(), fp8=fp8, b_version=b_version)
     return d
 
 
