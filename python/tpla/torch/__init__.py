@@ -14,8 +14,10 @@ from ._layers import (ColumnParallelLinear, RowParallelLinear, even_split,  # no
                       mark_tensor_parallel)
 from ._muon import Muon, split_params  # noqa: F401
 from ._ns import newton_schulz  # noqa: F401
-from ._overlap import ag_gemm, allgather_rows, gathered, gemm_ar, gemm_rs, local_gemm  # noqa: F401
+from ._overlap import (ag_gemm, allgather_rows, gathered, gathered_scales, gemm_ar,  # noqa: F401
+                       gemm_rs, local_gemm)
 
 __all__ = ["Communicator", "local_communicator", "newton_schulz", "ag_gemm", "gemm_rs",
-           "gemm_ar", "allgather_rows", "gathered", "local_gemm", "ColumnParallelLinear",
+           "gemm_ar", "allgather_rows", "gathered", "gathered_scales", "local_gemm",
+           "ColumnParallelLinear",
            "RowParallelLinear", "mark_tensor_parallel", "even_split", "Muon", "split_params"]

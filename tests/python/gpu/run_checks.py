@@ -34,6 +34,9 @@ def main():
             torch.__version__), flush=True)
         if not tpla.features()["cuda_executor"]:
             print("# this libtpla has no CUDA executor: set TPLA_LIBRARY to a CUDA build")
+    if tpla.features(local)["fp8"]:  # FP8 overlapped GEMMs (tests/python/checks_fp8.py)
+        import checks_fp8
+        checks.ALL.append(checks_fp8.check_fp8_overlap)
     results = checks.run_all(rank, world, "cuda", sys.argv[1:] or None)
     everyone = [None] * world
     dist.all_gather_object(everyone, results)
