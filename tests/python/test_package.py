@@ -189,34 +189,6 @@ def test_local_fp8_gemm_with_scales_and_amax():
                      fp8=_lib.Fp8Scaling(scale_mode=_lib.FP8_SCALE_MXFP8))
 
 
-@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="torch without float8 dtypes")
-def test_local_fp8_ag_gemm_scales_and_b_version():
-    """An FP8 AllGather+GEMM plan (one host rank, op(B) = N: the plan transposes B) called
-    with scales and b_version: the same version reuses the staged transpose of B."""
-    g = torch.Generator().manual_seed(6)
-    a = (torch.randn(8, 16, generator=g) * 4).to(torch.float8_e4m3fn)
-    b = (torch.randn(16, 8, generator=g) * 4).to(torch.float8_e4m3fn)
-    f = torch.tensor([0.5, 2.0], dtype=torch.float32)  # a scale, b scale
-    scales = _lib.Fp8Scaling(a_scale=f.data_ptr(), b_scale=f.data_ptr() + 4)
-
-    def m(t, name):
-        return tt._tensors.matrix(t, "test", name)
-    with _core.Context.single_host() as ctx:
-        desc = _lib.AgGemmDesc.new(local_rows=8, k=16, n=8, op_b=_lib.OP_N,
-                                   dtype=_lib.FLOAT8_E4M3, d_dtype=_lib.FLOAT32)
-        plan = _core.AgGemmPlan(ctx, desc)
-        d = torch.zeros(8, 8)
-        plan(m(d, "d"), m(a, "a"), m(b, "b"), fp8=scales, b_version=3)
-        first = a.double() @ b.double()
-        assert torch.allclose(d.double(), first, rtol=1e-5, atol=1e-4)  # 0.5 * 2.0 = 1
-        b.copy_((torch.randn(16, 8, generator=g) * 4).to(torch.float8_e4m3fn))
-        plan(m(d, "d"), m(a, "a"), m(b, "b"), fp8=scales, b_version=3)  # stale by contract
-        assert torch.allclose(d.double(), first, rtol=1e-5, atol=1e-4)
-        plan(m(d, "d"), m(a, "a"), m(b, "b"), fp8=scales, b_version=4)
-        assert torch.allclose(d.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4)
-        plan.close()
-
-
 def test_bad_inputs():
     x = torch.randn(6, 4)
     with pytest.raises(tpla.InvalidArgumentError, match="torch.Tensor"):
