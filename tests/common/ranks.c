@@ -45,6 +45,15 @@ static void *rank_main(void *p) {
   return NULL;
 }
 
+int single_host_ctx(tpla_host_group_t *group, tpla_ctx_t *ctx) {
+  if (tpla_host_group_create(group, 1, NULL) != TPLA_SUCCESS ||
+      tpla_ctx_create_host(ctx, *group, 0, NULL) != TPLA_SUCCESS) {
+    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+    return 1;
+  }
+  return 0;
+}
+
 int run_host_ranks(int nranks, rank_fn_t fn, void *arg) {
   tpla_config_t cfg = TPLA_CONFIG_INIT;
   cfg.timeout_ms = TEST_GROUP_TIMEOUT_MS;

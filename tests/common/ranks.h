@@ -17,6 +17,10 @@ typedef int (*rank_fn_t)(tpla_ctx_t ctx, int rank, int nranks, void *arg);
  * failed). */
 int run_host_ranks(int nranks, rank_fn_t fn, void *arg);
 
+/* A one-rank host group and its context, for tests that call the executor
+ * directly; 0 on success, else prints why and returns 1 (main's status). */
+int single_host_ctx(tpla_host_group_t *group, tpla_ctx_t *ctx);
+
 /* Deterministic pseudo-random numbers (xorshift), uniform in [-1, 1). */
 typedef struct { uint64_t s; } rng_t;
 void rng_seed(rng_t *r, uint64_t seed);

@@ -360,11 +360,8 @@ static void test_args_of_the_pre_fp8_size_work(void) {
 
 int main(void) {
   tpla_host_group_t group;
-  if (tpla_host_group_create(&group, 1, NULL) != TPLA_SUCCESS ||
-      tpla_ctx_create_host(&ctx, group, 0, NULL) != TPLA_SUCCESS) {
-    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+  if (single_host_ctx(&group, &ctx) != 0)
     return 1;
-  }
   rng_seed(&rng, fresh_seed("test_fp8_gemm"));
   TEST(test_every_op_input_pair_output_and_scaling);
   TEST(test_beta_accumulates_into_fp32);

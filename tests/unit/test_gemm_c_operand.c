@@ -401,11 +401,8 @@ static void test_iterate_pingpong_every_start_and_end(void) {
 }
 
 int main(void) {
-  if (tpla_host_group_create(&group, 1, NULL) != TPLA_SUCCESS ||
-      tpla_ctx_create_host(&ctx, group, 0, NULL) != TPLA_SUCCESS) {
-    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+  if (single_host_ctx(&group, &ctx) != 0)
     return 1;
-  }
   TEST(test_c_apart_every_dtype_op_and_shape);
   TEST(test_c_apart_k_zero);
   TEST(test_beta_zero_does_not_read_c);

@@ -300,11 +300,8 @@ static void test_gemm_workspace_is_grow_only(void) {
 }
 
 int main(void) {
-  if (tpla_host_group_create(&group, 1, NULL) != TPLA_SUCCESS ||
-      tpla_ctx_create_host(&ctx, group, 0, NULL) != TPLA_SUCCESS) {
-    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+  if (single_host_ctx(&group, &ctx) != 0)
     return 1;
-  }
   TEST(test_gemm_every_dtype_op_and_odd_shape);
   TEST(test_gemm_k_zero_scales_d);
   TEST(test_gemm_accumulates_into_fp32);

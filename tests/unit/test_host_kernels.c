@@ -129,11 +129,8 @@ static void test_mem_alloc_and_free(void) {
 }
 
 int main(void) {
-  if (tpla_host_group_create(&group, 1, NULL) != TPLA_SUCCESS ||
-      tpla_ctx_create_host(&ctx, group, 0, NULL) != TPLA_SUCCESS) {
-    fprintf(stderr, "cannot create a host context: %s\n", tpla_last_error());
+  if (single_host_ctx(&group, &ctx) != 0)
     return 1;
-  }
   TEST(test_axpby_every_dtype_pair);
   TEST(test_sumsq_and_scale_by_norm);
   TEST(test_mirror_upper);
