@@ -181,7 +181,6 @@ typedef struct {
   ovl_xport_kind_t xkind;     /* resolved transport */
   int chunks;                 /* row chunks per rank's slice */
   int tail;                   /* the last chunk is 1/tail of the others (1: equal) */
-  int lanes;                  /* compute lanes the GEMMs use: 2, or 1 (TPLA_OVERLAP_LANES) */
 
   /* AG: m = sum of rows, k agreed, n local. RS/AR: m agreed, k local, n agreed. */
   int64_t m, k, n;

@@ -124,10 +124,6 @@ static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float 
 
 static const tpla_matrix_t no_view = {NULL, 0, 0, 1, TPLA_FLOAT32};
 
-/* The compute lane after `lane`: the other one, or the same one when the
- * plan runs every GEMM on one lane (TPLA_OVERLAP_LANES=1). */
-static int next_lane(const ovl_plan_t *p, int lane) { return p->lanes == 1 ? lane : lane ^ 1; }
-
 /* ---- AllGather+GEMM ----------------------------------------------------------- */
 
 static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
@@ -185,7 +181,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
       ovl_chunk(ovl_rows(p, from), C, p->tail, ci, &f0, &fnr);
       if (fnr == 0)
         continue;
-      lane = next_lane(p, lane);
+      lane ^= 1;
       TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
       int64_t row0 = p->offs[from] + f0;
       TPLA_TRY(gemm_sc(p, lane, ovl_rows_of(c->d, row0, fnr), ovl_rows_of(gathered, row0, fnr),
@@ -369,7 +365,7 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
 }
 
 static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
-  const int r = p->rank, lane = next_lane(p, OVL_LANE_COMPUTE0);
+  const int r = p->rank, lane = OVL_LANE_COMPUTE1;
   TPLA_TRY(send_partials(p, c));
   if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
     return own_rows_fused(p, c, lane, c->d, c->bias, NULL);
@@ -404,7 +400,7 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   if (P == 1)
     return gemm(p, OVL_LANE_COMPUTE0, c->d, c->a, c->b, c->alpha, c->beta, c->bias);
   tpla_matrix_t publish = slot(p, 0), own_d = ovl_rows_of(c->d, p->offs[r], rows);
-  int lane = next_lane(p, OVL_LANE_COMPUTE0);
+  int lane = OVL_LANE_COMPUTE1;
   TPLA_TRY(send_partials(p, c));
   /* peers read the published slice of the previous call until they start this one */
   for (int q = 0; q < P && peer; q++)
@@ -428,7 +424,7 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
     int from = (r - i + P) % P;
     if (ovl_rows(p, from) == 0)
       continue;
-    lane = next_lane(p, lane);
+    lane ^= 1;
     TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 1, i, 0), p->seq));
     TPLA_TRY(fold(p, lane, ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from)), c->beta,
                   (char *)p->staging + p->stage_off[from], 0, 1, c->bias, no_view));

@@ -25,7 +25,7 @@
  * no padding, the same layout in every process. */
 typedef struct {
   int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks, tail,
-      lanes;
+      unused;
   int64_t m, rows, k, n;
   char message[MSG_LEN];
 } summary_t;
@@ -62,13 +62,6 @@ static tpla_status_t check_common(summary_t *s) {
       return bad(msg, IA, "environment TPLA_OVERLAP_TAIL=%s is not an integer in 0..16 (0: "
                  "automatic)", tail);
     s->tail = (int32_t)v;
-  }
-  /* tuning: every GEMM of a call on one compute lane instead of two */
-  const char *lanes = getenv("TPLA_OVERLAP_LANES");
-  if (lanes != NULL && *lanes != '\0') {
-    if (strcmp(lanes, "1") != 0 && strcmp(lanes, "2") != 0)
-      return bad(msg, IA, "environment TPLA_OVERLAP_LANES=%s is neither 1 nor 2", lanes);
-    s->lanes = lanes[0] - '0';
   }
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
@@ -195,7 +188,6 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   FIELD(transport, true, false)
   FIELD(chunks, true, false)
   FIELD(tail, true, false)
-  FIELD(lanes, true, false)
 #undef FIELD
   if (what == NULL)
     return false;
@@ -477,7 +469,6 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
     p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
                                 p->kind == OVL_AG ? max_n : p->n, p->dtype);
   p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind);
-  p->lanes = s->lanes == 1 ? 1 : 2;
   double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
