@@ -413,16 +413,11 @@ typedef enum {
   TPLA_NS_ALGO_GATHER = 3,         /* gather X on every rank, NS redundantly,
                                       keep the own shard                      */
   TPLA_NS_ALGO_LOCAL = 4,          /* one rank: no communication              */
-  TPLA_NS_ALGO_GRAM_SHARDED = 5,   /* Gram all-reduce of the short side (after
+  TPLA_NS_ALGO_GRAM_SHARDED = 5    /* Gram all-reduce of the short side (after
                                       REDISTRIBUTE's all-to-all when the short
                                       side is the sharded one); each rank
                                       computes only its block rows of the
-                                      polynomial b G + c G^2 (the upper
-                                      triangle's share), all-gathered        */
-  TPLA_NS_ALGO_GRAM_SHARDED_ROWS = 6 /* as GRAM_SHARDED, but each rank computes
-                                      whole rows of the polynomial (more FLOPs,
-                                      no mirror), gathered while the rank
-                                      updates its own rows                    */
+                                      polynomial b G + c G^2, all-gathered    */
 } tpla_ns_algorithm_t;
 
 typedef struct {

@@ -51,8 +51,8 @@ static const char *preset_name(tpla_ns_preset_t p) {
 
 static const char *algo_name(tpla_ns_algorithm_t a) {
   static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL",
-                                "GRAM_SHARDED", "GRAM_SHARDED_ROWS"};
-  return a >= 0 && a <= TPLA_NS_ALGO_GRAM_SHARDED_ROWS ? names[a] : "?";
+                                "GRAM_SHARDED"};
+  return a >= 0 && a <= TPLA_NS_ALGO_GRAM_SHARDED ? names[a] : "?";
 }
 
 void tool_ns_usage(FILE *out) {
@@ -108,8 +108,7 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
       {"gram_allreduce", TPLA_NS_ALGO_GRAM_ALLREDUCE}, {"redist", TPLA_NS_ALGO_REDISTRIBUTE},
       {"redistribute", TPLA_NS_ALGO_REDISTRIBUTE}, {"gather", TPLA_NS_ALGO_GATHER},
       {"local", TPLA_NS_ALGO_LOCAL}, {"sharded", TPLA_NS_ALGO_GRAM_SHARDED},
-      {"gram_sharded", TPLA_NS_ALGO_GRAM_SHARDED}, {"rows", TPLA_NS_ALGO_GRAM_SHARDED_ROWS},
-      {"gram_sharded_rows", TPLA_NS_ALGO_GRAM_SHARDED_ROWS}, {NULL, 0}};
+      {"gram_sharded", TPLA_NS_ALGO_GRAM_SHARDED}, {NULL, 0}};
   /* --gram alone (no value) runs both */
   static const ns_name_t grams[] = {{"fp32", 0}, {"input", 1}, {"both", 2}, {"", 2}, {NULL, 0}};
   static const ns_name_t shards[] = {{"rows", TPLA_SHARD_ROWS}, {"cols", TPLA_SHARD_COLS},

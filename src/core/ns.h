@@ -116,29 +116,21 @@ typedef enum {
 } ns_op_t;
 #define NS_MAX_OPS 8
 
-/* GRAM_SHARDED splits the s x s polynomial P = b A + c A^2 across the ranks
- * in one of two ways (ns_shard.c): triangle pairs (TPLA_NS_ALGO_GRAM_SHARDED)
- * or whole rows (TPLA_NS_ALGO_GRAM_SHARDED_ROWS), chosen like algorithms:
- * - triangle pairs: P is cut into nbk = 2 nranks k block rows (row i:
- *   [i s / nbk, (i+1) s / nbk)). Only the upper part of a block row (from its
- *   diagonal to column s) is computed. Pair j is rows j and nbk-1-j, together
- *   nbk+1 blocks of the triangle whatever j, and rank q owns pairs q,
- *   q + nranks, ...: the triangle splits evenly. Each rank sends its rows
- *   packed (h x (s - o) each), in two all-gather rounds: first its upper-half
- *   rows (i < nbk/2, the wide ones), then the others. The packed buffer holds
- *   round 0 (rank 0's rows, rank 1's, ...) then round 1.
- * - whole rows: nbk = nranks block rows, rank q computes all of row q
- *   (2 s^3 / nranks FLOPs instead of about s^3 (nbk+1) / (nbk nranks)), so
- *   the rows all-gathered in place are P itself (no unpacking, no mirror),
- *   and the update computes the rank's own rows of X' while the others'
- *   rows of P arrive. */
+/* GRAM_SHARDED: the s x s polynomial P = b A + c A^2 is cut into nbk =
+ * 2 nranks k block rows (row i: [i s / nbk, (i+1) s / nbk)). Only the upper
+ * part of a block row (from its diagonal to column s) is computed. Pair j
+ * is rows j and nbk-1-j, together nbk+1 blocks of the triangle whatever j,
+ * and rank q owns pairs q, q + nranks, ...: the triangle splits evenly.
+ * Each rank sends its rows packed (h x (s - o) each), in two all-gather
+ * rounds: first its upper-half rows (i < nbk/2, the wide ones), then the
+ * others. The packed buffer holds round 0 (rank 0's rows, rank 1's, ...)
+ * then round 1. */
 typedef struct {
   int rank, nranks, nbk; /* nranks = 0: not sharded */
-  bool whole_rows;       /* the second way above */
   int64_t *row_at;       /* packed offset (elements) of block row i (nbk) */
   size_t *counts;        /* [2][nranks] elements each rank sends per round */
   size_t round_at[2];    /* packed offset of each round */
-  size_t total;          /* elements of the packed triangle (or of P) */
+  size_t total;          /* elements of the packed triangle */
   size_t own;            /* elements of this rank's rows (cast scratch) */
 } ns_split_t;
 
@@ -184,13 +176,12 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
                    tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
                    int64_t temp_cap, ns_layout_t *layout);
 /* The same for GRAM_SHARDED: rank `rank` of `nranks` computes its block
- * rows of the polynomial (whole rows or triangle pairs, ns_split_t); the
- * update is SQUARE. Allocates the host tables of it->split (OUT_OF_MEMORY,
- * naming `fn`); ns_iter_free releases them. */
+ * rows of the polynomial; the update is SQUARE. Allocates the host tables
+ * of it->shard (OUT_OF_MEMORY, naming `fn`); ns_iter_free releases them. */
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    int rank, int nranks, bool whole_rows, int64_t temp_cap,
-                                    ns_layout_t *layout, const char *fn);
+                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
+                                    const char *fn);
 void ns_iter_free(ns_iter_t *it);
 /* Bytes of the packed upper block rows the distributed Gram all-reduces. */
 size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype);
@@ -233,17 +224,9 @@ tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_
 tpla_status_t ns_gemm_c(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, ns_opmat_t c,
                         float alpha, float beta, int tf32, void *stream);
 /* Step op SHARD_POLY (ns_shard.c): g3 = b g1 + c g1^2 in the input dtype
- * from this rank's block rows and everyone else's. With whole rows and
- * `join` false, the others' rows may still be arriving on the side stream:
- * ns_shard_update waits for them. */
+ * from this rank's block rows and everyone else's. */
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
-                            bool join, void *stream);
-/* The whole-rows ping-pong update dst = P src + a src (s x l each): this
- * rank's rows of P first, then, once they are in, everyone else's. */
-tpla_status_t ns_shard_update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t dst,
-                              ns_opmat_t src, float a, void *stream);
-/* Rows [r0, r0+nr) (all columns) of op(x). */
-ns_opmat_t ns_op_rows(ns_opmat_t x, int64_t r0, int64_t nr);
+                            void *stream);
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
 /* A contiguous (ld = cols, or 1 when cols = 0) view of rows x cols at data. */

@@ -100,7 +100,6 @@ const char *ns_algorithm_name(tpla_ns_algorithm_t a) {
   case TPLA_NS_ALGO_GATHER: return "GATHER";
   case TPLA_NS_ALGO_LOCAL: return "LOCAL";
   case TPLA_NS_ALGO_GRAM_SHARDED: return "GRAM_SHARDED";
-  case TPLA_NS_ALGO_GRAM_SHARDED_ROWS: return "GRAM_SHARDED_ROWS";
   }
   return "?";
 }

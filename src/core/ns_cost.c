@@ -115,75 +115,37 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
 
 /* GRAM_SHARDED: rank q's Gram and P X update on its l_q columns, the most
  * loaded rank's block rows of the polynomial (ns_shard.c), the Gram
- * all-reduce, and the all-gather of the polynomial's rows in the input dtype
- * (costed by the most any rank receives): triangle pairs gather in two
- * rounds after the rows are computed; whole rows gather behind the rank's
- * own rows of the update, so only what that update does not hide counts. */
+ * all-reduce, and two all-gather rounds of the packed triangle in the input
+ * dtype (each costed by the most any rank receives). */
 static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
-                                const int64_t *l, bool whole_rows) {
-  int P = sh->nranks, nb = ns_sym_blocks(mach, g);
-  int nbk = whole_rows ? P : ns_shard_blocks(mach, g, P);
+                                const int64_t *l) {
+  int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
   double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype);
-  double e = esize(sh->dtype), G = (double)g, local = 0.0;
+  double local = 0.0;
   for (int q = 0; q < P; q++) {
-    double f = (sym_flops(g, l[q], nb) + 2.0 * G * G * (double)l[q]) * wi;
+    double f = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;
     local = f > local ? f : local;
   }
   double square[TPLA_MAX_RANKS] = {0}, sent[2][TPLA_MAX_RANKS] = {{0}}, total[2] = {0, 0};
-  double most = 0.0, gather = 0.0;
   for (int i = 0; i < nbk; i++) {
-    double o = (double)ns_shard_row(i, nbk, g), h = (double)ns_shard_row(i + 1, nbk, g) - o;
-    if (whole_rows) { /* rank i: rows i, gathered behind its own rows' update */
-      most = 2.0 * h * G * G > most ? 2.0 * h * G * G : most;
-      double exposed = alltoall_time(mach, P, (G - h) * G * e) -
-                       2.0 * h * G * (double)l[i] * wi / mach->flops;
-      gather = exposed > gather ? exposed : gather;
-      continue;
-    }
     int q = ns_shard_owner(i, nbk, P), r = ns_shard_round(i, nbk);
-    square[q] += 2.0 * h * G * (G - o);
-    sent[r][q] += h * (G - o);
-    total[r] += h * (G - o);
+    double o = (double)ns_shard_row(i, nbk, g), h = (double)ns_shard_row(i + 1, nbk, g) - o;
+    square[q] += 2.0 * h * (double)g * ((double)g - o);
+    sent[r][q] += h * ((double)g - o);
+    total[r] += h * ((double)g - o);
   }
-  for (int q = 0; q < P && !whole_rows; q++)
+  double most = 0.0, gather = 0.0;
+  for (int q = 0; q < P; q++)
     most = square[q] > most ? square[q] : most;
-  for (int r = 0; r < 2 && !whole_rows; r++) {
+  for (int r = 0; r < 2; r++) {
     double in = 0.0;
     for (int q = 0; q < P; q++)
       in = total[r] - sent[r][q] > in ? total[r] - sent[r][q] : in;
     if (total[r] > 0.0)
-      gather += alltoall_time(mach, P, in * e);
+      gather += alltoall_time(mach, P, in * esize(sh->dtype));
   }
   double step = (local + most * ws) / mach->flops + gather + gram_sum_time(mach, sh, g);
   return allreduce_time(mach, P, 4.0) + sh->steps * step;
-}
-
-typedef enum { POLY_REPLICATED, POLY_TRIANGLE, POLY_WHOLE_ROWS } poly_t;
-
-/* The Gram algorithms: on Y's N x N Gram, or, after an all-to-all that
- * splits Y's columns evenly (and one back), on its M x M Gram; the
- * polynomial on every rank (GRAM_ALLREDUCE, REDISTRIBUTE) or split. */
-static double gram_family_cost(const ns_machine_t *mach, const ns_shape_t *sh, bool redistribute,
-                               poly_t poly) {
-  int P = sh->nranks;
-  int64_t g = sh->N, cols[TPLA_MAX_RANKS];
-  const int64_t *l = sh->rows;
-  double moved = 0.0;
-  if (redistribute) {
-    g = sh->M;
-    l = cols;
-    for (int q = 0; q < P; q++) {
-      cols[q] = sh->N / P + (q < sh->N % P);
-      double own = (double)sh->rows[q] * (double)cols[q];
-      double out = (double)sh->rows[q] * (double)sh->N - own;
-      double in = (double)sh->M * (double)cols[q] - own;
-      moved = out > moved ? out : moved;
-      moved = in > moved ? in : moved;
-    }
-    moved = 2.0 * alltoall_time(mach, P, moved * esize(sh->dtype));
-  }
-  return moved + (poly == POLY_REPLICATED ? gram_allreduce_cost(mach, sh, g, l)
-                                     : gram_sharded_cost(mach, sh, g, l, poly == POLY_WHOLE_ROWS));
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
@@ -194,12 +156,28 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
     return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
   }
-  case TPLA_NS_ALGO_GRAM_ALLREDUCE: return gram_family_cost(mach, sh, false, POLY_REPLICATED);
-  case TPLA_NS_ALGO_REDISTRIBUTE: return gram_family_cost(mach, sh, true, POLY_REPLICATED);
-  /* after a redistribution when the sharded dimension is the short one */
-  case TPLA_NS_ALGO_GRAM_SHARDED: return gram_family_cost(mach, sh, sh->N > sh->M, POLY_TRIANGLE);
-  case TPLA_NS_ALGO_GRAM_SHARDED_ROWS:
-    return gram_family_cost(mach, sh, sh->N > sh->M, POLY_WHOLE_ROWS);
+  case TPLA_NS_ALGO_GRAM_ALLREDUCE:
+    return gram_allreduce_cost(mach, sh, sh->N, sh->rows);
+  case TPLA_NS_ALGO_GRAM_SHARDED:
+  case TPLA_NS_ALGO_REDISTRIBUTE: {
+    bool split = a == TPLA_NS_ALGO_GRAM_SHARDED;
+    if (split && sh->N <= sh->M) /* the sharded dimension is the long one */
+      return gram_sharded_cost(mach, sh, sh->N, sh->rows);
+    /* Columns of Y split evenly; then the Gram over M. */
+    int64_t cols[TPLA_MAX_RANKS];
+    double moved = 0.0;
+    for (int q = 0; q < P; q++) {
+      cols[q] = sh->N / P + (q < sh->N % P);
+      double own = (double)sh->rows[q] * (double)cols[q];
+      double out = (double)sh->rows[q] * (double)sh->N - own;
+      double in = (double)sh->M * (double)cols[q] - own;
+      moved = out > moved ? out : moved;
+      moved = in > moved ? in : moved;
+    }
+    return 2.0 * alltoall_time(mach, P, moved * e) +
+           (split ? gram_sharded_cost(mach, sh, sh->M, cols)
+                  : gram_allreduce_cost(mach, sh, sh->M, cols));
+  }
   case TPLA_NS_ALGO_GATHER: {
     int64_t least = sh->rows[0];
     for (int q = 1; q < P; q++)
@@ -218,7 +196,7 @@ tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, do
   /* Ties go to the first: fewer collectives per call come later. */
   static const tpla_ns_algorithm_t order[] = {
       TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
-      TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_GRAM_SHARDED_ROWS};
+      TPLA_NS_ALGO_GRAM_SHARDED};
   tpla_ns_algorithm_t best = order[0];
   double best_cost = ns_cost(mach, sh, best);
   for (int i = 1; i < (int)(sizeof order / sizeof order[0]); i++) {

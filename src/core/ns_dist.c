@@ -13,7 +13,6 @@
  *                   the Gram polynomial, all-gathered (ns_shard.c); when
  *                   the sharded dimension is the short one (N > M), after
  *                   REDISTRIBUTE's all-to-all, on the M x M Gram.
- *   GRAM_SHARDED_ROWS  the same with whole rows of the polynomial per rank.
  *   REDISTRIBUTE    one all-to-all turns the row sharding into a column
  *                   sharding (rank q gets Y[:, part_q], M x N_q), the Gram
  *                   all-reduce over M runs there, one all-to-all back.
@@ -27,15 +26,11 @@
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static bool sharded(tpla_ns_plan_t p) {
-  return p->algo == TPLA_NS_ALGO_GRAM_SHARDED || p->algo == TPLA_NS_ALGO_GRAM_SHARDED_ROWS;
-}
-static bool whole_rows(tpla_ns_plan_t p) { return p->algo == TPLA_NS_ALGO_GRAM_SHARDED_ROWS; }
-
-/* REDISTRIBUTE, and GRAM_SHARDED(_ROWS) on a matrix whose sharded dimension
- * is the short one, iterate on columns of Y after an all-to-all. */
+/* REDISTRIBUTE, and GRAM_SHARDED on a matrix whose sharded dimension is
+ * the short one, iterate on columns of Y after an all-to-all. */
 static bool redistributes(tpla_ns_plan_t p) {
-  return p->algo == TPLA_NS_ALGO_REDISTRIBUTE || (sharded(p) && p->N > p->M);
+  return p->algo == TPLA_NS_ALGO_REDISTRIBUTE ||
+         (p->algo == TPLA_NS_ALGO_GRAM_SHARDED && p->N > p->M);
 }
 
 /* The all-to-all counts and buffers of a redistribution, and the iteration
@@ -67,8 +62,7 @@ static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *ma
   }
   p->buf_elems = max64(Mp * N, M * Nr);
   if (split)
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, r, P, whole_rows(p),
-                                   p->buf_elems, L, fn));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, r, P, p->buf_elems, L, fn));
   else
     ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->buf_elems, L);
   p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
@@ -97,12 +91,11 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_GRAM_SHARDED:
-  case TPLA_NS_ALGO_GRAM_SHARDED_ROWS:
     if (redistributes(p))
       return setup_redistribute(p, mach, true);
     p->buf_elems = N * Mp;
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, r, P, whole_rows(p),
-                                   p->buf_elems, L, "tpla_ns_plan_create"));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, r, P, p->buf_elems, L,
+                                   "tpla_ns_plan_create"));
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_REDISTRIBUTE:
@@ -267,7 +260,7 @@ static tpla_status_t run_gather(tpla_ns_plan_t p, tpla_matrix_t x, void *stream)
  * shard itself. */
 static bool iterates_shard(tpla_ns_plan_t p) {
   return p->algo == TPLA_NS_ALGO_LOCAL || p->algo == TPLA_NS_ALGO_GRAM_ALLREDUCE ||
-         (sharded(p) && !redistributes(p));
+         (p->algo == TPLA_NS_ALGO_GRAM_SHARDED && !redistributes(p));
 }
 
 ns_where_t ns_dist_start(tpla_ns_plan_t p) {
@@ -284,8 +277,7 @@ tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, ns_where_t start, v
     return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps, stream);
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
-  case TPLA_NS_ALGO_GRAM_SHARDED:
-  case TPLA_NS_ALGO_GRAM_SHARDED_ROWS: {
+  case TPLA_NS_ALGO_GRAM_SHARDED: {
     if (redistributes(p))
       return run_redistribute(p, x, stream);
     ns_opmat_t X = {x, !p->trans}; /* Y_p^T */

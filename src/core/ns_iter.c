@@ -49,7 +49,7 @@ tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_
 }
 
 /* Rows [r0, r0+nr) and columns [c0, c0+nc) of op(x). */
-ns_opmat_t ns_op_rows(ns_opmat_t x, int64_t r0, int64_t nr) {
+static ns_opmat_t op_rows(ns_opmat_t x, int64_t r0, int64_t nr) {
   ns_opmat_t r = x;
   r.v = x.t ? ns_sub(x.v, 0, x.v.rows, r0, nr) : ns_sub(x.v, r0, nr, 0, x.v.cols);
   return r;
@@ -146,17 +146,16 @@ static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x
     tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
     if (pack == NULL) {
       ns_opmat_t c = plain(add != NULL ? ns_sub(*add, i0, h, i0, s - i0) : d);
-      TPLA_TRY(gemm_op(ctx, plain(d), ns_op_rows(x, i0, h),
-                       op_transpose(ns_op_rows(x, i0, s - i0)), add != NULL ? &c : NULL, alpha,
-                       beta, tf32, stream));
+      TPLA_TRY(gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+                       add != NULL ? &c : NULL, alpha, beta, tf32, stream));
       continue;
     }
     tpla_matrix_t p = ns_dense((char *)pack + at * tpla_dtype_size(dst.dtype), h, s - i0,
                                dst.dtype);
     at += (size_t)(h * (s - i0));
     void *on = side != NULL ? side : stream;
-    TPLA_TRY(ns_gemm_tf32(ctx, plain(p), ns_op_rows(x, i0, h),
-                          op_transpose(ns_op_rows(x, i0, s - i0)), 1.0f, 0.0f, tf32, stream));
+    TPLA_TRY(ns_gemm_tf32(ctx, plain(p), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+                          1.0f, 0.0f, tf32, stream));
     TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
     TPLA_TRY(ctx->backend->allreduce(ctx, p.data, p.data, (size_t)(h * (s - i0)), dst.dtype, on));
     TPLA_TRY(ns_axpby(ctx, d, p, 1.0f, 0.0f, on));
@@ -323,14 +322,11 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_axpby(ctx, g3, g1, 1.0f, 0.0f, stream));
         break;
       case NS_OP_SHARD_POLY:
-        TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, !pp, stream));
+        TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, stream));
         break;
       case NS_OP_UPDATE_SQUARE:
       case NS_OP_UPDATE_CHAIN:
-        if (pp && it->split.whole_rows) { /* the same, own rows of P first */
-          TPLA_TRY(ns_shard_update(ctx, it, place[!at], place[at], a, stream));
-          at = !at;
-        } else if (pp) { /* X' = P X + a X into the other place: no copy of X */
+        if (pp) { /* X' = P X + a X into the other place: no copy of X */
           TPLA_TRY(ns_gemm_c(ctx, place[!at], plain(update_operand(it)), place[at], place[at],
                              1.0f, a, 0, stream));
           at = !at;

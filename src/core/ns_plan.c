@@ -94,7 +94,7 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (!(d->safety >= 0.0f) || !isfinite(d->safety))
     return bad(msg, IA, "%s: safety %g must be finite and >= 0 (0: the preset's default)", arg,
                (double)d->safety);
-  if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_GRAM_SHARDED_ROWS)
+  if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_GRAM_SHARDED)
     return bad(msg, IA, "%s: unknown algorithm %d", arg, (int)d->algorithm);
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "

@@ -3,12 +3,9 @@
  * split across the ranks instead of computed on each.
  *
  * Every rank holds the whole (all-reduced) s x s Gram A, as with
- * GRAM_ALLREDUCE, but computes only its block rows of P (ns.h, ns_split_t),
- * in one of two ways the cost model chooses between:
- *
- * Triangle pairs (fewest FLOPs): only the upper part of each block row;
- * pairs of block rows i and nbk-1-i give every rank the same share of the
- * triangle. Per own block row (rows o..o+h):
+ * GRAM_ALLREDUCE, but computes only its block rows of P, and only their
+ * upper part (ns.h, ns_split_t: pairs of block rows i and nbk-1-i give every
+ * rank the same share of the triangle). Per own block row (rows o..o+h):
  *   S = c A[o:o+h, :] A[o:, :]^T + b A[o:o+h, o:]
  *                                   (h x (s-o), the polynomial in the Gram
  *                                    dtype, b A as the GEMM's C; TF32 for an
@@ -18,15 +15,12 @@
  * Round 0 (the rank's wide rows) is all-gathered on a side stream while
  * the rank computes its narrow rows; round 1 follows. The rows are then
  * unpacked into g3 (s x s, input dtype) and mirrored, and the update
- * X <- a X + P X waits for all of it.
+ * X <- a X + P X is one GEMM per chunk, as for the SQUARE update.
  *
- * Whole rows (the all-gather hidden): rank q computes rows q of P entirely,
- * S = c A[o:o+h, :] A^T + b A[o:o+h, :], straight into its rows of g3, and
- * g3 is all-gathered in place. The ping-pong update computes the rank's own
- * rows of X' = P X + a X from its own rows of P while the others arrive, then
- * the rest (ns_shard_update). It costs 2 s^3 / nranks FLOPs instead of about
- * s^3 (nbk+1) / (nbk nranks): the better choice when the own rows' update is
- * long next to the all-gather (l large next to s, e.g. tall shards).
+ * Why not consume P block row by block row during the update: a full row of
+ * P needs the transposed upper blocks of every earlier row (the mirror), so
+ * only the last row would be complete early; computing full rows instead
+ * costs 2 s^3 / nranks instead of about s^3 (nbk+1) / (nbk nranks) FLOPs.
  */
 #include "ns.h"
 
@@ -49,16 +43,10 @@ static block_row_t block_row(const ns_split_t *sh, int64_t s, int i) {
   return (block_row_t){o, e - o, s - o};
 }
 
-/* Block row i of the whole-rows split: rank i's rows. */
-static block_row_t whole_row(const ns_split_t *sh, int64_t s, int i) {
-  int64_t o = ns_shard_row(i, sh->nbk, s), e = ns_shard_row(i + 1, sh->nbk, s);
-  return (block_row_t){o, e - o, s};
-}
-
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    int rank, int nranks, bool whole_rows, int64_t temp_cap,
-                                    ns_layout_t *layout, const char *fn) {
+                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
+                                    const char *fn) {
   ns_iter_base(it, mach, s, l, dtype, gram_dtype, true, temp_cap);
   it->update = NS_UPDATE_SQUARE;
   it->ops[0] = NS_OP_GRAM; /* all-reduced block row by block row */
@@ -70,8 +58,7 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
   ns_split_t *sh = &it->split;
   sh->rank = rank;
   sh->nranks = nranks;
-  sh->whole_rows = whole_rows;
-  sh->nbk = whole_rows ? nranks : ns_shard_blocks(mach, s, nranks);
+  sh->nbk = ns_shard_blocks(mach, s, nranks);
   sh->row_at = malloc(sizeof(int64_t) * (size_t)sh->nbk);
   sh->counts = calloc(2 * (size_t)nranks, sizeof(size_t));
   if (sh->row_at == NULL || sh->counts == NULL) {
@@ -79,17 +66,15 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   }
   /* Packed order: round, then owner, then row. Every rank computes the same
-   * table from (s, nbk, nranks). Whole rows: one round, rank order, so the
-   * packed rows are P itself. */
+   * table from (s, nbk, nranks). */
   size_t at = 0;
-  for (int r = 0; r < (whole_rows ? 1 : 2); r++) {
+  for (int r = 0; r < 2; r++) {
     sh->round_at[r] = at;
     for (int q = 0; q < nranks; q++)
       for (int i = 0; i < sh->nbk; i++) {
-        if (whole_rows ? i != q
-                       : ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, nranks) != q)
+        if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, nranks) != q)
           continue;
-        block_row_t b = whole_rows ? whole_row(sh, s, i) : block_row(sh, s, i);
+        block_row_t b = block_row(sh, s, i);
         size_t piece = (size_t)(b.h * b.w);
         sh->row_at[i] = (int64_t)at;
         sh->counts[r * nranks + q] += piece;
@@ -100,18 +85,17 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
   }
   sh->total = at;
 
-  /* g3 (P) and pk (the packed triangle; whole rows: g3 itself) are one
-   * region, which the packed Gram of the all-reduce borrows before the
-   * polynomial is computed. */
+  /* g3 (P) and pk (the packed triangle) are one region, which the packed
+   * Gram of the all-reduce borrows before the polynomial is computed. */
   bool cast = gram_dtype != dtype;
   size_t gsz = tpla_dtype_size(gram_dtype), esz = tpla_dtype_size(dtype);
   size_t g3 = ((size_t)(s * s) * esz + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
-  size_t region = whole_rows ? g3 : g3 + sh->total * esz;
-  size_t packed = ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype);
+  size_t region = g3 + sh->total * esz, packed = ns_iter_allreduce_bytes(s, it->nblocks,
+                                                                          gram_dtype);
   it->off_g1 = ns_layout_take(layout, (size_t)(s * s) * gsz);
   it->off_g2 = ns_layout_take(layout, cast ? sh->own * gsz : 0);
   it->off_g3 = ns_layout_take(layout, region > packed ? region : packed);
-  it->off_pk = whole_rows ? it->off_g3 : it->off_g3 + g3;
+  it->off_pk = it->off_g3 + g3;
   it->off_arp = it->off_g3;
   return TPLA_SUCCESS;
 }
@@ -138,11 +122,9 @@ static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, int r, float 
   bool cast = it->gram_dtype != it->dtype;
   tpla_matrix_t A = ns_dense(it->g1, s, s, it->gram_dtype);
   for (int i = 0; i < sh->nbk; i++) {
-    if (sh->whole_rows ? i != sh->rank
-                       : ns_shard_round(i, sh->nbk) != r ||
-                             ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
+    if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
       continue;
-    block_row_t br = sh->whole_rows ? whole_row(sh, s, i) : block_row(sh, s, i);
+    block_row_t br = block_row(sh, s, i);
     if (br.h == 0)
       continue;
     tpla_matrix_t slot = ns_dense(elem(it->pk, (size_t)sh->row_at[i], it->dtype), br.h, br.w,
@@ -151,12 +133,12 @@ static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, int r, float 
                                       it->gram_dtype)
                            : slot;
     *scratch += (size_t)(br.h * br.w);
-    tpla_matrix_t Ab = ns_sub(A, br.o, br.h, s - br.w, br.w); /* this block row's A */
+    tpla_matrix_t Ab = ns_sub(A, br.o, br.h, br.o, br.w); /* this block row's A */
     if (c != 0.0f) /* S = c A A^T + b A, with C = A's block */
       TPLA_TRY(ns_gemm_c(ctx, (ns_opmat_t){S, false},
                          (ns_opmat_t){ns_sub(A, br.o, br.h, 0, s), false},
-                         (ns_opmat_t){ns_sub(A, s - br.w, br.w, 0, s), true},
-                         (ns_opmat_t){Ab, false}, c, b, tf32, stream));
+                         (ns_opmat_t){ns_sub(A, br.o, br.w, 0, s), true}, (ns_opmat_t){Ab, false},
+                         c, b, tf32, stream));
     else /* c = 0 (cubic): P = b A, no square */
       TPLA_TRY(ns_axpby(ctx, S, Ab, b, 0.0f, stream));
     if (cast)
@@ -204,13 +186,11 @@ static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, vo
 }
 
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
-                            bool join, void *stream) {
+                            void *stream) {
   void *side = ctx->backend->side_stream(ctx, 0);
   size_t scratch = 0;
   TPLA_TRY(own_rows(ctx, it, 0, b, c, tf32, &scratch, stream));
   TPLA_TRY(gather_round(ctx, it, 0, side, stream));
-  if (it->split.whole_rows) /* the rows are P; the update may start on its own rows */
-    return join && side != NULL ? ctx->backend->stream_wait(ctx, stream, side) : TPLA_SUCCESS;
   TPLA_TRY(own_rows(ctx, it, 1, b, c, tf32, &scratch, stream)); /* behind round 0 */
   if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
@@ -220,26 +200,4 @@ tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float 
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(unpack_round(ctx, it, 1, stream));
   return ctx->backend->mirror_upper(ctx, ns_dense(it->g3, it->s, it->s, it->dtype), stream);
-}
-
-/* dst rows [o, o+h) = P[o:o+h, :] src + a src rows [o, o+h). */
-static tpla_status_t update_rows(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t dst,
-                                 ns_opmat_t src, int64_t o, int64_t h, float a, void *stream) {
-  if (h == 0)
-    return TPLA_SUCCESS;
-  tpla_matrix_t P = ns_sub(ns_dense(it->g3, it->s, it->s, it->dtype), o, h, 0, it->s);
-  return ns_gemm_c(ctx, ns_op_rows(dst, o, h), (ns_opmat_t){P, false}, src,
-                   ns_op_rows(src, o, h), 1.0f, a, 0, stream);
-}
-
-tpla_status_t ns_shard_update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t dst,
-                              ns_opmat_t src, float a, void *stream) {
-  const ns_split_t *sh = &it->split;
-  block_row_t own = whole_row(sh, it->s, sh->rank);
-  void *side = ctx->backend->side_stream(ctx, 0);
-  TPLA_TRY(update_rows(ctx, it, dst, src, own.o, own.h, a, stream));
-  if (side != NULL) /* the others' rows of P are in */
-    TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
-  TPLA_TRY(update_rows(ctx, it, dst, src, 0, own.o, a, stream));
-  return update_rows(ctx, it, dst, src, own.o + own.h, it->s - own.o - own.h, a, stream);
 }

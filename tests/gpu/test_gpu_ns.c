@@ -64,12 +64,6 @@ static const dcfg_t dcfgs[] = {{TPLA_FLOAT32, TPLA_FLOAT32, 0, TOL_FP32, "fp32"}
 static const tpla_ns_preset_t presets[] = {TPLA_NS_MUON, TPLA_NS_POLAR_EXPRESS};
 
 enum { EVEN, UNEVEN, FIRST_EMPTY, LAST_EMPTY, NLAYOUTS };
-
-/* tpla_ns_algorithm_t's names, by value; the 2-GPU cases force 6 of them. */
-#define NALGOS 7
-#define NFORCED2 6
-static const char *algo_names[NALGOS] = {"AUTO",  "GRAM_ALLREDUCE", "REDISTRIBUTE",
-                                         "GATHER", "LOCAL", "GRAM_SHARDED", "GRAM_SHARDED_ROWS"};
 static const char *const layout_names[] = {"even", "uneven", "first rank empty",
                                            "last rank empty"};
 
@@ -185,7 +179,11 @@ typedef struct {
 } ns_case_t;
 
 static void describe(char *buf, size_t size, const ns_case_t *c, int nranks) {
-  const char *algo = algo_names[c->algo];
+  const char *algo = c->algo == TPLA_NS_ALGO_AUTO ? "AUTO"
+                     : c->algo == TPLA_NS_ALGO_GRAM_ALLREDUCE ? "GRAM_ALLREDUCE"
+                     : c->algo == TPLA_NS_ALGO_REDISTRIBUTE ? "REDISTRIBUTE"
+                     : c->algo == TPLA_NS_ALGO_GATHER ? "GATHER"
+                     : c->algo == TPLA_NS_ALGO_GRAM_SHARDED ? "GRAM_SHARDED" : "LOCAL";
   snprintf(buf, size, "%" PRId64 "x%" PRId64 " %s %s, %d rank%s, %s sharded (%s), %s, pad %d%s",
            shapes[c->shape].m, shapes[c->shape].n, dcfgs[c->dcfg].name,
            c->preset ? "polar express" : "muon", nranks, nranks > 1 ? "s" : "",
@@ -382,7 +380,7 @@ typedef struct {
   ns_case_t *cases;
   int ncases;
   double *out;                 /* the global result of the current case */
-  worst_t worst[NDCFG][NALGOS]; /* [dcfg][requested algorithm] */
+  worst_t worst[NDCFG][6];     /* [dcfg][requested algorithm] */
 } case_run_t;
 
 static int cases_body(rank_env_t *e, void *arg) {
@@ -406,8 +404,7 @@ static int cases_body(rank_env_t *e, void *arg) {
 static int make_cases(int P, ns_case_t *cases) {
   static const tpla_ns_algorithm_t algos2[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                                TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
-                                               TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_SHARDED,
-                                               TPLA_NS_ALGO_GRAM_SHARDED_ROWS};
+                                               TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_SHARDED};
   static const tpla_ns_algorithm_t algos1[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_AUTO,
                                                TPLA_NS_ALGO_GRAM_ALLREDUCE};
   int n = 0, k = 0;
@@ -418,7 +415,7 @@ static int make_cases(int P, ns_case_t *cases) {
           continue; /* the bf16 Gram with Muon only */
         for (int sh = 0; sh < 2; sh++)
           for (int lay = 0; lay < (P == 1 ? 1 : NLAYOUTS); lay++)
-            for (int a = 0; a < (P == 1 ? 1 : NFORCED2); a++, k++) {
+            for (int a = 0; a < (P == 1 ? 1 : 5); a++, k++) {
               if (k % fx.stride != 0)
                 continue;
               ns_case_t c = {.shape = s, .dcfg = dc, .preset = p, .layout = lay,
@@ -435,13 +432,15 @@ static int make_cases(int P, ns_case_t *cases) {
 }
 
 static void print_worst(const case_run_t *run, int P) {
+  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL",
+                                "GRAM_SHARDED"};
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < NALGOS; a++) {
+    for (int a = 0; a < 6; a++) {
       const worst_t *w = &run->worst[dc][a];
       if (w->cases == 0)
         continue;
       printf("# %d rank%s, %-14s %-14s %3d cases: worst error %.2e (tol %.0e)", P,
-             P > 1 ? "s" : " ", dcfgs[dc].name, algo_names[a], w->cases, w->err_ref, dcfgs[dc].tol);
+             P > 1 ? "s" : " ", dcfgs[dc].name, names[a], w->cases, w->err_ref, dcfgs[dc].tol);
       if (w->err_one >= 0)
         printf(", vs 1 GPU %.2e", w->err_one);
       if (w->sv_dev >= 0)
@@ -455,7 +454,7 @@ static void print_worst(const case_run_t *run, int P) {
         !c->failed[0])
       printf("# AUTO on %d ranks, %" PRId64 "x%" PRId64 " bf16 %s sharded: %s, workspace %zu "
              "bytes on rank 0\n", P, shapes[c->shape].m, shapes[c->shape].n,
-             c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", algo_names[c->picked[0]], c->ws[0]);
+             c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", names[c->picked[0]], c->ws[0]);
   }
 }
 
@@ -467,9 +466,9 @@ static void run_cases(int P) {
   case_run_t run;
   memset(&run, 0, sizeof run);
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < NALGOS; a++)
+    for (int a = 0; a < 6; a++)
       run.worst[dc][a] = (worst_t){0, 0.0, -1.0, -1.0, -1.0};
-  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * NLAYOUTS * NFORCED2, sizeof *run.cases);
+  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * NLAYOUTS * 5, sizeof *run.cases);
   run.out = malloc(sizeof(double) * 512 * 1024);
   ASSERT_TRUE(run.cases != NULL && run.out != NULL);
   run.ncases = make_cases(P, run.cases);

@@ -85,20 +85,18 @@ static const int64_t shapes[][2] = {{52, 20}, {20, 52}, {32, 32}};
 /* The algorithms a caller can force on several ranks. */
 static const tpla_ns_algorithm_t forced[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
-                                             TPLA_NS_ALGO_GRAM_SHARDED,
-                                             TPLA_NS_ALGO_GRAM_SHARDED_ROWS};
+                                             TPLA_NS_ALGO_GRAM_SHARDED};
 #define NFORCED ((int)(sizeof forced / sizeof forced[0]))
 
 /* Every algorithm x sharding x shape x shard pattern, on 2, 3, 5 and 8 ranks. */
 static void test_every_algorithm(void) {
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                               TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
-                                              TPLA_NS_ALGO_GRAM_SHARDED,
-                                              TPLA_NS_ALGO_GRAM_SHARDED_ROWS};
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
   static const int ranks[] = {2, 3, 5, 8};
   double worst[2] = {0, 0};
   int failures = 0, variant = 0;
-  for (int a = 0; a < 6; a++)
+  for (int a = 0; a < 5; a++)
     for (int sh = 0; sh < 2; sh++)
       for (int s = 0; s < 3; s++)
         for (int p = 0; p < 4; p++, variant++)
@@ -168,31 +166,23 @@ static void test_larger(void) {
                            TPLA_NS_MUON_SCHEDULE5, 5, 4, worst);
   failures += check_config(4, TPLA_SHARD_COLS, 150, 140, true, TPLA_NS_ALGO_GRAM_SHARDED,
                            TPLA_NS_POLAR_EXPRESS, 6, 5, worst);
-  /* whole rows: tall (rows sharded, bf16 Gram), and redistributed (columns) */
-  failures += check_config(3, TPLA_SHARD_ROWS, 400, 48, true, TPLA_NS_ALGO_GRAM_SHARDED_ROWS,
-                           TPLA_NS_MUON, 5, 6, worst);
-  failures += check_config(2, TPLA_SHARD_COLS, 96, 260, false, TPLA_NS_ALGO_GRAM_SHARDED_ROWS,
-                           TPLA_NS_MUON_SCHEDULE5, 5, 7, worst);
   ASSERT_EQ_INT(failures, 0);
 }
 
-/* GRAM_SHARDED and GRAM_SHARDED_ROWS forced on 1..8 ranks (1: runs as
- * LOCAL), rows and columns sharded, tall, wide and square, even and uneven
- * shards (rank 1 empty): equals one rank to fp32 rounding, and the plan
- * reports the algorithm. */
+/* GRAM_SHARDED forced on 1..8 ranks (1: runs as LOCAL), rows and columns
+ * sharded, tall, wide and square, even and uneven shards (rank 1 empty):
+ * equals one rank to fp32 rounding, and the plan reports GRAM_SHARDED. */
 static void test_gram_sharded_everywhere(void) {
   static const int64_t dims[][2] = {{44, 18}, {18, 44}, {30, 30}, {70, 66}};
   double worst[2] = {0, 0};
   int failures = 0, variant = 0;
-  for (int rows = 0; rows < 2; rows++)
-    for (int P = 1; P <= 8; P++)
-      for (int sh = 0; sh < 2; sh++)
-        for (int d = 0; d < 4; d++)
-          for (int uneven = 0; uneven < 2; uneven++, variant++)
-            failures += check_config(
-                P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0], dims[d][1], uneven,
-                rows ? TPLA_NS_ALGO_GRAM_SHARDED_ROWS : TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_MUON, 5,
-                variant, worst);
+  for (int P = 1; P <= 8; P++)
+    for (int sh = 0; sh < 2; sh++)
+      for (int d = 0; d < 4; d++)
+        for (int uneven = 0; uneven < 2; uneven++, variant++)
+          failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
+                                   dims[d][1], uneven, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_MUON,
+                                   5, variant, worst);
   printf("  worst: distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n", worst[0], worst[1]);
   ASSERT_EQ_INT(failures, 0);
 }
@@ -397,8 +387,8 @@ static void test_shard_partition(void) {
         for (int r = 0; r < P && ok; r++) {
           ns_iter_t it;
           ns_layout_t L = {0};
-          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, r, P, false,
-                                     3 * s, &L, "test") == TPLA_SUCCESS;
+          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, r, P, 3 * s,
+                                     &L, "test") == TPLA_SUCCESS;
           if (!ok)
             break;
           const ns_split_t *sh = &it.split;
@@ -433,49 +423,11 @@ static void test_shard_partition(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
-/* GRAM_SHARDED_ROWS's split: rank q's rows [q s / P, (q+1) s / P) of P,
- * whole, gathered in rank order so that the packed rows are P itself. */
-static void test_whole_rows_partition(void) {
-  struct tpla_ctx cuda = {0};
-  cuda.executor = TPLA_EXECUTOR_CUDA;
-  const ns_machine_t *mach = ns_machine(&cuda);
-  static const int64_t sizes[] = {1, 5, 17, 100, 4096};
-  int failures = 0;
-  for (int si = 0; si < 5; si++)
-    for (int P = 1; P <= 8; P++)
-      for (int r = 0; r < P; r++) {
-        int64_t s = sizes[si];
-        ns_iter_t it;
-        ns_layout_t L = {0};
-        bool ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, r, P, true,
-                                        3 * s, &L, "test") == TPLA_SUCCESS;
-        const ns_split_t *sh = &it.split;
-        ok = ok && sh->whole_rows && sh->nbk == P && sh->round_at[0] == 0 &&
-             sh->total == (size_t)(s * s);
-        int64_t next = 0;
-        for (int q = 0; q < P && ok; q++) {
-          int64_t o = q * s / P, h = (q + 1) * s / P - o;
-          ok = o == next && sh->row_at[q] == o * s && sh->counts[q] == (size_t)(h * s) &&
-               sh->counts[P + q] == 0 && (q != r || sh->own == (size_t)(h * s));
-          next = o + h;
-        }
-        ok = ok && next == s;
-        if (!ok) {
-          fprintf(stderr, "  s=%" PRId64 " P=%d rank %d: bad whole-rows split\n", s, P, r);
-          failures++;
-        }
-        ns_iter_free(&it);
-      }
-  ASSERT_EQ_INT(failures, 0);
-}
-
 /* The cost model with the CUDA executor's constants on the DESIGN.md 2-GPU
  * shapes (rows sharded, bf16, 5 steps): the long-dimension Gram all-reduce
  * of a wide matrix is never chosen; tall matrices split the polynomial
- * (GRAM_SHARDED; with a bf16 Gram in whole rows, whose all-gather the long
- * update hides); 8192^2 keeps GRAM_ALLREDUCE's CHAIN update with an fp32
- * Gram (a TF32 square costs twice as much) and splits the triangle with a
- * bf16 Gram (whole rows would cost 2x its FLOPs at s = l).
+ * (GRAM_SHARDED); 8192^2 keeps GRAM_ALLREDUCE's CHAIN update with an fp32
+ * Gram (a TF32 square costs twice as much) and splits with a bf16 Gram.
  * Prints the predictions docs/ALGORITHMS.md quotes. */
 static void test_cost_model_choices(void) {
   struct tpla_ctx cuda = {0};
@@ -490,9 +442,8 @@ static void test_cost_model_choices(void) {
                {4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED},
                {8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_ALLREDUCE},
                {8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED},
-               {16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED_ROWS},
-               {4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED_ROWS}};
-  for (int i = 0; i < 7; i++) {
+               {4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE}};
+  for (int i = 0; i < 6; i++) {
     int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
     ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5};
     ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
@@ -506,11 +457,10 @@ static void test_cost_model_choices(void) {
               ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_ALLREDUCE));
   static const int64_t dims[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
   static const tpla_ns_algorithm_t cols[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
-                                             TPLA_NS_ALGO_GRAM_SHARDED,
-                                             TPLA_NS_ALGO_GRAM_SHARDED_ROWS,
-                                             TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+                                             TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_REDISTRIBUTE,
+                                             TPLA_NS_ALGO_GATHER};
   printf("  predicted ms (CUDA constants, bf16, rows even, 5 steps): LOCAL GRAM_ALLREDUCE "
-         "GRAM_SHARDED GRAM_SHARDED_ROWS REDISTRIBUTE GATHER -> AUTO\n");
+         "GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO\n");
   for (int g = 0; g < 2; g++)
     for (int P = 2; P <= 8; P *= 2)
       for (int d = 0; d < 4; d++) {
@@ -523,7 +473,7 @@ static void test_cost_model_choices(void) {
         one.nranks = 1;
         printf("  %s Gram P=%d %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
                dims[d][0], dims[d][1], 1e3 * ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL));
-        for (int a = 0; a < 5; a++)
+        for (int a = 0; a < 4; a++)
           printf(" %7.2f", 1e3 * ns_cost(mach, &sh, cols[a]));
         printf(" -> %s\n", ns_algorithm_name(ns_choose(mach, &sh, NULL)));
       }
@@ -549,7 +499,6 @@ int main(void) {
   TEST(test_gram_sharded_half);
   TEST(test_execute_out_in_place);
   TEST(test_shard_partition);
-  TEST(test_whole_rows_partition);
   TEST(test_cost_model_choices);
   return test_summary();
 }

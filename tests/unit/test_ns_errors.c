@@ -154,7 +154,7 @@ static void test_bad_values(void) {
                {6, "unknown algorithm 9"},            {7, "shard 5 is neither"},
                {8, "negative shard size -3x8"},       {9, "coefficients given (3) with a preset"},
                {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
-               {12, "has 0 columns"},                 {13, "unknown algorithm 7"},
+               {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
                {14, "unknown algorithm -1"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
@@ -176,7 +176,7 @@ static void test_bad_values(void) {
       case 10: d->algorithm = TPLA_NS_ALGO_LOCAL; break;
       case 11: d->size = 8; break;
       case 12: d->local_cols = 0; break;
-      case 13: d->algorithm = (tpla_ns_algorithm_t)(TPLA_NS_ALGO_GRAM_SHARDED_ROWS + 1); break;
+      case 13: d->algorithm = (tpla_ns_algorithm_t)(TPLA_NS_ALGO_GRAM_SHARDED + 1); break;
       case 14: d->algorithm = (tpla_ns_algorithm_t)-1; break;
       }
     }
@@ -279,8 +279,8 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
 static void test_execute_rejects_bad_views(void) {
   static const tpla_ns_algorithm_t algos[] = {
       TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_REDISTRIBUTE,
-      TPLA_NS_ALGO_GATHER, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_GRAM_SHARDED_ROWS};
-  for (int a = 0; a < 6; a++)
+      TPLA_NS_ALGO_GATHER, TPLA_NS_ALGO_GRAM_SHARDED};
+  for (int a = 0; a < 5; a++)
     for (int P = 1; P <= 3; P += 1 + (a > 0))
       for (int which = 0; which < X_CASES; which++) {
         exec_case_t c = {which, 0, algos[a]};
