@@ -174,6 +174,10 @@ static void test_auto_chunks(void) {
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_RS, 2, 300, 4096, 8192, TPLA_BFLOAT16), 2);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 100000, 16, 16, TPLA_FLOAT32), 8);
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AR, 8, 300, 16, 16, TPLA_FLOAT32), 2);
+  /* FP8 AG: at least 4 as well (measured on 2 H200, run 19) */
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 2, 4096, 8192, 4096, TPLA_FLOAT8_E4M3), 4);
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 2, 16384, 8192, 4096, TPLA_FLOAT8_E5M2), 4);
+  ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 2, 300, 8192, 4096, TPLA_FLOAT8_E4M3), 2);
 }
 
 int main(void) {
