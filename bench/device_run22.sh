@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/device_run22.sh - experiment (a patched copy, not the library as
+# bench/device_run22.sh - prepared, not yet run (no device time left in its session).
+# An experiment (a patched copy, not the library as
 # committed): FP8 AllGather+GEMM (16384, 8192, 1024) runs its GEMMs from the same
 # staged B^T with --cache-b (361 us, run 21) as with op(B) N's per-call transpose
 # (295 us). The transpose call also makes compute lane 1 follow every stream used
