@@ -420,6 +420,19 @@ typedef enum {
                                       polynomial b G + c G^2, all-gathered    */
 } tpla_ns_algorithm_t;
 
+/* What the steps iterate on. X: every step forms the Gram of X and updates X
+ * (the reference iteration). GRAM: every second step only; in between, the
+ * step polynomials are applied to the Gram matrix (s x s, s the short side)
+ * and X is updated once per pair of steps (one polynomial of degree 25 for
+ * the Muon quintic): fewer FLOPs when the long side exceeds the short one by
+ * more than ~15%, the same polynomial map up to rounding. Restarting from X
+ * every two steps keeps its rounding error at the X iteration's level
+ * (bench/ns_gram_iteration_study.py). Not with TPLA_NS_ALGO_GRAM_SHARDED. */
+typedef enum {
+  TPLA_NS_ITERATE_X = 0,   /* default */
+  TPLA_NS_ITERATE_GRAM = 1
+} tpla_ns_iteration_t;
+
 typedef struct {
   size_t size;                  /* sizeof(tpla_ns_desc_t); set by the INIT macro */
   tpla_shard_t shard;           /* which global dimension is split            */
@@ -440,10 +453,11 @@ typedef struct {
                                    of the Gram matrix, its square and their
                                    all-reduce                                 */
   tpla_ns_algorithm_t algorithm;
+  tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_X (default) or _GRAM      */
 } tpla_ns_desc_t;
 #define TPLA_NS_DESC_INIT                                                                  \
   {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \
-   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO}
+   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X}
 
 typedef struct tpla_ns_plan *tpla_ns_plan_t;
 

@@ -64,6 +64,8 @@ void tool_ns_usage(FILE *out) {
           "                (gram: GRAM_ALLREDUCE; sharded: GRAM_SHARDED, the Gram polynomial\n"
           "                split across the ranks)\n"
           "  --gram=G      Gram dtype: fp32 (default), input, or both (--gram alone: both)\n"
+          "  --iterate=I   x (default) or gram: the steps applied to the Gram matrix between\n"
+          "                updates of X (TPLA_NS_ITERATE_GRAM)\n"
           "  --shard=S     rows (default) or cols: the dimension split evenly over the ranks\n"
           "  --svd-max=N   -c 1: float64 host SVD errors up to this dimension (default 4096;\n"
           "                above it polar_rel is nan and orth_max comes from an fp32 GEMM)\n"
@@ -111,6 +113,8 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
       {"gram_sharded", TPLA_NS_ALGO_GRAM_SHARDED}, {NULL, 0}};
   /* --gram alone (no value) runs both */
   static const ns_name_t grams[] = {{"fp32", 0}, {"input", 1}, {"both", 2}, {"", 2}, {NULL, 0}};
+  static const ns_name_t iterations[] = {{"x", TPLA_NS_ITERATE_X}, {"gram", TPLA_NS_ITERATE_GRAM},
+                                         {NULL, 0}};
   static const ns_name_t shards[] = {{"rows", TPLA_SHARD_ROWS}, {"cols", TPLA_SHARD_COLS},
                                      {NULL, 0}};
   memset(a, 0, sizeof *a);
@@ -146,6 +150,9 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
       a->ngrams = k >= 2 ? 2 : 1;
       gram_input[0] = k == 1;
       gram_input[1] = true;
+    } else if (KEY("--iterate")) {
+      ok = pick(v, iterations, &k);
+      a->iteration = (tpla_ns_iteration_t)k;
     } else if (KEY("--shard")) {
       ok = pick(v, shards, &k);
       a->shard = (tpla_shard_t)k;
@@ -316,6 +323,7 @@ static int run_variant(tool_rank_t *r, ns_job_t *job, ns_bufs_t *b, int shape, i
   d.preset = a->preset;
   d.gram_dtype = a->grams[g];
   d.algorithm = a->algo;
+  d.iteration = a->iteration;
   tpla_status_t st = tpla_ns_plan_create(&b->plan, r->ctx, &d);
   int failed = st != TPLA_SUCCESS ? tool_rank_fail(r, "tpla_ns_plan_create", st) : 0;
   if (!failed) {
@@ -355,11 +363,13 @@ static void print_header(const ns_job_t *job) {
   bool cuda = o->executor == TOOL_EXEC_CUDA;
   printf("# tpla ns: Newton-Schulz orthogonalization, tpla_ns_execute_out on every rank\n");
   printf("# executor %s, %d rank%s%s, %s, %s sharded evenly, preset %s, %d steps, algorithm %s, "
-         "gram %s%s\n", tool_executor_name(o->executor), o->ranks, o->ranks == 1 ? "" : "s",
+         "gram %s%s, iterating on %s\n",
+         tool_executor_name(o->executor), o->ranks, o->ranks == 1 ? "" : "s",
          cuda ? " (rank r on GPU r)" : " (threads)", tpla_dtype_name(o->dtype),
          a->shard == TPLA_SHARD_ROWS ? "rows" : "cols", preset_name(a->preset), a->steps,
          a->algo == TPLA_NS_ALGO_AUTO ? "auto" : algo_name(a->algo), tpla_dtype_name(a->grams[0]),
-         a->ngrams == 2 ? (o->dtype == TPLA_FLOAT16 ? " and fp16" : " and bf16") : "");
+         a->ngrams == 2 ? (o->dtype == TPLA_FLOAT16 ? " and fp16" : " and bf16") : "",
+         a->iteration == TPLA_NS_ITERATE_GRAM ? "the Gram matrix (--iterate=gram)" : "X");
   printf("# iters %d, warmup %d, check %d (float64 host SVD up to %" PRId64 "%s), seed %" PRIu64
          "\n", o->iters, o->warmup, o->check, a->svd_max,
 #ifdef TPLA_HAVE_LAPACK
@@ -423,10 +433,11 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
     FILE *f = job->json;
     fprintf(f, "{\"shape\": \"%s\", \"gpus\": %d, \"variant\": \"tpla\", \"executor\": \"%s\", "
             "\"dtype\": \"%s\", \"gram\": \"%s\", \"preset\": \"%s\", \"steps\": %d, "
-            "\"shard\": \"%s\", \"algorithm\": \"%s\", \"errsrc\": \"%s\"", name, o->ranks,
-            tool_executor_name(o->executor), tpla_dtype_name(o->dtype),
+            "\"shard\": \"%s\", \"algorithm\": \"%s\", \"iteration\": \"%s\", \"errsrc\": \"%s\"",
+            name, o->ranks, tool_executor_name(o->executor), tpla_dtype_name(o->dtype),
             tpla_dtype_name(a->grams[g]), preset_name(a->preset), a->steps,
-            a->shard == TPLA_SHARD_ROWS ? "rows" : "cols", algo_name(res[0].algo), e.src);
+            a->shard == TPLA_SHARD_ROWS ? "rows" : "cols", algo_name(res[0].algo),
+            a->iteration == TPLA_NS_ITERATE_GRAM ? "gram" : "x", e.src);
     json_num(f, "time_ms", ms);
     json_num(f, "tmax_ms", tmax * 1e-3);
     json_num(f, "tflops", tflops);

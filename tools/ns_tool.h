@@ -16,6 +16,7 @@ typedef struct {
   tpla_ns_preset_t preset;
   int steps;
   tpla_ns_algorithm_t algo;
+  tpla_ns_iteration_t iteration;
   tpla_shard_t shard;
   int ngrams;             /* Gram variants to run: 1, or 2 for --gram=both */
   tpla_dtype_t grams[2];

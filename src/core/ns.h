@@ -5,6 +5,8 @@
  *   ns_cost.c    machine model and cost model (which algorithm, which update)
  *   ns_iter.c    the iteration engine: normalization and the per-step op
  *                schedule on one oriented matrix (local or Gram all-reduce)
+ *   ns_gram_iter.c  TPLA_NS_ITERATE_GRAM: steps applied to the Gram matrix
+ *                between updates of X (the engine's other mode)
  *   ns_shard.c   GRAM_SHARDED's split of the Gram polynomial: each rank
  *                computes its block rows, an all-gather completes it
  *   ns_dist.c    the distributed algorithms: layouts and runs of LOCAL,
@@ -67,6 +69,15 @@ double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update);
 /* Seconds of one step on an s x l matrix with the cheaper update. */
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
                     tpla_dtype_t gram_dtype, ns_update_t *update);
+/* The Gram iteration (ns_gram_iter.c): steps are done in segments of at most
+ * NS_GRAM_SEGMENT; each forms the Gram of X once and updates X once. */
+#define NS_GRAM_SEGMENT 2
+static inline int ns_gram_segments(int steps) {
+  return (steps + NS_GRAM_SEGMENT - 1) / NS_GRAM_SEGMENT;
+}
+/* Seconds of `steps` steps of the Gram iteration on an s x l matrix. */
+double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int steps,
+                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype);
 
 /* Global facts every rank knows after the agreement, for the cost model. */
 typedef struct {
@@ -75,6 +86,7 @@ typedef struct {
   const int64_t *rows;   /* rows of Y per rank (nranks)                    */
   tpla_dtype_t dtype, gram_dtype;
   int steps;
+  bool gram_iter;        /* TPLA_NS_ITERATE_GRAM (ns_gram_iter.c)           */
 } ns_shape_t;
 
 /* Estimated seconds of one execute with algorithm `a` (never AUTO); LOCAL:
@@ -152,8 +164,11 @@ typedef struct {
   int64_t chunk; /* columns of X per update chunk (0 when l == 0) */
   ns_op_t ops[NS_MAX_OPS];
   int nops;
+  bool gram_iter;                /* TPLA_NS_ITERATE_GRAM: ns_gram_iterate runs it */
   size_t off_g1, off_g2, off_g3; /* layout offsets of the Gram buffers */
+  size_t off_g4, off_g5;         /* the Gram iteration's other s x s scratch */
   void *g1, *g2, *g3;            /* bound: gram, square/poly, input-dtype copy */
+  void *g4, *g5;
   void *temp;                    /* bound: >= s * chunk elements of dtype */
   ns_split_t split;              /* GRAM_SHARDED: g2 = own rows' scratch (gram
                                     dtype, cast only), g3 = the whole P */
@@ -170,10 +185,10 @@ void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
                   int64_t temp_cap);
 /* Configure an iteration on an s x l matrix (update variant, blocks,
- * chunking for a temp buffer of temp_cap elements, op schedule) and reserve
- * its Gram buffers in *layout. */
+ * chunking for a temp buffer of temp_cap elements, op schedule; or the Gram
+ * iteration) and reserve its Gram buffers in *layout. */
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce, bool gram_iter,
                    int64_t temp_cap, ns_layout_t *layout);
 /* The same for GRAM_SHARDED: rank `rank` of `nranks` computes its block
  * rows of the polynomial; the update is SQUARE. Allocates the host tables
@@ -223,6 +238,19 @@ tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_
  * itself or memory that does not overlap d; beta = 0 does not read c. */
 tpla_status_t ns_gemm_c(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, ns_opmat_t c,
                         float alpha, float beta, int tf32, void *stream);
+/* dst (s x s) = alpha X Y^T + beta add (add NULL: beta scales dst) for a
+ * symmetric product: upper block rows only, the caller mirrors; with `pack`
+ * (distributed Gram, add NULL) each block row is all-reduced (ns_iter.c). */
+tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
+                             int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
+                             float beta, void *stream);
+/* X' = P X + a X (P s x s, input dtype) for X at place[*at]: into the other
+ * place when the iteration ping-pongs (*at flips), else in place by chunks. */
+tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int *at,
+                               tpla_matrix_t p, float a, void *stream);
+/* The Gram iteration's steps from X at place[at] (ns_gram_iter.c). */
+tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
+                              const float *table, int steps, void *stream);
 /* Step op SHARD_POLY (ns_shard.c): g3 = b g1 + c g1^2 in the input dtype
  * from this rank's block rows and everyone else's. */
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,

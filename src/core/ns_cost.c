@@ -8,6 +8,8 @@
  */
 #include "ns.h"
 
+#include <math.h>
+
 /* H200-class GPU on NVLink: ~650 TFLOP/s bf16 GEMM at these sizes, fp32
  * without tensor cores ~8x slower, TF32 ~2x; NCCL all-reduce bus bandwidth
  * ~250 GB/s, all-to-all ~350 GB/s per rank, ~20 us per collective. The
@@ -76,6 +78,31 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
   return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops;
 }
 
+/* Per segment: the Gram of X and the update of X (one each), and in the s x s
+ * space per two-step segment five symmetric products (Z1 = b G + c G^2, G Z1,
+ * Z1 (G Z1), Z2, Z1 Z2), per one-step segment one (ns_gram_iter.c). */
+double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int steps,
+                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype) {
+  int nb = ns_sym_blocks(mach, s), seg = ns_gram_segments(steps);
+  int products = (steps / NS_GRAM_SEGMENT) * 5 + (steps % NS_GRAM_SEGMENT);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
+  double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
+  return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops;
+}
+
+/* All steps on an s x l matrix (a rank's part), per the shape's iteration. */
+static double iterate_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t s,
+                           int64_t l) {
+  if (sh->gram_iter)
+    return ns_gram_iter_time(mach, s, l, sh->steps, sh->dtype, sh->gram_dtype);
+  return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+}
+
+/* Gram matrices formed (and all-reduced when distributed) per execute. */
+static int grams_formed(const ns_shape_t *sh) {
+  return sh->gram_iter ? ns_gram_segments(sh->steps) : sh->steps;
+}
+
 /* ---- collectives ---------------------------------------------------------- */
 
 static double allreduce_time(const ns_machine_t *mach, int P, double bytes) {
@@ -104,13 +131,13 @@ static double gram_sum_time(const ns_machine_t *mach, const ns_shape_t *sh, int6
 /* Gram all-reduce over the non-sharded dimension g; rank q holds l_q. */
 static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                   const int64_t *l) {
-  double step = 0.0;
+  double most = 0.0;
   for (int q = 0; q < sh->nranks; q++) {
-    double t = ns_step_time(mach, g, l[q], sh->dtype, sh->gram_dtype, NULL);
-    step = t > step ? t : step;
+    double t = iterate_time(mach, sh, g, l[q]);
+    most = t > most ? t : most;
   }
-  step += gram_sum_time(mach, sh, g);
-  return allreduce_time(mach, sh->nranks, 4.0) + sh->steps * step;
+  return allreduce_time(mach, sh->nranks, 4.0) + most +
+         grams_formed(sh) * gram_sum_time(mach, sh, g);
 }
 
 /* GRAM_SHARDED: rank q's Gram and P X update on its l_q columns, the most
@@ -154,13 +181,15 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   switch (a) {
   case TPLA_NS_ALGO_LOCAL: {
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
-    return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+    return iterate_time(mach, sh, s, l);
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
     return gram_allreduce_cost(mach, sh, sh->N, sh->rows);
   case TPLA_NS_ALGO_GRAM_SHARDED:
   case TPLA_NS_ALGO_REDISTRIBUTE: {
     bool split = a == TPLA_NS_ALGO_GRAM_SHARDED;
+    if (split && sh->gram_iter) /* no per-step polynomial to split */
+      return HUGE_VAL;
     if (split && sh->N <= sh->M) /* the sharded dimension is the long one */
       return gram_sharded_cost(mach, sh, sh->N, sh->rows);
     /* Columns of Y split evenly; then the Gram over M. */
@@ -184,8 +213,7 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
       least = sh->rows[q] < least ? sh->rows[q] : least;
     double in = ((double)sh->M - (double)least) * (double)sh->N * e;
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
-    return allreduce_time(mach, P, 4.0) + alltoall_time(mach, P, in) +
-           sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+    return allreduce_time(mach, P, 4.0) + alltoall_time(mach, P, in) + iterate_time(mach, sh, s, l);
   }
   case TPLA_NS_ALGO_AUTO: break;
   }

@@ -125,8 +125,10 @@ static size_t sym_packed_elems(int64_t s, int nb) {
   return n;
 }
 
-/* dst (s x s) = X X^T for op(x) s x k: one GEMM per block row of the upper
- * triangle (block row i times block rows i..nb-1); the caller mirrors.
+/* dst (s x s) = X Y^T for op(x), op(y) s x k whose product is symmetric
+ * (the Gram X X^T, or a product of commuting symmetric matrices, y = the
+ * second factor, which equals its transpose): one GEMM per block row of the
+ * upper triangle (block row i times block rows i..nb-1); the caller mirrors.
  * With `add` (s x s, not dst; pack NULL only): dst = alpha X X^T + beta add,
  * each block row's C the same block of add.
  * With `pack` (the distributed Gram), each block row is computed packed
@@ -135,9 +137,9 @@ static size_t sym_packed_elems(int64_t s, int nb) {
  * computed; the stream joins the side stream at the end. So the per-step
  * collective hides behind the Gram and moves the upper triangle only
  * ((nb+1)/(2 nb) of the matrix, not its full block rows). */
-static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, int nb,
-                                 int tf32, void *pack, const tpla_matrix_t *add, float alpha,
-                                 float beta, void *stream) {
+tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
+                             int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
+                             float beta, void *stream) {
   int64_t s = dst.rows, t = (s + nb - 1) / nb;
   void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
   size_t at = 0;
@@ -146,7 +148,7 @@ static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x
     tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
     if (pack == NULL) {
       ns_opmat_t c = plain(add != NULL ? ns_sub(*add, i0, h, i0, s - i0) : d);
-      TPLA_TRY(gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+      TPLA_TRY(gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(y, i0, s - i0)),
                        add != NULL ? &c : NULL, alpha, beta, tf32, stream));
       continue;
     }
@@ -154,7 +156,7 @@ static tpla_status_t sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x
                                dst.dtype);
     at += (size_t)(h * (s - i0));
     void *on = side != NULL ? side : stream;
-    TPLA_TRY(ns_gemm_tf32(ctx, plain(p), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+    TPLA_TRY(ns_gemm_tf32(ctx, plain(p), op_rows(x, i0, h), op_transpose(op_rows(y, i0, s - i0)),
                           1.0f, 0.0f, tf32, stream));
     TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
     TPLA_TRY(ctx->backend->allreduce(ctx, p.data, p.data, (size_t)(h * (s - i0)), dst.dtype, on));
@@ -186,11 +188,23 @@ void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
 }
 
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce, bool gram_iter,
                    int64_t temp_cap, ns_layout_t *layout) {
   ns_iter_base(it, mach, s, l, dtype, gram_dtype, allreduce, temp_cap);
-  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
   bool cast = gram_dtype != dtype;
+  size_t ss = (size_t)s * (size_t)s, gsz = tpla_dtype_size(gram_dtype);
+  if (gram_iter) { /* G, three s x s scratch matrices (ns_gram_iter.c), the cast */
+    it->gram_iter = true;
+    it->update = NS_UPDATE_SQUARE; /* X' = (alpha I + W) X, as P X + a X */
+    it->off_g1 = ns_layout_take(layout, ss * gsz);
+    it->off_g2 = ns_layout_take(layout, ss * gsz); /* also the all-reduce's packed rows */
+    it->off_g4 = ns_layout_take(layout, ss * gsz);
+    it->off_g5 = ns_layout_take(layout, ss * gsz);
+    it->off_g3 = ns_layout_take(layout, cast ? ss * tpla_dtype_size(dtype) : 0);
+    it->off_arp = it->off_g2;
+    return;
+  }
+  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
   ns_op_t *op = it->ops;
   *op++ = NS_OP_GRAM; /* all-reduced block row by block row when distributed */
   *op++ = NS_OP_MIRROR_GRAM;
@@ -205,9 +219,8 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
     *op++ = NS_OP_UPDATE_CHAIN;
   }
   it->nops = (int)(op - it->ops);
-  /* The packed Gram of the all-reduce (sym_product) borrows g2: the
+  /* The packed Gram of the all-reduce (ns_sym_product) borrows g2: the
    * square is computed after it, and CHAIN has no other use for g2. */
-  size_t ss = (size_t)s * (size_t)s, gsz = tpla_dtype_size(gram_dtype);
   size_t g2 = it->update == NS_UPDATE_SQUARE ? ss * gsz : 0;
   size_t packed = allreduce ? ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype) : 0;
   it->off_g1 = ns_layout_take(layout, ss * gsz);
@@ -220,6 +233,8 @@ void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
   it->g1 = ns_at(base, it->off_g1);
   it->g2 = ns_at(base, it->off_g2);
   it->g3 = ns_at(base, it->off_g3);
+  it->g4 = ns_at(base, it->off_g4);
+  it->g5 = ns_at(base, it->off_g5);
   it->pk = ns_at(base, it->off_pk);
   it->arp = ns_at(base, it->off_arp);
   it->temp = temp;
@@ -231,7 +246,8 @@ static bool pingpong(const ns_iter_t *it) {
 }
 
 ns_where_t ns_iter_end(const ns_iter_t *it, int steps, ns_where_t start) {
-  if (!pingpong(it) || steps % 2 == 0)
+  int moves = it->gram_iter ? ns_gram_segments(steps) : steps; /* X updates */
+  if (!pingpong(it) || moves % 2 == 0)
     return start;
   return start == NS_IN_X ? NS_IN_TEMP : NS_IN_X;
 }
@@ -250,9 +266,8 @@ static tpla_matrix_t update_operand(const ns_iter_t *it) {
 
 /* The update of X by chunks of columns (they are independent: the Gram-side
  * matrix multiplies from the left), so the temp holds one chunk only. */
-static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, float a, float b,
-                            float c, void *stream) {
-  tpla_matrix_t g = update_operand(it);
+static tpla_status_t update_chunks(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x,
+                                   tpla_matrix_t g, float a, float b, float c, void *stream) {
   for (int64_t j0 = 0; j0 < it->l; j0 += it->chunk) {
     int64_t w = it->l - j0 < it->chunk ? it->l - j0 : it->chunk;
     ns_opmat_t xc = op_cols(x, j0, w);
@@ -275,6 +290,16 @@ static tpla_status_t update(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, f
   return TPLA_SUCCESS;
 }
 
+tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int *at,
+                               tpla_matrix_t p, float a, void *stream) {
+  if (!pingpong(it))
+    return update_chunks(ctx, it, place[*at], p, a, 0.0f, 0.0f, stream);
+  /* X' = P X + a X into the other place: no copy of X */
+  TPLA_TRY(ns_gemm_c(ctx, place[!*at], plain(p), place[*at], place[*at], 1.0f, a, 0, stream));
+  *at = !*at;
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
                          ns_where_t end, const float *table, int steps, void *stream) {
   int64_t s = it->s;
@@ -293,6 +318,8 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
     TPLA_TRY(ns_axpby(ctx, place[!at].v, place[at].v, 1.0f, 0.0f, stream));
     at = !at;
   }
+  if (it->gram_iter)
+    return ns_gram_iterate(ctx, it, place, at, table, steps, stream);
   /* The Gram square of a half input may use TF32: more precise than the
    * half-precision result it feeds. */
   int tf32 = it->gram_dtype == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
@@ -301,15 +328,16 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
     for (int i = 0; i < it->nops; i++) {
       switch (it->ops[i]) {
       case NS_OP_GRAM:
-        TPLA_TRY(sym_product(ctx, g1, place[at], it->nblocks, 0,
-                             it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
+        TPLA_TRY(ns_sym_product(ctx, g1, place[at], place[at], it->nblocks, 0,
+                                it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
         break;
       case NS_OP_MIRROR_GRAM:
         TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
-          TPLA_TRY(sym_product(ctx, g2, plain(g1), it->nblocks, tf32, NULL, &g1, c, b, stream));
+          TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
+                                  b, stream));
           TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
@@ -325,14 +353,10 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, stream));
         break;
       case NS_OP_UPDATE_SQUARE:
+        TPLA_TRY(ns_update_square(ctx, it, place, &at, update_operand(it), a, stream));
+        break;
       case NS_OP_UPDATE_CHAIN:
-        if (pp) { /* X' = P X + a X into the other place: no copy of X */
-          TPLA_TRY(ns_gemm_c(ctx, place[!at], plain(update_operand(it)), place[at], place[at],
-                             1.0f, a, 0, stream));
-          at = !at;
-        } else {
-          TPLA_TRY(update(ctx, it, place[at], a, b, c, stream));
-        }
+        TPLA_TRY(update_chunks(ctx, it, place[at], update_operand(it), a, b, c, stream));
         break;
       }
     }

@@ -23,7 +23,7 @@
 
 typedef struct {
   int32_t status; /* 0 or this rank's own tpla_status_t */
-  int32_t shard, dtype, gram_dtype, algorithm, steps;
+  int32_t shard, dtype, gram_dtype, algorithm, steps, iteration;
   int64_t local_rows, local_cols;
   uint64_t coef_hash;
   float eps, safety;
@@ -96,6 +96,13 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
                (double)d->safety);
   if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_GRAM_SHARDED)
     return bad(msg, IA, "%s: unknown algorithm %d", arg, (int)d->algorithm);
+  if (d->iteration != TPLA_NS_ITERATE_X && d->iteration != TPLA_NS_ITERATE_GRAM)
+    return bad(msg, IA, "%s: iteration %d is neither TPLA_NS_ITERATE_X nor _GRAM", arg,
+               (int)d->iteration);
+  if (d->iteration == TPLA_NS_ITERATE_GRAM && d->algorithm == TPLA_NS_ALGO_GRAM_SHARDED)
+    return bad(msg, TPLA_ERROR_NOT_SUPPORTED, "%s: algorithm GRAM_SHARDED splits each step's "
+               "polynomial across the ranks; the Gram iteration (TPLA_NS_ITERATE_GRAM) applies "
+               "it to the Gram matrix instead: use another algorithm or AUTO", arg);
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
                "API orthogonalizes whole matrices on one rank)", arg, nranks);
@@ -108,6 +115,7 @@ static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *tab
   s->gram_dtype = d->gram_dtype;
   s->algorithm = d->algorithm;
   s->steps = d->steps;
+  s->iteration = d->iteration;
   s->local_rows = d->local_rows;
   s->local_cols = d->local_cols;
   s->coef_hash = ns_hash_bytes(NS_HASH_INIT, table, sizeof(float) * 3 * (size_t)d->steps);
@@ -147,6 +155,10 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
     what = e ? "eps" : "safety";
     snprintf(v, sizeof v, "%g", (double)(e ? s->eps : s->safety));
     snprintf(v0, sizeof v0, "%g", (double)(e ? s0->eps : s0->safety));
+  } else if (s->iteration != s0->iteration) {
+    what = "iteration";
+    snprintf(v, sizeof v, "%s", s->iteration == TPLA_NS_ITERATE_GRAM ? "GRAM" : "X");
+    snprintf(v0, sizeof v0, "%s", s0->iteration == TPLA_NS_ITERATE_GRAM ? "GRAM" : "X");
   } else if (s->algorithm != s0->algorithm) {
     what = "algorithm";
     snprintf(v, sizeof v, "%s", ns_algorithm_name((tpla_ns_algorithm_t)s->algorithm));
@@ -228,7 +240,9 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   p->M = total;
   p->N = keep;
   const ns_machine_t *mach = ns_machine(p->ctx);
-  ns_shape_t sh = {P, p->M, p->N, NULL, p->desc.dtype, p->desc.gram_dtype, p->desc.steps};
+  ns_shape_t sh = {P,           p->M,          p->N,
+                   NULL,        p->desc.dtype, p->desc.gram_dtype,
+                   p->desc.steps, p->desc.iteration == TPLA_NS_ITERATE_GRAM};
   int64_t parts[TPLA_MAX_RANKS];
   for (int r = 0; r < P; r++)
     parts[r] = ns_part(p->offs, r);

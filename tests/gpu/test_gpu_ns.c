@@ -171,6 +171,7 @@ typedef struct {
   tpla_shard_t shard;
   tpla_ns_algorithm_t algo;
   bool use_out, spectrum;
+  bool gram_iter; /* TPLA_NS_ITERATE_GRAM */
   /* outcome: per rank, then rank 0's verdict */
   bool failed[TEAM_MAX_RANKS];
   tpla_ns_algorithm_t picked[TEAM_MAX_RANKS];
@@ -184,10 +185,11 @@ static void describe(char *buf, size_t size, const ns_case_t *c, int nranks) {
                      : c->algo == TPLA_NS_ALGO_REDISTRIBUTE ? "REDISTRIBUTE"
                      : c->algo == TPLA_NS_ALGO_GATHER ? "GATHER"
                      : c->algo == TPLA_NS_ALGO_GRAM_SHARDED ? "GRAM_SHARDED" : "LOCAL";
-  snprintf(buf, size, "%" PRId64 "x%" PRId64 " %s %s, %d rank%s, %s sharded (%s), %s, pad %d%s",
+  snprintf(buf, size, "%" PRId64 "x%" PRId64 " %s %s, %d rank%s, %s sharded (%s), %s%s, pad %d%s",
            shapes[c->shape].m, shapes[c->shape].n, dcfgs[c->dcfg].name,
            c->preset ? "polar express" : "muon", nranks, nranks > 1 ? "s" : "",
-           c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", layout_names[c->layout], algo, c->pad,
+           c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", layout_names[c->layout], algo,
+           c->gram_iter ? " (Gram iteration)" : "", c->pad,
            c->use_out ? ", execute_out" : "");
 }
 
@@ -250,6 +252,7 @@ static int run_case_rank(rank_env_t *e, ns_case_t *c, double *gout, int *stop) {
   d.steps = STEPS;
   d.preset = presets[c->preset];
   d.algorithm = c->algo;
+  d.iteration = c->gram_iter ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
   d.eps = EPS;
   tpla_ns_plan_t plan = NULL;
   /* every rank creates the plan (collective), even one that failed above */
@@ -376,11 +379,16 @@ static int judge_case(ns_case_t *c, const double *gout, int P, worst_t *worst) {
 
 /* ---- the case lists ------------------------------------------------------------ */
 
+/* Error summaries per requested algorithm (tpla_ns_algorithm_t), and one for
+ * the Gram iteration's cases whatever their algorithm. */
+#define NBUCKETS 7
+static int bucket(const ns_case_t *c) { return c->gram_iter ? NBUCKETS - 1 : (int)c->algo; }
+
 typedef struct {
   ns_case_t *cases;
   int ncases;
   double *out;                 /* the global result of the current case */
-  worst_t worst[NDCFG][6];     /* [dcfg][requested algorithm] */
+  worst_t worst[NDCFG][NBUCKETS]; /* [dcfg][requested algorithm, or the Gram iteration] */
 } case_run_t;
 
 static int cases_body(rank_env_t *e, void *arg) {
@@ -393,7 +401,7 @@ static int cases_body(rank_env_t *e, void *arg) {
     if (team_sync(e, stop))
       return failures + 1; /* the communicator may be out of step: stop here */
     if (e->rank == 0)
-      failures += judge_case(c, run->out, e->nranks, &run->worst[c->dcfg][c->algo]);
+      failures += judge_case(c, run->out, e->nranks, &run->worst[c->dcfg][bucket(c)]);
     team_sync(e, 0);
   }
   return failures;
@@ -428,14 +436,32 @@ static int make_cases(int P, ns_case_t *cases) {
               cases[n++] = c;
             }
       }
+  /* TPLA_NS_ITERATE_GRAM: every shape, dtype and preset, both shardings,
+   * even and uneven shards, AUTO and GRAM_ALLREDUCE (LOCAL on one GPU) */
+  for (int s = 0; s < NSHAPES; s++)
+    for (int dc = 0; dc < NDCFG; dc++)
+      for (int p = 0; p < 2; p++)
+        for (int sh = 0; sh < 2 && !(dc == 2 && p == 1); sh++)
+          for (int lay = EVEN; lay <= (P == 1 ? EVEN : UNEVEN); lay++, k++) {
+            if (k % fx.stride != 0)
+              continue;
+            ns_case_t c = {.shape = s, .dcfg = dc, .preset = p, .layout = lay, .pad = k % 2 * 3,
+                           .shard = sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS,
+                           .algo = P == 1 ? TPLA_NS_ALGO_LOCAL
+                                   : lay == EVEN ? TPLA_NS_ALGO_AUTO
+                                                 : TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                           .use_out = k % 2 == 0, .gram_iter = true, .err_ref = -1,
+                           .err_one = -1, .sv_dev = -1, .sv_out = -1};
+            cases[n++] = c;
+          }
   return n;
 }
 
 static void print_worst(const case_run_t *run, int P) {
-  static const char *names[] = {"AUTO", "GRAM_ALLREDUCE", "REDISTRIBUTE", "GATHER", "LOCAL",
-                                "GRAM_SHARDED"};
+  static const char *names[NBUCKETS] = {"AUTO",  "GRAM_ALLREDUCE", "REDISTRIBUTE",  "GATHER",
+                                        "LOCAL", "GRAM_SHARDED",   "Gram iteration"};
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < 6; a++) {
+    for (int a = 0; a < NBUCKETS; a++) {
       const worst_t *w = &run->worst[dc][a];
       if (w->cases == 0)
         continue;
@@ -466,9 +492,9 @@ static void run_cases(int P) {
   case_run_t run;
   memset(&run, 0, sizeof run);
   for (int dc = 0; dc < NDCFG; dc++)
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < NBUCKETS; a++)
       run.worst[dc][a] = (worst_t){0, 0.0, -1.0, -1.0, -1.0};
-  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * NLAYOUTS * 5, sizeof *run.cases);
+  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * (NLAYOUTS * 5 + 2), sizeof *run.cases);
   run.out = malloc(sizeof(double) * 512 * 1024);
   ASSERT_TRUE(run.cases != NULL && run.out != NULL);
   run.ncases = make_cases(P, run.cases);

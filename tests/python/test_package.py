@@ -128,6 +128,23 @@ def test_local_newton_schulz_matches_numpy(coefficients, steps, table, safety):
     assert torch.equal(x, torch.randn(50, 30, generator=torch.Generator().manual_seed(3)))
 
 
+@pytest.mark.parametrize("shape,coefficients,steps", [
+    ((80, 30), "muon", 5), ((30, 80), "polar_express", 8), ((40, 40), "cubic", 3)])
+def test_gram_iteration_is_the_same_map(shape, coefficients, steps):
+    """iteration="gram" applies the steps to the Gram matrix between updates of
+    X: the same polynomial map as the X iteration, to fp32 rounding."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
+    y = tt.newton_schulz(x, steps=steps, coefficients=coefficients, iteration="gram")
+    table = schedule(CUBIC, steps) if coefficients == "cubic" else (
+        schedule(MUON, steps) if coefficients == "muon" else polar_express_table(steps))
+    safety = 1.01 if coefficients == "polar_express" else 1.0
+    want = ns_numpy(x.double().numpy(), table, safety=float(np.float32(safety)))
+    err = np.abs(y.double().numpy() - want).max() / np.abs(want).max()
+    assert err < 2e-5, err
+    with pytest.raises(tpla.InvalidArgumentError, match="argument 'iteration'"):
+        tt.newton_schulz(x, iteration="chebyshev")
+
+
 def test_local_half_precision_and_polar_quality():
     x = torch.randn(64, 96, generator=torch.Generator().manual_seed(4))
     for dtype, tol in ((torch.float16, 1e-2), (torch.bfloat16, 6e-2)):

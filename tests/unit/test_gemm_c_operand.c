@@ -291,8 +291,8 @@ typedef struct {
 
 static void iter_make(iter_t *r, int64_t s, int64_t l, int64_t temp_cap) {
   ns_layout_t layout = {0};
-  ns_iter_setup(&r->it, ns_machine(ctx), s, l, TPLA_FLOAT32, TPLA_FLOAT32, false, temp_cap,
-                &layout);
+  ns_iter_setup(&r->it, ns_machine(ctx), s, l, TPLA_FLOAT32, TPLA_FLOAT32, false, false,
+                temp_cap, &layout);
   r->base = aligned_alloc(NS_ALIGN, (layout.bytes + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN);
   r->temp = malloc((size_t)temp_cap * sizeof(float));
   ns_iter_bind(&r->it, r->base, r->temp);

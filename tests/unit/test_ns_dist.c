@@ -4,7 +4,8 @@
  * tall, wide and square matrices, every algorithm and every preset, the
  * result equals the single-rank result to fp32 rounding, and the single-rank
  * result equals a float64 reference iteration. GRAM_SHARDED also in bf16,
- * its split of the Gram polynomial, and the cost model's choices.
+ * its split of the Gram polynomial, the Gram iteration (TPLA_NS_ITERATE_GRAM,
+ * against the same float64 X iteration), and the cost model's choices.
  *
  *   ./test_ns_dist        (CTest: test_ns_dist)
  */
@@ -13,6 +14,8 @@
 #include "ns.h" /* the cost model */
 
 static uint64_t seed;
+/* What check_config's plans iterate on (test_gram_iteration sets GRAM). */
+static tpla_ns_iteration_t iteration = TPLA_NS_ITERATE_X;
 
 /* Distributed vs single-rank (and single-rank vs float64) for one config. */
 static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool uneven,
@@ -26,6 +29,7 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
   run.desc.shard = TPLA_SHARD_ROWS;
   run.desc.preset = preset;
   run.desc.steps = steps;
+  run.desc.iteration = iteration;
   run.sizes[0] = m;
   int bad = ns_run(&run) != 0 || run.algo[0] != TPLA_NS_ALGO_LOCAL;
   run = (ns_run_t){.P = P, .desc = run.desc, .m = m, .n = n, .x = x, .out = dist};
@@ -43,13 +47,15 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
     }
   }
   /* DESIGN.md budget: two shard copies + three Gram matrices (the Gram of
-   * the non-sharded dimension for a forced GRAM_ALLREDUCE), or the gathered
-   * matrix. Checked for even shards, where "the shard" is well defined. */
+   * the non-sharded dimension for a forced GRAM_ALLREDUCE; the Gram
+   * iteration: five), or the gathered matrix. Checked for even shards, where
+   * "the shard" is well defined. */
   for (int r = 0; r < P && !bad && !uneven; r++) {
     int64_t g = shard == TPLA_SHARD_ROWS ? m : n, k = shard == TPLA_SHARD_ROWS ? n : m;
     int64_t shard_elems = (g + P - 1) / P * k, moved = g * ((k + P - 1) / P);
     int64_t big = m > n ? m : n, most = shard_elems > moved ? shard_elems : moved;
-    size_t allowed = (size_t)(2 * most + 3 * big * big) * 4 + 4096;
+    int grams = iteration == TPLA_NS_ITERATE_GRAM ? 5 : 3;
+    size_t allowed = (size_t)(2 * most + grams * big * big) * 4 + 4096;
     if (run.algo[r] == TPLA_NS_ALGO_GATHER)
       allowed += (size_t)(m * n) * 4;
     if (run.ws[r] > allowed) {
@@ -146,6 +152,38 @@ static void test_tiny_dims(void) {
     failures += check_config(6, TPLA_SHARD_ROWS, 1, 17, false, forced[a], TPLA_NS_CUBIC, 3, a,
                              worst);
   }
+  ASSERT_EQ_INT(failures, 0);
+}
+
+/* TPLA_NS_ITERATE_GRAM: on 1..8 ranks, every algorithm that supports it,
+ * both shardings, tall, wide and square (several symmetric blocks), uneven
+ * shards, presets with an odd and an even number of steps (a one-step last
+ * segment, or none) and the cubic one (c = 0): the distributed result equals
+ * one rank's, and one rank's equals the float64 X iteration, to fp32
+ * rounding; it is the same polynomial map. */
+static void test_gram_iteration(void) {
+  static const int64_t dims[][2] = {{52, 20}, {20, 52}, {32, 32}, {160, 70}};
+  static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+  static const struct {
+    tpla_ns_preset_t preset;
+    int steps;
+  } sched[] = {{TPLA_NS_MUON, 5}, {TPLA_NS_POLAR_EXPRESS, 8}, {TPLA_NS_CUBIC, 3},
+               {TPLA_NS_MUON_SCHEDULE5, 6}, {TPLA_NS_MUON, 1}};
+  static const int ranks[] = {1, 2, 3, 5, 8};
+  double worst[2] = {0, 0};
+  int failures = 0, variant = 0;
+  iteration = TPLA_NS_ITERATE_GRAM;
+  for (int d = 0; d < 4; d++)
+    for (int a = 0; a < 4; a++)
+      for (int sh = 0; sh < 2; sh++, variant++) {
+        int P = ranks[variant % 5], k = variant % 5;
+        failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
+                                 dims[d][1], variant % 2 == 0, algos[a], sched[k].preset,
+                                 sched[k].steps, variant, worst);
+      }
+  iteration = TPLA_NS_ITERATE_X;
+  printf("  worst: distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n", worst[0], worst[1]);
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -445,14 +483,15 @@ static void test_cost_model_choices(void) {
                {4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE}};
   for (int i = 0; i < 6; i++) {
     int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
-    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5};
+    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5, false};
     ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
   }
   int64_t rows[2] = {4096, 4096};
-  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false};
   ASSERT_TRUE(ns_choose(mach, &sq, NULL) != TPLA_NS_ALGO_GATHER);
   /* the split polynomial costs 1/P of the triangle, not the whole square */
-  ns_shape_t tall = {2, 16384, 4096, (int64_t[]){8192, 8192}, TPLA_BFLOAT16, TPLA_FLOAT32, 5};
+  ns_shape_t tall = {2,     16384,        4096, (int64_t[]){8192, 8192},
+                     TPLA_BFLOAT16, TPLA_FLOAT32, 5, false};
   ASSERT_TRUE(ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_SHARDED) <
               ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_ALLREDUCE));
   static const int64_t dims[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
@@ -468,7 +507,7 @@ static void test_cost_model_choices(void) {
         for (int q = 0; q < P; q++)
           parts[q] = dims[d][0] / P + (q < dims[d][0] % P);
         ns_shape_t sh = {P, dims[d][0], dims[d][1], parts, TPLA_BFLOAT16,
-                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5};
+                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false};
         ns_shape_t one = sh;
         one.nranks = 1;
         printf("  %s Gram P=%d %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
@@ -500,5 +539,6 @@ int main(void) {
   TEST(test_execute_out_in_place);
   TEST(test_shard_partition);
   TEST(test_cost_model_choices);
+  TEST(test_gram_iteration);
   return test_summary();
 }

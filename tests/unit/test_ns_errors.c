@@ -103,7 +103,7 @@ static void test_user_coefficient_count(void) {
 
 /* One field differs on one rank: REMOTE on every rank, the same message. */
 static void test_disagreement_is_remote_everywhere(void) {
-  for (int field = 0; field < 9; field++) {
+  for (int field = 0; field < 10; field++) {
     create_case_t c;
     init_case(&c, 3);
     tpla_ns_desc_t *d = &c.desc[2];
@@ -124,6 +124,8 @@ static void test_disagreement_is_remote_everywhere(void) {
     case 8: d->algorithm = TPLA_NS_ALGO_GRAM_SHARDED, c.desc[0].algorithm = d->algorithm,
             c.desc[1].algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE,
             needle = "rank 1 has algorithm = GRAM_ALLREDUCE, rank 0 has GRAM_SHARDED"; break;
+    case 9: d->iteration = TPLA_NS_ITERATE_GRAM, needle = "rank 2 has iteration = GRAM, rank 0 "
+            "has X"; break;
     }
     ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_REMOTE, 0, needle), 0);
     ASSERT_TRUE(strcmp(c.msg[0], c.msg[1]) == 0 && strcmp(c.msg[0], c.msg[2]) == 0);
@@ -155,7 +157,8 @@ static void test_bad_values(void) {
                {8, "negative shard size -3x8"},       {9, "coefficients given (3) with a preset"},
                {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
                {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
-               {14, "unknown algorithm -1"}};
+               {14, "unknown algorithm -1"},          {15, "iteration 2 is neither"},
+               {16, "iteration -1 is neither"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -178,11 +181,24 @@ static void test_bad_values(void) {
       case 12: d->local_cols = 0; break;
       case 13: d->algorithm = (tpla_ns_algorithm_t)(TPLA_NS_ALGO_GRAM_SHARDED + 1); break;
       case 14: d->algorithm = (tpla_ns_algorithm_t)-1; break;
+      case 15: d->iteration = (tpla_ns_iteration_t)2; break;
+      case 16: d->iteration = (tpla_ns_iteration_t)-1; break;
       }
     }
     if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))
       ASSERT_TRUE(!"bad value accepted or misreported");
   }
+}
+
+/* The Gram iteration has no per-step polynomial for GRAM_SHARDED to split. */
+static void test_gram_iteration_not_sharded(void) {
+  create_case_t c;
+  init_case(&c, 2);
+  for (int r = 0; r < 2; r++) {
+    c.desc[r].iteration = TPLA_NS_ITERATE_GRAM;
+    c.desc[r].algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
+  }
+  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_NOT_SUPPORTED, 0, "algorithm GRAM_SHARDED splits"), 0);
 }
 
 static void test_null_arguments(void) {
@@ -354,6 +370,7 @@ int main(void) {
   TEST(test_disagreement_is_remote_everywhere);
   TEST(test_unsupported_dtypes);
   TEST(test_bad_values);
+  TEST(test_gram_iteration_not_sharded);
   TEST(test_null_arguments);
   TEST(test_zero_size);
   TEST(test_execute_rejects_bad_views);

@@ -49,18 +49,24 @@ def coefficient_spec(coefficients, fn):
     return _lib.NS_USER, flat, ("user", tuple(flat))
 
 
+def _named(table, value, fn, arg):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise InvalidArgumentError("%s: argument '%s': %r is not one of %s"
+                                   % (fn, arg, value, ", ".join(table))) from None
+
+
 def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram_dtype,
-            algorithm, fn):
+            algorithm, fn, iteration="x"):
     """A filled tpla_ns_desc_t (and the coefficient array it points to)."""
     preset, flat, _ = coef
-    try:
-        algo = _lib.NS_ALGO[algorithm]
-    except KeyError:
-        raise InvalidArgumentError("%s: argument 'algorithm': %r is not one of %s"
-                                   % (fn, algorithm, ", ".join(_lib.NS_ALGO))) from None
+    algo = _named(_lib.NS_ALGO, algorithm, fn, "algorithm")
+    it = _named(_lib.NS_ITERATION, iteration, fn, "iteration")
     d = _lib.NsDesc.new(shard=shard, local_rows=int(local_rows), local_cols=int(local_cols),
                         dtype=dtype, steps=int(steps), preset=preset, eps=float(eps),
-                        safety=float(safety or 0.0), gram_dtype=gram_dtype, algorithm=algo)
+                        safety=float(safety or 0.0), gram_dtype=gram_dtype, algorithm=algo,
+                        iteration=it)
     keep = None
     if flat is not None:
         keep = (ctypes.c_float * len(flat))(*flat)
@@ -79,7 +85,8 @@ def shard_of(shard_dim, fn):
 
 
 def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=None, *,
-                  shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto"):
+                  shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto",
+                  iteration="x"):
     """Orthogonalize a sharded matrix: the polar factor U V^T of X = U S V^T,
     approximated by `steps` Newton-Schulz steps.
 
@@ -93,7 +100,9 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     shard_sizes: the sharded size of every rank (needed only for the plan
        cache with uneven shards, see the module notes).
     eps, safety, gram_dtype (torch.float32 or x.dtype), algorithm ("auto",
-       "gram_allreduce", "redistribute", "gather", "local"): as tpla_ns_desc_t.
+       "gram_allreduce", "redistribute", "gather", "local", "gram_sharded"),
+       iteration ("x", or "gram": the steps applied to the Gram matrix between
+       updates of X, fewer FLOPs for rectangular X): as tpla_ns_desc_t.
     Runs on the current CUDA stream (returns without waiting for the GPU).
     Raises tpla.Error subclasses (InvalidArgumentError for bad input).
     """
@@ -130,11 +139,11 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
                                        "differentiable, write into a tensor that does not" % fn)
     om = matrix(out, fn, "out")
     key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
-           algorithm, shard_sizes)
+           algorithm, iteration, shard_sizes)
 
     def make(ctx):
         desc, keep = ns_desc(shard, x.shape[0], x.shape[1], dtype, steps, coef, eps, safety,
-                             gram, algorithm, fn)
+                             gram, algorithm, fn, iteration)
         return _core.NsPlan(ctx, desc)
 
     plan = comm.plan(key, make)

@@ -1,0 +1,83 @@
+/*
+ * ns_gram_iter.c - TPLA_NS_ITERATE_GRAM: Newton-Schulz steps applied to the
+ * Gram matrix between updates of X, in segments of NS_GRAM_SEGMENT (2) steps.
+ *
+ * Step k maps X to P_k X with P_k = a_k I + Z_k, Z_k = b_k G_k + c_k G_k^2
+ * and G_k = X_k X_k^T. Every P is a polynomial in G_0, so they commute, and
+ * two steps are
+ *   G_1 = P_0 G_0 P_0,   X_2 = P_1 P_0 X_0 = (alpha I + W) X_0,
+ *   alpha = a_0 a_1,     W = Z_0 Z_1 + a_1 Z_0 + a_0 Z_1.
+ * A segment forms one Gram of X (all-reduced when distributed, as the X
+ * iteration's) and updates X once, with five s x s products in between:
+ *   Z_0 = c_0 G G + b_0 G           H   = G Z_0 + a_0 G
+ *   G   = Z_0 H + a_0 H  (= G_1)    Z_1 = c_1 G G + b_1 G
+ *   W   = Z_0 Z_1 + a_1 Z_0, then W += a_0 Z_1
+ * (a one-step segment: Z_0 only, X' = Z_0 X + a_0 X). All are products of
+ * commuting symmetric matrices: each computes its upper block rows and is
+ * mirrored. Per two steps that is 2 s^2 l (Gram, half of it by symmetry) +
+ * 2 s^2 l (update) + 5 symmetric s^3 products, against twice (Gram + update +
+ * one symmetric square) for the X iteration: fewer FLOPs when l > ~1.15 s.
+ * Restarting from X every two steps keeps the rounding error at the X
+ * iteration's level; longer segments let G drift from X's true Gram
+ * (bench/ns_gram_iteration_study.py).
+ *
+ * Buffers (ns_iter_setup): G in g1, scratch S1 = g2 (also the all-reduce's
+ * packed rows, free once G is in), S2 = g4, S3 = g5, all in the Gram dtype,
+ * and g3 for the update operand in the input dtype when they differ.
+ */
+#include "ns.h"
+
+static ns_opmat_t plain(tpla_matrix_t v) { return (ns_opmat_t){v, false}; }
+
+/* d = x y + beta add (x, y, add symmetric and commuting; add != d), mirrored */
+static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
+                             tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t add, float alpha,
+                             float beta, int tf32, void *stream) {
+  TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), it->nblocks, tf32, NULL, &add, alpha, beta,
+                          stream));
+  return ctx->backend->mirror_upper(ctx, d, stream);
+}
+
+/* z = c g g + b g (c = 0: b g, no product) */
+static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z, tpla_matrix_t g,
+                          float b, float c, int tf32, void *stream) {
+  if (c == 0.0f)
+    return ns_axpby(ctx, z, g, b, 0.0f, stream);
+  return sym_mul(ctx, it, z, g, g, g, c, b, tf32, stream);
+}
+
+tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
+                              const float *table, int steps, void *stream) {
+  int64_t s = it->s;
+  tpla_dtype_t gt = it->gram_dtype;
+  tpla_matrix_t G = ns_dense(it->g1, s, s, gt), S1 = ns_dense(it->g2, s, s, gt);
+  tpla_matrix_t S2 = ns_dense(it->g4, s, s, gt), S3 = ns_dense(it->g5, s, s, gt);
+  tpla_matrix_t cast = ns_dense(it->g3, s, s, it->dtype);
+  /* products of an fp32 Gram for a half input may use TF32, as the X
+   * iteration's square */
+  int tf32 = gt == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
+    const float *t0 = table + 3 * k, *t1 = t0 + 3;
+    TPLA_TRY(ns_sym_product(ctx, G, place[at], place[at], it->nblocks, 0,
+                            it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
+    TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
+    TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
+    tpla_matrix_t w = S1;
+    float alpha = t0[0];
+    if (k + 1 < steps) {
+      TPLA_TRY(sym_mul(ctx, it, S2, G, S1, G, 1.0f, t0[0], tf32, stream));  /* H */
+      TPLA_TRY(sym_mul(ctx, it, G, S1, S2, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
+      TPLA_TRY(poly(ctx, it, S2, G, t1[1], t1[2], tf32, stream));           /* Z_1 */
+      TPLA_TRY(sym_mul(ctx, it, S3, S1, S2, S1, 1.0f, t1[0], tf32, stream)); /* W */
+      TPLA_TRY(ns_axpby(ctx, S3, S2, t0[0], 1.0f, stream));
+      w = S3;
+      alpha = t0[0] * t1[0];
+    }
+    if (gt != it->dtype) {
+      TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
+      w = cast;
+    }
+    TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */
+  }
+  return TPLA_SUCCESS;
+}
