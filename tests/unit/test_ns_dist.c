@@ -499,7 +499,7 @@ static void test_cost_model_choices(void) {
                                              TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_REDISTRIBUTE,
                                              TPLA_NS_ALGO_GATHER};
   printf("  predicted ms (CUDA constants, bf16, rows even, 5 steps): LOCAL GRAM_ALLREDUCE "
-         "GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO\n");
+         "GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO | Gram iteration: LOCAL, AUTO\n");
   for (int g = 0; g < 2; g++)
     for (int P = 2; P <= 8; P *= 2)
       for (int d = 0; d < 4; d++) {
@@ -514,7 +514,13 @@ static void test_cost_model_choices(void) {
                dims[d][0], dims[d][1], 1e3 * ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL));
         for (int a = 0; a < 4; a++)
           printf(" %7.2f", 1e3 * ns_cost(mach, &sh, cols[a]));
-        printf(" -> %s\n", ns_algorithm_name(ns_choose(mach, &sh, NULL)));
+        printf(" -> %s", ns_algorithm_name(ns_choose(mach, &sh, NULL)));
+        ns_shape_t gi = sh, gi_one = one;
+        gi.gram_iter = gi_one.gram_iter = true;
+        double best;
+        tpla_ns_algorithm_t pick = ns_choose(mach, &gi, &best);
+        printf(" | %7.2f %7.2f %s\n", 1e3 * ns_cost(mach, &gi_one, TPLA_NS_ALGO_LOCAL),
+               1e3 * best, ns_algorithm_name(pick));
       }
   /* the update that avoids the redundant square on a short shard */
   ns_update_t u;
