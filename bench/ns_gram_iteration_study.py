@@ -10,11 +10,13 @@ G instead of being reset by recomputing X X^T every step.
 
 This script compares, for 5 Muon steps, the standard iteration as tpla runs it
 (bf16 X, bf16-input GEMMs, fp32 or bf16 Gram) with the Gram iteration whose
-s x s products use bf16, TF32 or exact inputs, with and without restarts
-(recomputing X and its Gram after some steps), on three spectra (Gaussian,
-log-decaying to 1e-4, and a low-rank-like one). Reported: the distance from the
-float64 polynomial iterate, the distance from the exact polar factor (SVD),
-and the singular-value range.
+s x s products use bf16 inputs and storage (tpla's bf16 Gram), TF32 inputs and
+fp32 storage (tpla's fp32 Gram of a half input), or exact arithmetic, with and
+without restarts (recomputing X and its Gram before some steps; tpla restarts
+every two steps: before steps 2 and 4), on three spectra (Gaussian, log-decaying
+to 1e-4, and a low-rank-like one). Reported: the distance from the float64
+polynomial iterate, the distance from the exact polar factor (SVD), and the
+singular-value range.
 
     python3 bench/ns_gram_iteration_study.py [s l]      (default 256 1024)
 """
@@ -47,26 +49,27 @@ def standard(x, gram):
     return x
 
 
-def gram_iteration(x, prod, restarts=()):
-    """The Gram iteration with s x s products `prod`; restart before the listed steps."""
+def gram_iteration(x, prod, store, restarts=()):
+    """The Gram iteration with s x s products `prod`, s x s matrices rounded to
+    `store`; restart before the listed steps."""
     x0 = x.to(BF).float()
-    g, r = mm(x0, x0.T, torch.float32), None
+    g, r = mm(x0, x0.T, store), None
     for k, (a, b, c) in enumerate(MUON):
         if k in restarts:
             x0, r = mm(r, x0, BF), None
-            g = mm(x0, x0.T, torch.float32)
-        p = a * torch.eye(g.shape[0]) + b * g + c * prod(g, g)
-        r = p if r is None else prod(r, p)
+            g = mm(x0, x0.T, store)
+        p = (a * torch.eye(g.shape[0]) + b * g + c * prod(g, g)).to(store).float()
+        r = p if r is None else prod(r, p).to(store).float()
         if k < len(MUON) - 1:
-            g = prod(p, prod(g, p))
-            g = (g + g.T) / 2
+            g = prod(p, prod(g, p).to(store).float())
+            g = ((g + g.T) / 2).to(store).float()
     return mm(r, x0, BF)
 
 
-PRODUCTS = {
-    "bf16": lambda a, b: mm(a, b, torch.float32),
-    "tf32": lambda a, b: tf32(a) @ tf32(b),
-    "exact": lambda a, b: (a.double() @ b.double()).float(),
+PRODUCTS = {  # name: (product, storage)
+    "bf16": (lambda a, b: mm(a, b, torch.float32), BF),
+    "tf32": (lambda a, b: tf32(a) @ tf32(b), torch.float32),
+    "exact": (lambda a, b: (a.double() @ b.double()).float(), torch.float32),
 }
 
 
@@ -101,7 +104,8 @@ def main():
         for name in ("bf16", "tf32", "exact"):
             for restarts in ((), (2,), (2, 4)):
                 label = f"Gram iteration, {name}" + (f", restart {restarts}" if restarts else "")
-                runs.append((label, gram_iteration(x.float(), PRODUCTS[name], restarts)))
+                prod, store = PRODUCTS[name]
+                runs.append((label, gram_iteration(x.float(), prod, store, restarts)))
         print(f"{kind} {s}x{l}: dev = |Y - Y_float64| / |Y_float64|, polar = |Y - UV^T| / |UV^T|")
         for label, y in runs:
             sv = torch.linalg.svdvals(y.double())
