@@ -24,8 +24,8 @@
 #include <stdlib.h>
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static bool gram_iter(tpla_ns_plan_t p) { return p->desc.iteration == TPLA_NS_ITERATE_GRAM; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static bool gram_iter(tpla_ns_plan_t p) { return p->desc.iteration == TPLA_NS_ITERATE_GRAM; }
 
 /* REDISTRIBUTE, and GRAM_SHARDED on a matrix whose sharded dimension is
  * the short one, iterate on columns of Y after an all-to-all. */

@@ -129,7 +129,7 @@ static size_t sym_packed_elems(int64_t s, int nb) {
  * (the Gram X X^T, or a product of commuting symmetric matrices, y = the
  * second factor, which equals its transpose): one GEMM per block row of the
  * upper triangle (block row i times block rows i..nb-1); the caller mirrors.
- * With `add` (s x s, not dst; pack NULL only): dst = alpha X X^T + beta add,
+ * With `add` (s x s, not dst; pack NULL only): dst = alpha X Y^T + beta add,
  * each block row's C the same block of add.
  * With `pack` (the distributed Gram), each block row is computed packed
  * into `pack` (h x (s - i0), contiguous), summed over the ranks and placed
