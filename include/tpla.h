@@ -826,8 +826,8 @@ TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matr
  * valid as the view is (the entry of a rank without rows is unspecified).
  * A GEMM over the whole view needs one scale: when every rank quantized
  * with the same scale (e.g. an amax reduced over the group), the entry of
- * any rank with rows is it (scales + 0 when rank 0 has rows). Errors as tpla_ag_gemm_gathered; INVALID_USAGE for a plan that is
- * not FP8. */
+ * any rank with rows is it (scales + 0 when rank 0 has rows). Errors as
+ * tpla_ag_gemm_gathered; INVALID_USAGE for a plan that is not FP8. */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan,
                                                     const float **scales);
 
