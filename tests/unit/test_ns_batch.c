@@ -2,9 +2,10 @@
  * test_ns_batch.c - batched Newton-Schulz on the host executor: a list of
  * differently shaped, sharded, typed matrices gives the same results as
  * each matrix alone on one rank, whether the batch moves whole matrices to
- * owners or runs each distributed; the cost model sends many small matrices
- * to owners and a large one alone to its distributed plan; and 1000 calls
- * do not grow the context's or the plan's memory.
+ * owners or runs each distributed, also with the Gram iteration; the cost
+ * model sends many small matrices to owners and a large one alone to its
+ * distributed plan; and 1000 calls do not grow the context's or the plan's
+ * memory.
  *
  *   ./test_ns_batch       (CTest: test_ns_batch)
  */
@@ -24,6 +25,7 @@ typedef struct {
   int P, count;
   mat_t mats[MAXM];
   tpla_ns_algorithm_t algo; /* for every matrix */
+  tpla_ns_iteration_t iteration;
   int64_t sizes[MAXM][8];
   double *x[MAXM], *out[MAXM];
   int owner[MAXM];
@@ -50,6 +52,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     d[i].preset = mt->preset;
     d[i].steps = mt->steps;
     d[i].algorithm = b->algo;
+    d[i].iteration = b->iteration;
     int64_t ld = d[i].local_cols + 2;
     xs[i] = (tpla_matrix_t){calloc((size_t)((d[i].local_rows + 1) * ld), 4), d[i].local_rows,
                             d[i].local_cols, ld, mt->dtype};
@@ -165,6 +168,26 @@ static void test_batch_matches_single_rank(void) {
     }
 }
 
+/* The Gram iteration in a batch (owners, AUTO, GRAM_ALLREDUCE): each matrix
+ * equals itself alone on one rank with the X iteration, to rounding. */
+static void test_batch_gram_iteration(void) {
+  static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_AUTO,
+                                              TPLA_NS_ALGO_GRAM_ALLREDUCE};
+  for (int P = 1; P <= 3; P += 2)
+    for (int mode = 0; mode < 3; mode++) {
+      batch_t b;
+      setup(&b, P, 7, mixed);
+      b.algo = modes[mode];
+      b.iteration = TPLA_NS_ITERATE_GRAM;
+      ASSERT_EQ_INT(run_host_ranks(P, batch_body, &b), 0);
+      double half, e = worst_vs_single(&b, &half);
+      printf("  P=%d mode %d, Gram iteration: fp32 %.2e, half %.2e\n", P, modes[mode], e, half);
+      teardown(&b);
+      ASSERT_LE(e, 2e-5);
+      ASSERT_LE(half, 5e-2);
+    }
+}
+
 /* Many small matrices go to owners, balanced; one large one stays
  * distributed. */
 static void test_batch_auto_choice(void) {
@@ -218,6 +241,7 @@ static void test_batch_memory_is_stable(void) {
 int main(void) {
   seed = fresh_seed("test_ns_batch");
   TEST(test_batch_matches_single_rank);
+  TEST(test_batch_gram_iteration);
   TEST(test_batch_auto_choice);
   TEST(test_batch_memory_is_stable);
   return test_summary();
