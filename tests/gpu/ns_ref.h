@@ -1,8 +1,8 @@
 /*
  * ns_ref.h - the float64 host side of test_gpu_ns.c, independent of the
- * library's Newton-Schulz code: the coefficient sets typed in again from
- * their sources, a float64 Newton-Schulz iteration (the same map, computed
- * as X <- a X + (b A + c A^2) X on the short-side Gram), relative
+ * library's Newton-Schulz code: the coefficient sets and the scalar map
+ * (ns_presets_ref.h), a float64 Newton-Schulz iteration (the same map,
+ * computed as X <- a X + (b A + c A^2) X on the short-side Gram), relative
  * Frobenius differences, and (with LAPACK) singular values and the
  * interval the scalar polynomial predicts for them.
  *
@@ -11,6 +11,7 @@
 #ifndef TPLA_NS_REF_H
 #define TPLA_NS_REF_H
 
+#include "ns_presets_ref.h"
 #include "tpla.h"
 
 #include <math.h>
@@ -18,47 +19,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- coefficient sets -------------------------------------------------------- */
-
-/* Muon (K. Jordan): one triple, every step. */
-static const double ref_muon[][3] = {{3.4445, -4.7750, 2.0315}};
-/* Polar Express, degree 5: Amsel, Persson, Musco, Gower, arXiv:2505.16932,
- * Algorithm 1; all but the last triple deflated by the safety factor 1.01
- * (a / s, b / s^3, c / s^5); the last triple repeats. */
-static const double ref_polar_express[][3] = {
-    {8.28721201814563, -23.595886519098837, 17.300387312530933},
-    {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
-    {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
-    {3.3184196573706015, -2.488488024314874, 0.51004894012372},
-    {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
-    {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
-    {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
-    {1.875, -1.25, 0.375}};
-
-/* Fill table[3*steps] with the triples the library is documented to apply
- * (stored as floats, as it stores them) and return the safety factor (as
- * the float the library keeps). Only MUON and POLAR_EXPRESS are needed. */
-static inline double ref_table(tpla_ns_preset_t preset, int steps, float *table) {
-  bool pe = preset == TPLA_NS_POLAR_EXPRESS;
-  const double(*t)[3] = pe ? ref_polar_express : ref_muon;
-  int n = pe ? 8 : 1;
-  double s = pe ? (double)1.01f : 1.0;
-  for (int k = 0; k < steps; k++) {
-    int j = k < n ? k : n - 1;
-    double d = pe && j < n - 1 ? s : 1.0;
-    table[3 * k] = (float)(t[j][0] / d);
-    table[3 * k + 1] = (float)(t[j][1] / (d * d * d));
-    table[3 * k + 2] = (float)(t[j][2] / (d * d * d * d * d));
-  }
-  return s;
-}
-
-/* One step of the scalar map: a x + b x^3 + c x^5. */
-static inline double ref_poly(const float *abc, double x) {
-  double x2 = x * x;
-  return x * (abc[0] + x2 * (abc[1] + x2 * (double)abc[2]));
-}
 
 /* ---- float64 Newton-Schulz ----------------------------------------------------- */
 

@@ -88,7 +88,7 @@ static void *ref_thread(void *p) {
   const ref_job_t *j = p;
   const shape_t *s = &shapes[j->shape];
   float table[3 * STEPS];
-  double safety = ref_table(presets[j->preset], STEPS, table);
+  double safety = ref_preset_table(presets[j->preset], STEPS, table);
   size_t mn = (size_t)(s->m * s->n);
   double *r = malloc(sizeof(double) * mn);
   if (r != NULL) {
@@ -348,7 +348,7 @@ static int judge_case(ns_case_t *c, const double *gout, int P, worst_t *worst) {
     int64_t k = sh->m < sh->n ? sh->m : sh->n;
     double *got = malloc(sizeof(double) * (size_t)k), *want = malloc(sizeof(double) * (size_t)k);
     float table[3 * STEPS];
-    double safety = ref_table(presets[c->preset], STEPS, table), lo = 0, hi = 0;
+    double safety = ref_preset_table(presets[c->preset], STEPS, table), lo = 0, hi = 0;
     bool ok = got && want && ref_singular_values(gout, sh->m, sh->n, got);
     CHECK(&failures, ok, "%s: LAPACK dgesvd of the result failed", what);
     if (ok) {

@@ -291,7 +291,7 @@ int main(void) {
   fx.x = malloc(sizeof(double) * M * N);
   fx.ref = malloc(sizeof(double) * M * N);
   float table[3 * STEPS];
-  ref_table(TPLA_NS_MUON, STEPS, table);
+  ref_preset_table(TPLA_NS_MUON, STEPS, table);
   if (fx.x == NULL || fx.ref == NULL) {
     printf("FAIL setup: out of host memory\n0 passed, 1 failed\n");
     return 1;

@@ -1,13 +1,13 @@
 /*
  * test_ns_common.h - helpers of the Newton-Schulz tests (test_ns_*.c):
- * the coefficient sets typed in again from their sources (so the library's
- * tables are checked, not reused), a float64 reference iteration, uneven
- * shard layouts, and a runner that orthogonalizes a global matrix on N host
+ * the coefficient sets and the scalar map (ns_presets_ref.h), a float64
+ * reference iteration, uneven shard layouts, and a runner that orthogonalizes a global matrix on N host
  * ranks through the public API and returns the global result in float64.
  */
 #ifndef TEST_NS_COMMON_H
 #define TEST_NS_COMMON_H
 
+#include "ns_presets_ref.h"
 #include "ranks.h"
 #include "test.h"
 
@@ -16,52 +16,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- coefficient sets, independent of src/core/ns_coeffs.c ---------------- */
-
-static const double muon_t[][3] = {{3.4445, -4.7750, 2.0315}};
-static const double muon5_t[][3] = {{4.0848, -6.8946, 2.9270}, {3.9505, -6.3029, 2.6377},
-                                    {3.7418, -5.5913, 2.3037}, {2.8769, -3.1427, 1.2046},
-                                    {2.8366, -3.0525, 1.2012}};
-/* arXiv:2505.16932, Algorithm 1 (degree 5) */
-static const double pe_t[][3] = {{8.28721201814563, -23.595886519098837, 17.300387312530933},
-                                 {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
-                                 {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
-                                 {3.3184196573706015, -2.488488024314874, 0.51004894012372},
-                                 {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
-                                 {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
-                                 {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
-                                 {1.875, -1.25, 0.375}};
-static const double cubic_t[][3] = {{1.5, -0.5, 0.0}};
-
-/* table[3*steps] (float, as the library stores it) and the safety factor. */
-static inline double preset_table(tpla_ns_preset_t p, int steps, float *table) {
-  const double(*t)[3] = muon_t;
-  int n = 1;
-  double safety = 1.0;
-  bool deflate = false;
-  switch (p) {
-  case TPLA_NS_MUON: break;
-  case TPLA_NS_MUON_SCHEDULE5: t = muon5_t, n = 5; break;
-  case TPLA_NS_POLAR_EXPRESS: t = pe_t, n = 8, safety = 1.01, deflate = true; break;
-  case TPLA_NS_CUBIC: t = cubic_t; break;
-  default: break;
-  }
-  double s = (float)safety; /* the library keeps the safety factor as a float */
-  for (int k = 0; k < steps; k++) {
-    int j = k < n ? k : n - 1;
-    double d = deflate && j < n - 1 ? s : 1.0;
-    table[3 * k] = (float)(t[j][0] / d);
-    table[3 * k + 1] = (float)(t[j][1] / (d * d * d));
-    table[3 * k + 2] = (float)(t[j][2] / (d * d * d * d * d));
-  }
-  return s;
-}
-
-static inline double poly(const float *abc, double x) {
-  double x2 = x * x;
-  return x * (abc[0] + x2 * (abc[1] + x2 * abc[2]));
-}
 
 /* ---- float64 reference ------------------------------------------------------ */
 

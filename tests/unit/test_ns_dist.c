@@ -64,7 +64,7 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
     }
   }
   float table[3 * 64];
-  double safety = preset_table(preset, steps, table);
+  double safety = ref_preset_table(preset, steps, table);
   memcpy(ref, x, sizeof(double) * (size_t)(m * n));
   ref_ns(ref, m, n, table, steps, safety, 1e-7);
   double e1 = bad ? 1.0 : rel_diff(dist, one, (size_t)(m * n));
@@ -247,7 +247,7 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
 static void test_user_table_equals_preset(void) {
   double *x = random_matrix(30, 18, TPLA_FLOAT32, seed + 11);
   float table[3 * 6];
-  preset_table(TPLA_NS_MUON_SCHEDULE5, 6, table);
+  ref_preset_table(TPLA_NS_MUON_SCHEDULE5, 6, table);
   ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
   run.desc.preset = TPLA_NS_MUON_SCHEDULE5;
   run.desc.steps = 6;
@@ -274,7 +274,7 @@ static void test_custom_safety_and_eps(void) {
   double *got = run_with(run, x, 26, 40, 3);
   ASSERT_TRUE(got != NULL);
   float table[18], rescaled[18];
-  preset_table(TPLA_NS_POLAR_EXPRESS, 6, table);
+  ref_preset_table(TPLA_NS_POLAR_EXPRESS, 6, table);
   /* Polar Express divides its triples by powers of the safety factor: redo
    * it for 2.5 from the 1.01 table. */
   double r = 1.01f / 2.5f;

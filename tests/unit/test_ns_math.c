@@ -115,19 +115,19 @@ static int check_spectrum(int m, int n, int P, tpla_shard_t shard, tpla_ns_algor
   spectral_t in = make_matrix(m, n, sigma, seed + (uint64_t)(m * n + P));
   double *x = run_ns(in.x, m, n, P, shard, algo, preset, steps, TPLA_FLOAT32);
   float table[3 * 64];
-  double safety = preset_table(preset, steps, table), norm = safety * sqrt(ss) + 1e-7;
+  double safety = ref_preset_table(preset, steps, table), norm = safety * sqrt(ss) + 1e-7;
   double lo = 1e300, hi = -1e300, a = sigma[k - 1] / norm, b = sigma[0] / norm;
   for (int i = 0; i <= 20000; i++) {
     double v = a + (b - a) * i / 20000.0;
     for (int t = 0; t < steps; t++)
-      v = poly(table + 3 * t, v);
+      v = ref_poly(table + 3 * t, v);
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
   }
   for (int i = 0; i < k; i++) {
     double v = sigma[i] / norm;
     for (int t = 0; t < steps; t++)
-      v = poly(table + 3 * t, v);
+      v = ref_poly(table + 3 * t, v);
     want[i] = v;
   }
   qsort(want, (size_t)k, sizeof(double), desc_cmp);
@@ -173,12 +173,12 @@ static void test_singular_values_follow_polynomial(void) {
  * [0.68, 1.13] (checks the typed-in table and the interval code). */
 static void test_muon_interval_of_design(void) {
   float table[15];
-  preset_table(TPLA_NS_MUON, 5, table);
+  ref_preset_table(TPLA_NS_MUON, 5, table);
   double lo = 1e300, hi = -1e300;
   for (int i = 0; i <= 100000; i++) {
     double v = 0.01 + 0.99 * i / 100000.0;
     for (int t = 0; t < 5; t++)
-      v = poly(table + 3 * t, v);
+      v = ref_poly(table + 3 * t, v);
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
   }
