@@ -1,8 +1,9 @@
 /*
  * test_ns_common.h - helpers of the Newton-Schulz tests (test_ns_*.c):
  * the coefficient sets and the scalar map (ns_presets_ref.h), a float64
- * reference iteration, uneven shard layouts, and a runner that orthogonalizes a global matrix on N host
- * ranks through the public API and returns the global result in float64.
+ * reference iteration, uneven shard layouts, and a runner that
+ * orthogonalizes a global matrix on N host ranks through the public API and
+ * returns the global result in float64.
  */
 #ifndef TEST_NS_COMMON_H
 #define TEST_NS_COMMON_H
