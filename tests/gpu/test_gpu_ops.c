@@ -564,7 +564,7 @@ static void test_alltoallv_across_gpus(void) {
   ASSERT_EQ_INT(failed, 0);
 }
 
-/* ---- setup ------------------------------------------------------------------------------------ */
+/* ---- setup ----------------------------------------------------------------------------------- */
 
 static void test_create_single_rank_context(void) {
   int devices = 0;
