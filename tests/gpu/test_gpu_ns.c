@@ -476,8 +476,8 @@ static void print_worst(const case_run_t *run, int P) {
   /* what AUTO picked, per shape and sharding */
   for (int i = 0; P > 1 && i < run->ncases; i++) {
     const ns_case_t *c = &run->cases[i];
-    if (c->algo == TPLA_NS_ALGO_AUTO && c->layout == EVEN && c->dcfg == 1 && c->preset == 0 &&
-        !c->failed[0])
+    if (c->algo == TPLA_NS_ALGO_AUTO && !c->gram_iter && c->layout == EVEN && c->dcfg == 1 &&
+        c->preset == 0 && !c->failed[0])
       printf("# AUTO on %d ranks, %" PRId64 "x%" PRId64 " bf16 %s sharded: %s, workspace %zu "
              "bytes on rank 0\n", P, shapes[c->shape].m, shapes[c->shape].n,
              c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", names[c->picked[0]], c->ws[0]);
