@@ -284,6 +284,11 @@ def check_layers_vs_linear(rank, world, device):
 # ---- Muon ---------------------------------------------------------------------------
 
 def check_muon_vs_reference(rank, world, device):
+    """tt.Muon equals the reference Muon, with either Newton-Schulz iteration."""
+    return {it: _muon_vs_reference(rank, world, device, it) for it in ("x", "gram")}
+
+
+def _muon_vs_reference(rank, world, device, ns_iteration):
     comm = tt.Communicator(device=device, timeout=60)
     dev = comm.device
     shapes = [(32, 16), (24, 40), (8, 4, 3, 3), (2, 50)]  # replicated matrices, one conv-like
@@ -299,7 +304,7 @@ def check_muon_vs_reference(rank, world, device):
     bias = ref_bias.detach().clone().requires_grad_(True)
     ref = RefMuon(ref_p + [ref_tp], lr=0.02, weight_decay=0.01, adamw_params=[ref_bias])
     opt = tt.Muon(mine + [tp], lr=0.02, weight_decay=0.01, ns_dtype=torch.float32, comm=comm,
-                  adamw_params=[bias])
+                  adamw_params=[bias], ns_iteration=ns_iteration)
     for step in range(3):
         for i, (p, q) in enumerate(zip(ref_p + [ref_bias], mine + [bias])):
             grad = seeded(p.shape, 1000 * step + i, device=dev)
@@ -318,6 +323,8 @@ def check_muon_vs_reference(rank, world, device):
     every = gather_rows(flat[None, :])
     assert np.all(every == every[0]), "replicated parameters diverged between ranks"
     _raises(tpla.InvalidArgumentError, lambda: tt.Muon([bias], comm=comm), "adamw_params")
+    _raises(tpla.InvalidArgumentError, lambda: tt.Muon(mine, comm=comm, ns_iteration="y"),
+            "ns_iteration")
     if world > 1:  # a shard orthogonalized alone would be wrong: refused
         _raises(tpla.InvalidArgumentError, lambda: tt.Muon([tp], comm=None).step(), "shard")
     comm.close()

@@ -74,14 +74,16 @@ class Muon(torch.optim.Optimizer):
       (None: each process alone). distribute=False orthogonalizes every
       matrix on every rank (no communication).
     ns_steps / coefficients: the Newton-Schulz schedule (see newton_schulz);
-      ns_dtype: precision of the NS input (bf16 as in the reference recipe).
+      ns_dtype: precision of the NS input (bf16 as in the reference recipe);
+      ns_iteration: "x" (default) or "gram" (newton_schulz's iteration=).
     scale: "original" (max(1, rows/cols)^0.5), "match_rms_adamw"
       (0.2 sqrt(max(rows, cols))), a number, or None.
     use_main_grad: read param.main_grad (fp32) when present, else param.grad.
     """
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
-                 ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, scale="original",
+                 ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, ns_iteration="x",
+                 scale="original",
                  comm=None, distribute=True, use_main_grad=False, adamw_params=None,
                  adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                  adamw_weight_decay=0.0):
@@ -90,6 +92,10 @@ class Muon(torch.optim.Optimizer):
             raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
         tpla_dtype(ns_dtype, fn, "ns_dtype")
         self.coef = coefficient_spec(coefficients, fn)
+        if ns_iteration not in _lib.NS_ITERATION:
+            raise InvalidArgumentError("%s: argument 'ns_iteration': %r is not one of %s"
+                                       % (fn, ns_iteration, ", ".join(_lib.NS_ITERATION)))
+        self.ns_iteration = ns_iteration
         groups = _groups(params, True) + _groups(adamw_params or [], False, lr=adamw_lr,
                                                   weight_decay=adamw_weight_decay)
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
@@ -210,12 +216,13 @@ class Muon(torch.optim.Optimizer):
                 off = sum(split[:rank])
                 shard, view = 0, x[off:off + split[rank]]
             desc, keep = ns_desc(shard, view.shape[0], view.shape[1], dt, self.ns_steps,
-                                 self.coef, 1e-7, None, _lib.FLOAT32, "auto", "tpla.torch.Muon")
+                                 self.coef, 1e-7, None, _lib.FLOAT32, "auto", "tpla.torch.Muon",
+                                 self.ns_iteration)
             descs.append(desc)
             keeps.append(keep)
             entries.append((group, p, x, view, split, rows, cols))
         key = ("muon", self._token, tuple(self._index[p] for _, p, _ in items), dt, self.ns_steps,
-               self.coef[2])
+               self.coef[2], self.ns_iteration)
         plan = comm.plan(key, lambda ctx: _core.NsBatchPlan(ctx, descs))
         stream = comm.stream()
         plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
