@@ -34,6 +34,11 @@ TWO_GPU_TARGET = 0.65                                        # time ratio to bes
 SPEEDUP_TARGET = {"8192x8192": 1.8, "16384x4096": 1.8}       # over tpla on 1 GPU
 
 
+def algo_of(t):
+    """The algorithm a tpla row ran, with "+gram" when it ran the Gram iteration."""
+    algo = t.get("algorithm", "?")
+    return algo + "+gram" if t.get("iteration") == "gram" else algo
+
 def load(paths):
     rows = []
     for path in paths:
@@ -138,7 +143,7 @@ def one_gpu_table(tpla, torch, shapes, summary, md):
                 text = verdict(t_ok and e_ok is not False, detail)
                 if gram == "fp32":
                     summary.append((f"1 GPU {shape}", text))
-            rows.append((shape, gram, t.get("algorithm", "?"), fmt(tm, ".3f"), fmt(pm, ".3f"),
+            rows.append((shape, gram, algo_of(t), fmt(tm, ".3f"), fmt(pm, ".3f"),
                          fmt(ratio, ".2f"), fmt(num(t.get("tflops")), ".0f"), mib(t),
                          metric or "-", fmt(te, ".3e"), fmt(pe, ".3e"),
                          t.get("errsrc", "?"), text))
@@ -176,7 +181,7 @@ def two_gpu_table(tpla, torch, shapes, summary, md):
                 summary.append((f"2 GPUs {shape} vs PyTorch", v1))
                 if shape in SPEEDUP_TARGET:
                     summary.append((f"2 GPUs {shape} vs tpla 1 GPU", v2))
-            rows.append((shape, gram, t.get("algorithm", "?"), fmt(tm, ".3f"), fmt(ar, ".3f"),
+            rows.append((shape, gram, algo_of(t), fmt(tm, ".3f"), fmt(ar, ".3f"),
                          fmt(ga, ".3f"), fmt(ratio, ".2f"), v1, fmt(one, ".3f"),
                          fmt(speed, ".2f"), v2, mib(t), fmt(num(t.get("orth_max")), ".3e")))
     print_table("2 GPUs, rows sharded: tpla ns -g 2 vs PyTorch (torch_gram_ar, torch_gather)",

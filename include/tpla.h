@@ -427,10 +427,15 @@ typedef enum {
  * the Muon quintic): fewer FLOPs when the long side exceeds the short one by
  * more than ~15%, the same polynomial map up to rounding. Restarting from X
  * every two steps keeps its rounding error at the X iteration's level
- * (bench/ns_gram_iteration_study.py). Not with TPLA_NS_ALGO_GRAM_SHARDED. */
+ * (bench/ns_gram_iteration_study.py). Not with TPLA_NS_ALGO_GRAM_SHARDED.
+ * AUTO (default): the one the cost model finds faster for the plan's shape,
+ * algorithm and Gram dtype (on H200: GRAM for rectangular matrices with a
+ * bf16 Gram, and on one GPU also with an fp32 Gram; X for square ones);
+ * tpla_ns_plan_iteration says which. */
 typedef enum {
-  TPLA_NS_ITERATE_X = 0,   /* default */
-  TPLA_NS_ITERATE_GRAM = 1
+  TPLA_NS_ITERATE_AUTO = 0, /* default */
+  TPLA_NS_ITERATE_X = 1,
+  TPLA_NS_ITERATE_GRAM = 2
 } tpla_ns_iteration_t;
 
 typedef struct {
@@ -453,11 +458,11 @@ typedef struct {
                                    of the Gram matrix, its square and their
                                    all-reduce                                 */
   tpla_ns_algorithm_t algorithm;
-  tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_X (default) or _GRAM      */
+  tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_AUTO (default), _X, _GRAM */
 } tpla_ns_desc_t;
 #define TPLA_NS_DESC_INIT                                                                  \
   {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \
-   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X}
+   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_AUTO}
 
 typedef struct tpla_ns_plan *tpla_ns_plan_t;
 
@@ -493,6 +498,9 @@ TPLA_API tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t 
 /* The algorithm the plan runs (never AUTO; LOCAL on one rank). */
 TPLA_API tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan,
                                               tpla_ns_algorithm_t *algorithm);
+/* The iteration the plan runs (never AUTO). */
+TPLA_API tpla_status_t tpla_ns_plan_iteration(tpla_ns_plan_t plan,
+                                              tpla_ns_iteration_t *iteration);
 
 /* Orthogonalize this rank's shard x in place. Collective: every rank of the
  * plan calls it with its own shard. x must have the plan's local shape and

@@ -64,8 +64,8 @@ void tool_ns_usage(FILE *out) {
           "                (gram: GRAM_ALLREDUCE; sharded: GRAM_SHARDED, the Gram polynomial\n"
           "                split across the ranks)\n"
           "  --gram=G      Gram dtype: fp32 (default), input, or both (--gram alone: both)\n"
-          "  --iterate=I   x (default) or gram: the steps applied to the Gram matrix between\n"
-          "                updates of X (TPLA_NS_ITERATE_GRAM)\n"
+          "  --iterate=I   auto (default: the cost model's choice), x, or gram: the steps\n"
+          "                applied to the Gram matrix between updates of X (TPLA_NS_ITERATE_GRAM)\n"
           "  --shard=S     rows (default) or cols: the dimension split evenly over the ranks\n"
           "  --svd-max=N   -c 1: float64 host SVD errors up to this dimension (default 4096;\n"
           "                above it polar_rel is nan and orth_max comes from an fp32 GEMM)\n"
@@ -113,7 +113,9 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
       {"gram_sharded", TPLA_NS_ALGO_GRAM_SHARDED}, {NULL, 0}};
   /* --gram alone (no value) runs both */
   static const ns_name_t grams[] = {{"fp32", 0}, {"input", 1}, {"both", 2}, {"", 2}, {NULL, 0}};
-  static const ns_name_t iterations[] = {{"x", TPLA_NS_ITERATE_X}, {"gram", TPLA_NS_ITERATE_GRAM},
+  static const ns_name_t iterations[] = {{"auto", TPLA_NS_ITERATE_AUTO},
+                                         {"x", TPLA_NS_ITERATE_X},
+                                         {"gram", TPLA_NS_ITERATE_GRAM},
                                          {NULL, 0}};
   static const ns_name_t shards[] = {{"rows", TPLA_SHARD_ROWS}, {"cols", TPLA_SHARD_COLS},
                                      {NULL, 0}};
@@ -328,6 +330,7 @@ static int run_variant(tool_rank_t *r, ns_job_t *job, ns_bufs_t *b, int shape, i
   int failed = st != TPLA_SUCCESS ? tool_rank_fail(r, "tpla_ns_plan_create", st) : 0;
   if (!failed) {
     tpla_ns_plan_algorithm(b->plan, &res->algo);
+    tpla_ns_plan_iteration(b->plan, &res->iteration);
     tpla_ns_plan_workspace_bytes(b->plan, &res->ws);
     res->sets = b->nsets;
     if (job->o->check)
@@ -357,6 +360,12 @@ static void json_num(FILE *f, const char *key, double v) {
     fprintf(f, ", \"%s\": %.6g", key, v);
 }
 
+static const char *iterate_name(tpla_ns_iteration_t it) {
+  return it == TPLA_NS_ITERATE_GRAM ? "the Gram matrix (--iterate=gram)"
+         : it == TPLA_NS_ITERATE_X  ? "X (--iterate=x)"
+                                    : "auto (the cost model's choice, column iter)";
+}
+
 static void print_header(const ns_job_t *job) {
   const tool_opts_t *o = job->o;
   const ns_args_t *a = job->a;
@@ -369,7 +378,7 @@ static void print_header(const ns_job_t *job) {
          a->shard == TPLA_SHARD_ROWS ? "rows" : "cols", preset_name(a->preset), a->steps,
          a->algo == TPLA_NS_ALGO_AUTO ? "auto" : algo_name(a->algo), tpla_dtype_name(a->grams[0]),
          a->ngrams == 2 ? (o->dtype == TPLA_FLOAT16 ? " and fp16" : " and bf16") : "",
-         a->iteration == TPLA_NS_ITERATE_GRAM ? "the Gram matrix (--iterate=gram)" : "X");
+         iterate_name(a->iteration));
   printf("# iters %d, warmup %d, check %d (float64 host SVD up to %" PRId64 "%s), seed %" PRIu64
          "\n", o->iters, o->warmup, o->check, a->svd_max,
 #ifdef TPLA_HAVE_LAPACK
@@ -385,9 +394,9 @@ static void print_header(const ns_job_t *job) {
   printf("# polar_rel: ||Y - U V^T||_F / ||U V^T||_F; orth_max: max |Y Y^T - I| (short side);\n"
          "#   errsrc f64: both in float64 on the host; gemm32: orth_max from Y Y^T by tpla_gemm\n"
          "#   (fp32 accumulation), polar_rel nan; none: -c 0\n#\n");
-  printf("#%11s %6s %-15s %10s %9s %9s %9s %-14s %5s %8s %4s %10s %s\n", "shape", "gpus",
-         "variant", "time_ms", "TFLOP/s", "polar_rel", "orth_max", "algorithm", "gram", "ws_MiB",
-         "sets", "tmax_ms", "errsrc");
+  printf("#%11s %6s %-15s %10s %9s %9s %9s %-14s %-4s %5s %8s %4s %10s %s\n", "shape", "gpus",
+         "variant", "time_ms", "TFLOP/s", "polar_rel", "orth_max", "algorithm", "iter", "gram",
+         "ws_MiB", "sets", "tmax_ms", "errsrc");
   tool_flush();
 }
 
@@ -409,7 +418,7 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
   for (int q = 0; q < o->ranks; q++) {
     tmax = fmax(tmax, res[q].time_us);
     ws = res[q].ws > ws ? res[q].ws : ws;
-    agree = agree && res[q].algo == res[0].algo;
+    agree = agree && res[q].algo == res[0].algo && res[q].iteration == res[0].iteration;
   }
   double flops = a->steps * (4.0 * (double)s * (double)s * (double)l + 2.0 * pow((double)s, 3));
   double ms = res[0].time_us * 1e-3, tflops = flops / (ms * 1e-3) / 1e12;
@@ -417,15 +426,16 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
   snprintf(name, sizeof name, "%" PRId64 "x%" PRId64, m, n);
   printf(" %11s %6d %-15s %10.3f", name, o->ranks, "tpla", ms);
   printf(tflops >= 10 ? " %9.1f" : " %9.4f", tflops);
-  printf(" %9.3e %9.3e %-14s %5s %8.1f %4d %10.3f %s\n", e.polar_rel, e.orth_max,
-         algo_name(res[0].algo), tpla_dtype_name(a->grams[g]), (double)ws / 1048576.0,
+  const char *iter = res[0].iteration == TPLA_NS_ITERATE_GRAM ? "gram" : "x";
+  printf(" %9.3e %9.3e %-14s %-4s %5s %8.1f %4d %10.3f %s\n", e.polar_rel, e.orth_max,
+         algo_name(res[0].algo), iter, tpla_dtype_name(a->grams[g]), (double)ws / 1048576.0,
          res[0].sets, tmax * 1e-3, e.src);
   bool bad = e.nonfinite > 0 || (o->check && !isfinite(e.orth_max)) ||
              (strcmp(e.src, "f64") == 0 && !isfinite(e.polar_rel));
   if (bad)
     printf("# BAD: %s: %" PRId64 " non-finite elements in the result\n", name, e.nonfinite);
   if (!agree)
-    printf("# NOTE: %s: the ranks' plans run different algorithms\n", name);
+    printf("# NOTE: %s: the ranks' plans run different algorithms or iterations\n", name);
   if (e.seconds >= 1.0)
     printf("#   (%s: the %s check took %.1f s on rank 0)\n", name, e.src, e.seconds);
   job->bad_rows += bad;
@@ -437,7 +447,7 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
             name, o->ranks, tool_executor_name(o->executor), tpla_dtype_name(o->dtype),
             tpla_dtype_name(a->grams[g]), preset_name(a->preset), a->steps,
             a->shard == TPLA_SHARD_ROWS ? "rows" : "cols", algo_name(res[0].algo),
-            a->iteration == TPLA_NS_ITERATE_GRAM ? "gram" : "x", e.src);
+            iter, e.src);
     json_num(f, "time_ms", ms);
     json_num(f, "tmax_ms", tmax * 1e-3);
     json_num(f, "tflops", tflops);

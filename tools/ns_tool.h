@@ -31,6 +31,7 @@ typedef struct {
   double time_us;           /* median of the timed calls */
   size_t ws;                /* the plan's workspace */
   tpla_ns_algorithm_t algo; /* what the plan runs */
+  tpla_ns_iteration_t iteration;
   int sets;                 /* rotating input buffers */
 } ns_result_t;
 

@@ -245,6 +245,8 @@ class NsPlan(_Plan):
         a = ctypes.c_int()
         check(lib().tpla_ns_plan_algorithm(h, ctypes.byref(a)))
         self.algorithm = {v: k for k, v in _lib.NS_ALGO.items()}[a.value]
+        check(lib().tpla_ns_plan_iteration(h, ctypes.byref(a)))
+        self.iteration = {v: k for k, v in _lib.NS_ITERATION.items()}[a.value]
         b = ctypes.c_size_t()
         check(lib().tpla_ns_plan_workspace_bytes(h, ctypes.byref(b)))
         self.workspace_bytes = b.value

@@ -33,7 +33,7 @@ SHARD_ROWS, SHARD_COLS = 0, 1
 NS_MUON, NS_MUON_SCHEDULE5, NS_POLAR_EXPRESS, NS_CUBIC, NS_USER = 0, 1, 2, 3, 4
 NS_ALGO = {"auto": 0, "gram_allreduce": 1, "redistribute": 2, "gather": 3, "local": 4,
            "gram_sharded": 5}
-NS_ITERATION = {"x": 0, "gram": 1}
+NS_ITERATION = {"auto": 0, "x": 1, "gram": 2}
 OVERLAP_MODE = {"auto": 0, "overlap": 1, "serial": 2}
 TRANSPORT = {"auto": 0, "peer": 1, "sendrecv": 2, "none": 3}
 
@@ -161,6 +161,7 @@ _CORE = {
     "tpla_ns_plan_destroy": (_status, [c_void_p]),
     "tpla_ns_plan_workspace_bytes": (_status, [c_void_p, P(c_size_t)]),
     "tpla_ns_plan_algorithm": (_status, [c_void_p, P(c_int)]),
+    "tpla_ns_plan_iteration": (_status, [c_void_p, P(c_int)]),
     "tpla_ns_execute": (_status, [c_void_p, Matrix, c_void_p]),
     "tpla_ns_execute_out": (_status, [c_void_p, Matrix, Matrix, c_void_p]),
     "tpla_ns_batch_plan_create": (_status, [P(c_void_p), c_void_p, c_int, P(NsDesc)]),

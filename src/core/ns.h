@@ -45,6 +45,7 @@ void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table);
 #define NS_HASH_INIT 1469598103934665603ull
 uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n);
 const char *ns_algorithm_name(tpla_ns_algorithm_t a);
+const char *ns_iteration_name(tpla_ns_iteration_t it);
 
 /* ---- cost model (ns_cost.c) ---------------------------------------------- */
 
@@ -94,6 +95,12 @@ typedef struct {
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a);
 /* The cheapest distributed algorithm (nranks >= 2). */
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost);
+/* The algorithm and iteration of a plan: `algo` and `iter` where given,
+ * else the cheapest per the model (X on ties). Ignores sh->gram_iter;
+ * `algo` LOCAL (the only one for one rank) costs the whole matrix. */
+tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
+                               tpla_ns_algorithm_t algo, tpla_ns_iteration_t iter,
+                               bool *gram_iter, double *cost);
 
 /* ---- workspace layout ---------------------------------------------------- */
 
@@ -269,7 +276,10 @@ struct tpla_ns_plan {
   float *table;        /* 3 * steps effective coefficients (host memory) */
   float safety, eps;
   tpla_ns_algorithm_t algo;
+  bool gram_iter;      /* the iteration algo runs: TPLA_NS_ITERATE_GRAM */
   double cost;         /* the cost model's estimate in seconds */
+  bool whole_gram_iter; /* the same for the whole matrix on one rank (a   */
+  double whole_cost;    /* batch's owner runs it so), and its estimate    */
 
   int64_t m, n;        /* global shape */
   int64_t *offs;       /* start of each rank's part of the sharded dim (nranks+1) */

@@ -57,13 +57,6 @@ static tpla_matrix_t dense_shard(tpla_ns_plan_t p, void *data, int q) {
   int64_t k = ns_part(p->offs, q);
   return p->trans ? ns_dense(data, p->m, k, p->desc.dtype) : ns_dense(data, k, p->n, p->desc.dtype);
 }
-static double local_cost(tpla_ns_plan_t p) {
-  ns_shape_t one = {1,           p->M,          p->N,
-                    NULL,        p->desc.dtype, p->desc.gram_dtype,
-                    p->desc.steps, p->desc.iteration == TPLA_NS_ITERATE_GRAM};
-  return ns_cost(ns_machine(p->ctx), &one, TPLA_NS_ALGO_LOCAL);
-}
-
 typedef struct {
   double cost;
   int index;
@@ -83,7 +76,7 @@ static double assign(struct tpla_ns_batch_plan *b, const bool *want, int *owner,
   for (int i = 0; i < b->count; i++) {
     owner[i] = -1;
     if (want[i])
-      jobs[n++] = (job_t){local_cost(b->plans[i]), i};
+      jobs[n++] = (job_t){b->plans[i]->whole_cost, i};
   }
   if (n == 0)
     return 0.0;
@@ -189,7 +182,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     int64_t s = p->M < p->N ? p->M : p->N, l = p->M < p->N ? p->N : p->M;
     ns_layout_t g = {0};
     ns_iter_setup(&b->iters[i], mach, s, l, p->desc.dtype, p->desc.gram_dtype, false,
-                  p->desc.iteration == TPLA_NS_ITERATE_GRAM, (int64_t)(b->stage_bytes / e), &g);
+                  p->whole_gram_iter, (int64_t)(b->stage_bytes / e), &g);
     gram = g.bytes > gram ? g.bytes : gram;
   }
   size_t base = ns_layout_take(L, full);

@@ -103,3 +103,12 @@ const char *ns_algorithm_name(tpla_ns_algorithm_t a) {
   }
   return "?";
 }
+
+const char *ns_iteration_name(tpla_ns_iteration_t it) {
+  switch (it) {
+  case TPLA_NS_ITERATE_AUTO: return "AUTO";
+  case TPLA_NS_ITERATE_X: return "X";
+  case TPLA_NS_ITERATE_GRAM: return "GRAM";
+  }
+  return "?";
+}

@@ -238,3 +238,29 @@ tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, do
     *cost = best_cost;
   return best;
 }
+
+tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
+                               tpla_ns_algorithm_t algo, tpla_ns_iteration_t iter,
+                               bool *gram_iter, double *cost) {
+  tpla_ns_algorithm_t best = algo;
+  double best_cost = HUGE_VAL;
+  *gram_iter = iter == TPLA_NS_ITERATE_GRAM;
+  for (int g = 0; g < 2; g++) {
+    if (iter != TPLA_NS_ITERATE_AUTO && g != (iter == TPLA_NS_ITERATE_GRAM))
+      continue;
+    ns_shape_t s = *sh;
+    s.gram_iter = g;
+    double c;
+    tpla_ns_algorithm_t a = algo == TPLA_NS_ALGO_AUTO ? ns_choose(mach, &s, &c) : algo;
+    if (algo != TPLA_NS_ALGO_AUTO)
+      c = ns_cost(mach, &s, a);
+    if (c < best_cost || best == TPLA_NS_ALGO_AUTO) {
+      best = a;
+      best_cost = c;
+      *gram_iter = g;
+    }
+  }
+  if (cost)
+    *cost = best_cost;
+  return best;
+}

@@ -25,7 +25,6 @@
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static bool gram_iter(tpla_ns_plan_t p) { return p->desc.iteration == TPLA_NS_ITERATE_GRAM; }
 
 /* REDISTRIBUTE, and GRAM_SHARDED on a matrix whose sharded dimension is
  * the short one, iterate on columns of Y after an all-to-all. */
@@ -65,7 +64,7 @@ static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *ma
   if (split)
     TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, r, P, p->buf_elems, L, fn));
   else
-    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, gram_iter(p), p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->gram_iter, p->buf_elems, L);
   p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
   p->off_w2 = ns_layout_take(L, (size_t)p->buf_elems * e);
   return TPLA_SUCCESS;
@@ -83,12 +82,12 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
   switch (p->algo) {
   case TPLA_NS_ALGO_LOCAL:
     p->buf_elems = s * l;
-    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, gram_iter(p), p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, p->gram_iter, p->buf_elems, L);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
     p->buf_elems = N * Mp;
-    ns_iter_setup(&p->iter, mach, N, Mp, dt, gdt, true, gram_iter(p), p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, N, Mp, dt, gdt, true, p->gram_iter, p->buf_elems, L);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_GRAM_SHARDED:
@@ -111,7 +110,7 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
       p->a2a[q] = (size_t)(ns_part(p->offs, q) * N); /* allgatherv counts */
     }
     p->buf_elems = most * N; /* one shard: the update temp, ring blocks */
-    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, gram_iter(p), p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, p->gram_iter, p->buf_elems, L);
     p->off_wg = ns_layout_take(L, (size_t)(M * N) * e);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     if (p->trans) /* the column ring needs a second block */

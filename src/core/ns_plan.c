@@ -96,8 +96,8 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
                (double)d->safety);
   if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_GRAM_SHARDED)
     return bad(msg, IA, "%s: unknown algorithm %d", arg, (int)d->algorithm);
-  if (d->iteration != TPLA_NS_ITERATE_X && d->iteration != TPLA_NS_ITERATE_GRAM)
-    return bad(msg, IA, "%s: iteration %d is neither TPLA_NS_ITERATE_X nor _GRAM", arg,
+  if (d->iteration < TPLA_NS_ITERATE_AUTO || d->iteration > TPLA_NS_ITERATE_GRAM)
+    return bad(msg, IA, "%s: iteration %d is none of TPLA_NS_ITERATE_AUTO, _X, _GRAM", arg,
                (int)d->iteration);
   if (d->iteration == TPLA_NS_ITERATE_GRAM && d->algorithm == TPLA_NS_ALGO_GRAM_SHARDED)
     return bad(msg, TPLA_ERROR_NOT_SUPPORTED, "%s: algorithm GRAM_SHARDED splits each step's "
@@ -157,8 +157,8 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
     snprintf(v0, sizeof v0, "%g", (double)(e ? s0->eps : s0->safety));
   } else if (s->iteration != s0->iteration) {
     what = "iteration";
-    snprintf(v, sizeof v, "%s", s->iteration == TPLA_NS_ITERATE_GRAM ? "GRAM" : "X");
-    snprintf(v0, sizeof v0, "%s", s0->iteration == TPLA_NS_ITERATE_GRAM ? "GRAM" : "X");
+    snprintf(v, sizeof v, "%s", ns_iteration_name((tpla_ns_iteration_t)s->iteration));
+    snprintf(v0, sizeof v0, "%s", ns_iteration_name((tpla_ns_iteration_t)s0->iteration));
   } else if (s->algorithm != s0->algorithm) {
     what = "algorithm";
     snprintf(v, sizeof v, "%s", ns_algorithm_name((tpla_ns_algorithm_t)s->algorithm));
@@ -240,27 +240,25 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   p->M = total;
   p->N = keep;
   const ns_machine_t *mach = ns_machine(p->ctx);
-  ns_shape_t sh = {P,           p->M,          p->N,
-                   NULL,        p->desc.dtype, p->desc.gram_dtype,
-                   p->desc.steps, p->desc.iteration == TPLA_NS_ITERATE_GRAM};
+  ns_shape_t sh = {P, p->M, p->N, NULL, p->desc.dtype, p->desc.gram_dtype, p->desc.steps, false};
   int64_t parts[TPLA_MAX_RANKS];
   for (int r = 0; r < P; r++)
     parts[r] = ns_part(p->offs, r);
   sh.rows = parts;
-  tpla_ns_algorithm_t want = p->desc.algorithm;
-  if (P == 1)
+  ns_shape_t one = sh;
+  one.nranks = 1;
+  ns_resolve(mach, &one, TPLA_NS_ALGO_LOCAL, p->desc.iteration, &p->whole_gram_iter,
+             &p->whole_cost);
+  tpla_ns_algorithm_t want = P == 1 ? TPLA_NS_ALGO_LOCAL : p->desc.algorithm;
+  if (want == TPLA_NS_ALGO_LOCAL) { /* one rank, or a batch's whole-matrix entry */
     p->algo = TPLA_NS_ALGO_LOCAL;
-  else if (want == TPLA_NS_ALGO_AUTO)
-    p->algo = ns_choose(mach, &sh, NULL);
-  else
-    p->algo = want;
-  if (p->algo == TPLA_NS_ALGO_LOCAL && P > 1) { /* a batch's whole-matrix entry */
-    ns_shape_t one = sh;
-    one.nranks = 1;
-    p->cost = ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL);
-    return in_batch ? TPLA_SUCCESS : tpla_fail(TPLA_ERROR_INTERNAL, fn, "LOCAL on %d ranks", P);
+    p->gram_iter = p->whole_gram_iter;
+    p->cost = p->whole_cost;
+    if (P > 1)
+      return in_batch ? TPLA_SUCCESS : tpla_fail(TPLA_ERROR_INTERNAL, fn, "LOCAL on %d ranks", P);
+  } else {
+    p->algo = ns_resolve(mach, &sh, want, p->desc.iteration, &p->gram_iter, &p->cost);
   }
-  p->cost = ns_cost(mach, &sh, p->algo);
   return ns_dist_setup(p);
 }
 
@@ -384,6 +382,17 @@ tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan, tpla_ns_algorithm_t *a
   if (algorithm == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'algorithm' is NULL");
   *algorithm = plan->algo;
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_plan_iteration(tpla_ns_plan_t plan, tpla_ns_iteration_t *iteration) {
+  static const char fn[] = "tpla_ns_plan_iteration";
+  tpla_clear_error();
+  if (plan == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
+  if (iteration == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'iteration' is NULL");
+  *iteration = plan->gram_iter ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
   return TPLA_SUCCESS;
 }
 

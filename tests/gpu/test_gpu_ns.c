@@ -175,6 +175,7 @@ typedef struct {
   /* outcome: per rank, then rank 0's verdict */
   bool failed[TEAM_MAX_RANKS];
   tpla_ns_algorithm_t picked[TEAM_MAX_RANKS];
+  tpla_ns_iteration_t picked_iter[TEAM_MAX_RANKS];
   size_t ws[TEAM_MAX_RANKS];
   double err_ref, err_one, sv_dev, sv_out; /* -1: not measured */
 } ns_case_t;
@@ -252,7 +253,10 @@ static int run_case_rank(rank_env_t *e, ns_case_t *c, double *gout, int *stop) {
   d.steps = STEPS;
   d.preset = presets[c->preset];
   d.algorithm = c->algo;
-  d.iteration = c->gram_iter ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
+  /* AUTO cases leave the iteration to the plan too, as the default does */
+  d.iteration = c->gram_iter                    ? TPLA_NS_ITERATE_GRAM
+                : c->algo == TPLA_NS_ALGO_AUTO ? TPLA_NS_ITERATE_AUTO
+                                               : TPLA_NS_ITERATE_X;
   d.eps = EPS;
   tpla_ns_plan_t plan = NULL;
   /* every rank creates the plan (collective), even one that failed above */
@@ -260,6 +264,7 @@ static int run_case_rank(rank_env_t *e, ns_case_t *c, double *gout, int *stop) {
   failed = failed || TPLA_FAILED(s);
   if (!failed) {
     tpla_ns_plan_algorithm(plan, &c->picked[r]);
+    tpla_ns_plan_iteration(plan, &c->picked_iter[r]);
     tpla_ns_plan_workspace_bytes(plan, &c->ws[r]);
     tpla_matrix_t xv = {dx, lr, lc, ld, dc->dtype}, ov = {dout, lr, lc, ld, dc->dtype};
     s = c->use_out ? tpla_ns_execute_out(plan, ov, xv, e->stream)
@@ -478,9 +483,10 @@ static void print_worst(const case_run_t *run, int P) {
     const ns_case_t *c = &run->cases[i];
     if (c->algo == TPLA_NS_ALGO_AUTO && !c->gram_iter && c->layout == EVEN && c->dcfg == 1 &&
         c->preset == 0 && !c->failed[0])
-      printf("# AUTO on %d ranks, %" PRId64 "x%" PRId64 " bf16 %s sharded: %s, workspace %zu "
-             "bytes on rank 0\n", P, shapes[c->shape].m, shapes[c->shape].n,
-             c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", names[c->picked[0]], c->ws[0]);
+      printf("# AUTO on %d ranks, %" PRId64 "x%" PRId64 " bf16 %s sharded: %s, %s iteration, "
+             "workspace %zu bytes on rank 0\n", P, shapes[c->shape].m, shapes[c->shape].n,
+             c->shard == TPLA_SHARD_ROWS ? "rows" : "cols", names[c->picked[0]],
+             c->picked_iter[0] == TPLA_NS_ITERATE_GRAM ? "Gram" : "X", c->ws[0]);
   }
 }
 

@@ -145,6 +145,18 @@ def test_gram_iteration_is_the_same_map(shape, coefficients, steps):
         tt.newton_schulz(x, iteration="chebyshev")
 
 
+@pytest.mark.parametrize("shape,picks", [((120, 30), "gram"), ((30, 120), "gram"),
+                                          ((40, 40), "x")])
+def test_auto_iteration_is_the_models_pick(shape, picks):
+    """iteration="auto" (the default) runs what the cost model picks for the
+    host executor: the Gram iteration for rectangular X, the X iteration for
+    square X; bit for bit the forced iteration's result."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(6))
+    assert torch.equal(tt.newton_schulz(x), tt.newton_schulz(x, iteration=picks))
+    other = "x" if picks == "gram" else "gram"
+    assert not torch.equal(tt.newton_schulz(x), tt.newton_schulz(x, iteration=other))
+
+
 def test_local_half_precision_and_polar_quality():
     x = torch.randn(64, 96, generator=torch.Generator().manual_seed(4))
     for dtype, tol in ((torch.float16, 1e-2), (torch.bfloat16, 6e-2)):

@@ -119,6 +119,7 @@ typedef struct {
   const double *x;     /* global input, m x n (rounded to dtype on the way in) */
   double *out;         /* global output */
   tpla_ns_algorithm_t algo[8];
+  tpla_ns_iteration_t iter[8]; /* what each rank's plan runs */
   size_t ws[8];
 } ns_run_t;
 
@@ -153,6 +154,7 @@ static inline int ns_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
     tpla_matrix_t x = {lr > 0 ? buf : NULL, lr, lc, ld, dt};
     tpla_matrix_t o = {lr > 0 ? out : NULL, lr, lc, ld, dt};
     tpla_ns_plan_algorithm(plan, &run->algo[rank]);
+    tpla_ns_plan_iteration(plan, &run->iter[rank]);
     tpla_ns_plan_workspace_bytes(plan, &run->ws[rank]);
     if (run->alias_out)
       s = tpla_ns_execute_out(plan, x, x, NULL);

@@ -45,6 +45,11 @@ static int check_config(int P, tpla_shard_t shard, int64_t m, int64_t n, bool un
       fprintf(stderr, "  rank %d runs algorithm %d, expected %d\n", r, run.algo[r], want);
       bad = 1;
     }
+    bool forced = iteration != TPLA_NS_ITERATE_AUTO;
+    if (run.iter[r] != run.iter[0] || (forced && run.iter[r] != iteration)) {
+      fprintf(stderr, "  rank %d runs iteration %d, expected %d\n", r, run.iter[r], iteration);
+      bad = 1;
+    }
   }
   /* DESIGN.md budget: two shard copies + three Gram matrices (the Gram of
    * the non-sharded dimension for a forced GRAM_ALLREDUCE; the Gram
@@ -461,6 +466,91 @@ static void test_shard_partition(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* TPLA_NS_ITERATE_AUTO (the default) runs what the model picks for the
+ * host executor's constants: the Gram iteration for a tall or wide matrix,
+ * X for a square one (and with a forced GRAM_SHARDED, which cannot run the
+ * Gram iteration); the plan reports it, and the result is bit for bit the
+ * forced iteration's. */
+static void test_auto_iteration(void) {
+  static const struct {
+    int P;
+    int64_t m, n;
+    tpla_ns_algorithm_t algo;
+    tpla_ns_iteration_t want;
+  } cases[] = {{1, 160, 40, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM},
+               {1, 40, 160, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM},
+               {1, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X},
+               {3, 240, 40, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ITERATE_GRAM},
+               {2, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X},
+               {2, 240, 40, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ITERATE_X}};
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    int64_t m = cases[i].m, n = cases[i].n;
+    double *x = random_matrix(m, n, TPLA_FLOAT32, seed + (uint64_t)i);
+    double *out[2] = {malloc(sizeof(double) * (size_t)(m * n)),
+                      malloc(sizeof(double) * (size_t)(m * n))};
+    ns_run_t run[2];
+    for (int k = 0; k < 2; k++) { /* AUTO, then the iteration it should pick */
+      run[k] = (ns_run_t){.P = cases[i].P, .desc = TPLA_NS_DESC_INIT, .m = m, .n = n, .x = x,
+                          .out = out[k]};
+      run[k].desc.algorithm = cases[i].algo;
+      run[k].desc.iteration = k == 0 ? TPLA_NS_ITERATE_AUTO : cases[i].want;
+      split(m, cases[i].P, false, run[k].sizes);
+      ASSERT_EQ_INT(ns_run(&run[k]), 0);
+    }
+    for (int r = 0; r < cases[i].P; r++) {
+      ASSERT_EQ_INT(run[0].iter[r], cases[i].want);
+      ASSERT_EQ_INT(run[0].algo[r], run[1].algo[r]);
+    }
+    ASSERT_TRUE(memcmp(out[0], out[1], sizeof(double) * (size_t)(m * n)) == 0);
+    free(x);
+    free(out[0]);
+    free(out[1]);
+  }
+}
+
+/* What AUTO picks with the CUDA executor's constants, against the fastest
+ * pair measured on H200 (bench/results/2026-11-30-run23, bf16 input, 5
+ * steps, rows sharded evenly): the Gram iteration wherever it measured
+ * faster, the X iteration elsewhere, and the algorithm measured fastest
+ * (comments: the measured ms of the Gram iteration vs the X iteration). */
+static void test_auto_iteration_choices(void) {
+  struct tpla_ctx cuda = {0};
+  cuda.executor = TPLA_EXECUTOR_CUDA;
+  const ns_machine_t *mach = ns_machine(&cuda);
+  static const struct {
+    int P;
+    int64_t m, n;
+    tpla_dtype_t gram;
+    tpla_ns_algorithm_t algo;
+    bool gram_iter; /* the Gram iteration measured faster */
+  } cases[] = {
+      {1, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true},       /* 5.08 vs 6.35 ms */
+      {1, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true},       /* 5.59 vs 6.91 */
+      {1, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, false},       /* 19.09 vs 20.34 */
+      {1, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, true},        /* 7.70 vs 8.56 */
+      {1, 8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, false},        /* 22.64 vs 31.01 */
+      {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true}, /* 4.11 vs 4.77 */
+      {2, 14336, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true}, /* 3.96 vs 4.33 */
+      {2, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE, true}, /* 4.26 vs 4.72 */
+      {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 11.97 vs 17.43 */
+      {2, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 5.77 vs 6.16 */
+      {2, 4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 5.76 vs 6.31 */
+  };
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    int64_t rows[2] = {cases[i].m / cases[i].P, cases[i].m / cases[i].P};
+    ns_shape_t sh = {cases[i].P, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram,
+                     5, false};
+    tpla_ns_algorithm_t want = cases[i].P == 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
+    bool gram_iter = !cases[i].gram_iter; /* must be set */
+    tpla_ns_algorithm_t a = ns_resolve(mach, &sh, want, TPLA_NS_ITERATE_AUTO, &gram_iter, NULL);
+    if (a != cases[i].algo || gram_iter != cases[i].gram_iter)
+      fprintf(stderr, "  case %d (P=%d %" PRId64 "x%" PRId64 "): %s %s\n", i, cases[i].P,
+              cases[i].m, cases[i].n, ns_algorithm_name(a), gram_iter ? "GRAM" : "X");
+    ASSERT_EQ_INT(a, cases[i].algo);
+    ASSERT_EQ_INT(gram_iter, cases[i].gram_iter);
+  }
+}
+
 /* The cost model with the CUDA executor's constants on the DESIGN.md 2-GPU
  * shapes (rows sharded, bf16, 5 steps): the long-dimension Gram all-reduce
  * of a wide matrix is never chosen; tall matrices split the polynomial
@@ -546,5 +636,7 @@ int main(void) {
   TEST(test_shard_partition);
   TEST(test_cost_model_choices);
   TEST(test_gram_iteration);
+  TEST(test_auto_iteration);
+  TEST(test_auto_iteration_choices);
   return test_summary();
 }

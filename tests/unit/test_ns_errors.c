@@ -125,7 +125,7 @@ static void test_disagreement_is_remote_everywhere(void) {
             c.desc[1].algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE,
             needle = "rank 1 has algorithm = GRAM_ALLREDUCE, rank 0 has GRAM_SHARDED"; break;
     case 9: d->iteration = TPLA_NS_ITERATE_GRAM, needle = "rank 2 has iteration = GRAM, rank 0 "
-            "has X"; break;
+            "has AUTO"; break;
     }
     ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_REMOTE, 0, needle), 0);
     ASSERT_TRUE(strcmp(c.msg[0], c.msg[1]) == 0 && strcmp(c.msg[0], c.msg[2]) == 0);
@@ -157,8 +157,8 @@ static void test_bad_values(void) {
                {8, "negative shard size -3x8"},       {9, "coefficients given (3) with a preset"},
                {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
                {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
-               {14, "unknown algorithm -1"},          {15, "iteration 2 is neither"},
-               {16, "iteration -1 is neither"}};
+               {14, "unknown algorithm -1"},          {15, "iteration 3 is none of"},
+               {16, "iteration -1 is none of"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -181,7 +181,7 @@ static void test_bad_values(void) {
       case 12: d->local_cols = 0; break;
       case 13: d->algorithm = (tpla_ns_algorithm_t)(TPLA_NS_ALGO_GRAM_SHARDED + 1); break;
       case 14: d->algorithm = (tpla_ns_algorithm_t)-1; break;
-      case 15: d->iteration = (tpla_ns_iteration_t)2; break;
+      case 15: d->iteration = (tpla_ns_iteration_t)3; break;
       case 16: d->iteration = (tpla_ns_iteration_t)-1; break;
       }
     }
@@ -221,6 +221,10 @@ static void test_null_arguments(void) {
   tpla_ns_algorithm_t algo;
   ASSERT_STATUS(tpla_ns_plan_workspace_bytes(NULL, &bytes), TPLA_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(tpla_ns_plan_algorithm(NULL, &algo), TPLA_ERROR_INVALID_ARGUMENT);
+  tpla_ns_iteration_t iter = TPLA_NS_ITERATE_X;
+  ASSERT_STATUS(tpla_ns_plan_iteration(NULL, &iter), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "argument 'plan' is NULL");
+  ASSERT_EQ_INT(iter, TPLA_NS_ITERATE_X);
   float buf[4] = {0};
   tpla_matrix_t x = {buf, 2, 2, 2, TPLA_FLOAT32};
   ASSERT_STATUS(tpla_ns_execute(NULL, x, NULL), TPLA_ERROR_INVALID_ARGUMENT);
@@ -253,6 +257,9 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ns_algorithm_t got = TPLA_NS_ALGO_AUTO;
   if (tpla_ns_plan_create(&plan, ctx, &d) != TPLA_SUCCESS ||
       tpla_ns_plan_algorithm(plan, &got) != TPLA_SUCCESS ||
+      tpla_ns_plan_algorithm(plan, NULL) != TPLA_ERROR_INVALID_ARGUMENT ||
+      tpla_ns_plan_iteration(plan, NULL) != TPLA_ERROR_INVALID_ARGUMENT ||
+      !strstr(tpla_last_error(), "argument 'iteration' is NULL") ||
       (c->algo != TPLA_NS_ALGO_AUTO && got != (nranks == 1 ? TPLA_NS_ALGO_LOCAL : c->algo))) {
     tpla_ns_plan_destroy(plan);
     return 1;

@@ -75,14 +75,14 @@ class Muon(torch.optim.Optimizer):
       matrix on every rank (no communication).
     ns_steps / coefficients: the Newton-Schulz schedule (see newton_schulz);
       ns_dtype: precision of the NS input (bf16 as in the reference recipe);
-      ns_iteration: "x" (default) or "gram" (newton_schulz's iteration=).
+      ns_iteration: "auto" (default), "x" or "gram" (newton_schulz's iteration=).
     scale: "original" (max(1, rows/cols)^0.5), "match_rms_adamw"
       (0.2 sqrt(max(rows, cols))), a number, or None.
     use_main_grad: read param.main_grad (fp32) when present, else param.grad.
     """
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
-                 ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, ns_iteration="x",
+                 ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, ns_iteration="auto",
                  scale="original",
                  comm=None, distribute=True, use_main_grad=False, adamw_params=None,
                  adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,

@@ -58,7 +58,7 @@ def _named(table, value, fn, arg):
 
 
 def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram_dtype,
-            algorithm, fn, iteration="x"):
+            algorithm, fn, iteration="auto"):
     """A filled tpla_ns_desc_t (and the coefficient array it points to)."""
     preset, flat, _ = coef
     algo = _named(_lib.NS_ALGO, algorithm, fn, "algorithm")
@@ -86,7 +86,7 @@ def shard_of(shard_dim, fn):
 
 def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=None, *,
                   shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto",
-                  iteration="x"):
+                  iteration="auto"):
     """Orthogonalize a sharded matrix: the polar factor U V^T of X = U S V^T,
     approximated by `steps` Newton-Schulz steps.
 
@@ -101,8 +101,9 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
        cache with uneven shards, see the module notes).
     eps, safety, gram_dtype (torch.float32 or x.dtype), algorithm ("auto",
        "gram_allreduce", "redistribute", "gather", "local", "gram_sharded"),
-       iteration ("x", or "gram": the steps applied to the Gram matrix between
-       updates of X, fewer FLOPs for rectangular X): as tpla_ns_desc_t.
+       iteration ("auto": the cost model's choice; "x"; or "gram": the steps
+       applied to the Gram matrix between updates of X, fewer FLOPs for
+       rectangular X): as tpla_ns_desc_t.
     Runs on the current CUDA stream (returns without waiting for the GPU).
     Raises tpla.Error subclasses (InvalidArgumentError for bad input).
     """
