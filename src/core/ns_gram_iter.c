@@ -27,14 +27,24 @@
  */
 #include "ns.h"
 
+/* Block rows of the s x s products: a build-time constant to measure with
+ * (-DTPLA_NS_GRAM_PRODUCT_BLOCKS=n); 0, the default, takes the Gram's. */
+#ifndef TPLA_NS_GRAM_PRODUCT_BLOCKS
+#define TPLA_NS_GRAM_PRODUCT_BLOCKS 0
+#endif
+
 static ns_opmat_t plain(tpla_matrix_t v) { return (ns_opmat_t){v, false}; }
+
+static int product_blocks(const ns_iter_t *it) {
+  return TPLA_NS_GRAM_PRODUCT_BLOCKS > 0 ? TPLA_NS_GRAM_PRODUCT_BLOCKS : it->nblocks;
+}
 
 /* d = x y + beta add (x, y, add symmetric and commuting; add != d), mirrored */
 static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                              tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t add, float alpha,
                              float beta, int tf32, void *stream) {
-  TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), it->nblocks, tf32, NULL, &add, alpha, beta,
-                          stream));
+  TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), product_blocks(it), tf32, NULL, &add, alpha,
+                          beta, stream));
   return ctx->backend->mirror_upper(ctx, d, stream);
 }
 
