@@ -251,10 +251,12 @@ tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
     ns_shape_t s = *sh;
     s.gram_iter = g;
     double c;
-    tpla_ns_algorithm_t a = algo == TPLA_NS_ALGO_AUTO ? ns_choose(mach, &s, &c) : algo;
-    if (algo != TPLA_NS_ALGO_AUTO)
+    tpla_ns_algorithm_t a = algo;
+    if (algo == TPLA_NS_ALGO_AUTO)
+      a = ns_choose(mach, &s, &c);
+    else
       c = ns_cost(mach, &s, a);
-    if (c < best_cost || best == TPLA_NS_ALGO_AUTO) {
+    if (c < best_cost) {
       best = a;
       best_cost = c;
       *gram_iter = g;
