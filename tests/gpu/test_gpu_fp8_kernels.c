@@ -149,6 +149,33 @@ static void test_amax_kernel(void) {
   free(h);
 }
 
+/* More rows and columns than the amax grid has blocks: the largest |x| sits
+ * in the last row, the last column and the middle, one at a time. */
+static void test_amax_kernel_strides(void) {
+  const int64_t rows = 4099, cols = 1030, ld = 1031;
+  const size_t n = (size_t)(rows * ld);
+  float *h = malloc(sizeof(float) * n), *dx = NULL, *dm = NULL, got = 0;
+  ASSERT_TRUE(h != NULL);
+  ASSERT_EQ_INT(cudaMalloc((void **)&dx, sizeof(float) * n), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc((void **)&dm, sizeof(float)), cudaSuccess);
+  const int64_t at[3][2] = {{rows - 1, 17}, {2048, cols - 1}, {1500, 600}};
+  for (int k = 0; k < 3; k++) {
+    for (size_t i = 0; i < n; i++)
+      h[i] = (float)((int64_t)(i % 1013) - 506) * 0.001f;
+    h[at[k][0] * ld + at[k][1]] = -(float)(k + 2);
+    ASSERT_EQ_INT(cudaMemcpy(dx, h, sizeof(float) * n, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(tpla_cuda_amax(dm, dx, TPLA_FLOAT32, rows, cols, ld, 0, g_stream),
+                  cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpyAsync(&got, dm, sizeof got, cudaMemcpyDeviceToHost, g_stream),
+                  cudaSuccess);
+    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_TRUE(got == (float)(k + 2));
+  }
+  cudaFree(dx);
+  cudaFree(dm);
+  free(h);
+}
+
 /* Raw FP8 device buffers for the cache and loop tests (contents: zero). */
 typedef struct {
   void *a, *b, *d;
@@ -235,6 +262,7 @@ int main(void) {
   TEST(test_stage_bytes);
   TEST(test_transpose_tiles_and_strips);
   TEST(test_amax_kernel);
+  TEST(test_amax_kernel_strides);
   TEST(test_fp8_cache_and_loop);
   if (close_single_ctx(g_comm, g_ctx) != 0)
     test_failed_++;
