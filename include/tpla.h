@@ -433,9 +433,9 @@ typedef enum {
  * bf16 Gram, and on one GPU also with an fp32 Gram; X for square ones);
  * tpla_ns_plan_iteration says which. */
 typedef enum {
-  TPLA_NS_ITERATE_AUTO = 0, /* default */
-  TPLA_NS_ITERATE_X = 1,
-  TPLA_NS_ITERATE_GRAM = 2
+  TPLA_NS_ITERATE_X = 0,
+  TPLA_NS_ITERATE_GRAM = 1,
+  TPLA_NS_ITERATE_AUTO = 2 /* TPLA_NS_DESC_INIT's */
 } tpla_ns_iteration_t;
 
 typedef struct {

@@ -33,7 +33,7 @@ SHARD_ROWS, SHARD_COLS = 0, 1
 NS_MUON, NS_MUON_SCHEDULE5, NS_POLAR_EXPRESS, NS_CUBIC, NS_USER = 0, 1, 2, 3, 4
 NS_ALGO = {"auto": 0, "gram_allreduce": 1, "redistribute": 2, "gather": 3, "local": 4,
            "gram_sharded": 5}
-NS_ITERATION = {"auto": 0, "x": 1, "gram": 2}
+NS_ITERATION = {"auto": 2, "x": 0, "gram": 1}
 OVERLAP_MODE = {"auto": 0, "overlap": 1, "serial": 2}
 TRANSPORT = {"auto": 0, "peer": 1, "sendrecv": 2, "none": 3}
 

@@ -96,7 +96,7 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
                (double)d->safety);
   if (d->algorithm < TPLA_NS_ALGO_AUTO || d->algorithm > TPLA_NS_ALGO_GRAM_SHARDED)
     return bad(msg, IA, "%s: unknown algorithm %d", arg, (int)d->algorithm);
-  if (d->iteration < TPLA_NS_ITERATE_AUTO || d->iteration > TPLA_NS_ITERATE_GRAM)
+  if (d->iteration < TPLA_NS_ITERATE_X || d->iteration > TPLA_NS_ITERATE_AUTO)
     return bad(msg, IA, "%s: iteration %d is none of TPLA_NS_ITERATE_AUTO, _X, _GRAM", arg,
                (int)d->iteration);
   if (d->iteration == TPLA_NS_ITERATE_GRAM && d->algorithm == TPLA_NS_ALGO_GRAM_SHARDED)
