@@ -120,6 +120,7 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
   static const ns_name_t shards[] = {{"rows", TPLA_SHARD_ROWS}, {"cols", TPLA_SHARD_COLS},
                                      {NULL, 0}};
   memset(a, 0, sizeof *a);
+  a->iteration = TPLA_NS_ITERATE_AUTO;
   a->steps = 5;
   a->svd_max = 4096;
   a->ngrams = 1;
