@@ -8,6 +8,8 @@
 #   bounded LIMIT LOG cmd...   run cmd (output to LOG) for at most LIMIT s; on a
 #                     timeout, append every thread's kernel wait channel and stack
 #                     (a GPU wait in the driver vs a host futex), kill it, return 124
+#   patched_build DIR PATCH.py   copy the tree to DIR, apply PATCH.py to the copy, cd there,
+#                     build tpla_tool into DIR/build-exp (an experiment, not the library)
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
@@ -31,4 +33,15 @@ bounded() {
     kill -9 $pid; wait $pid 2> /dev/null; return 124
   fi
   wait $pid
+}
+
+patched_build() {
+  local dir=$1 patch=$2
+  rm -rf "$dir" && cp -r "$PWD" "$dir"
+  python3 "$patch" "$dir" > "$L/patch.log" 2>&1
+  say "patch: exit $? $(tail -n 1 "$L/patch.log")"
+  cd "$dir" || return 1
+  cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
+  cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/build.log" 2>&1
+  say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
 }

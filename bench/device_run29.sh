@@ -11,13 +11,7 @@
 # two above plus (32768, 8192, 4096) op T. About 5 minutes.
 set -u
 . bench/device_lib.sh 29
-rm -rf /tmp/s29x && cp -r "$PWD" /tmp/s29x
-python3 bench/run29_patch.py /tmp/s29x > "$L/patch.log" 2>&1
-say "patch: exit $? $(tail -n 1 "$L/patch.log")"
-cd /tmp/s29x
-cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
-cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/build.log" 2>&1
-say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+patched_build /tmp/s29x "$PWD/bench/run29_patch.py"
 run() { # prelude name args...
   local v=$1 name=$2; shift 2
   [ $(( 560 - ($(date +%s) - t0) )) -gt 20 ] || return 0

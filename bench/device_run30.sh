@@ -10,13 +10,7 @@
 # The traced call itself is not timed separately (it syncs). About 3 minutes.
 set -u
 . bench/device_lib.sh 30
-rm -rf /tmp/s30x && cp -r "$PWD" /tmp/s30x
-python3 bench/run30_trace_patch.py /tmp/s30x > "$L/patch.log" 2>&1
-say "patch: exit $? $(tail -n 1 "$L/patch.log")"
-cd /tmp/s30x
-cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
-cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/build.log" 2>&1
-say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+patched_build /tmp/s30x "$PWD/bench/run30_trace_patch.py"
 run() { # name op args...
   local name=$1 op=$2; shift 2
   TPLA_TRACE=8 timeout 40 build-exp/tpla $op -g 2 -n 10 -w 5 -s 1234 "$@" > "$L/$name.log" 2>&1
