@@ -9,7 +9,8 @@
 #                     timeout, append every thread's kernel wait channel and stack
 #                     (a GPU wait in the driver vs a host futex), kill it, return 124
 #   patched_build DIR PATCH.py   copy the tree to DIR, apply PATCH.py to the copy, cd there,
-#                     build tpla_tool into DIR/build-exp (an experiment, not the library)
+#                     build tpla_tool into DIR/build-exp (an experiment, not the library);
+#                     with REUSE_BUILD=1 an existing DIR/build-exp/tpla is used as it is
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
@@ -36,12 +37,18 @@ bounded() {
 }
 
 patched_build() {
-  local dir=$1 patch=$2
+  local dir=$1 patch=$2 tag
+  tag=$(basename "$dir")
+  if [ "${REUSE_BUILD:-0}" = 1 ] && [ -x "$dir/build-exp/tpla" ]; then
+    say "build: reusing $dir/build-exp (built by an earlier script on this machine)"
+    cd "$dir" || return 1
+    return 0
+  fi
   rm -rf "$dir" && cp -r "$PWD" "$dir"
-  python3 "$patch" "$dir" > "$L/patch.log" 2>&1
-  say "patch: exit $? $(tail -n 1 "$L/patch.log")"
+  python3 "$patch" "$dir" > "$L/$tag-patch.log" 2>&1
+  say "patch $tag: exit $? $(tail -n 1 "$L/$tag-patch.log")"
   cd "$dir" || return 1
-  cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
-  cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/build.log" 2>&1
-  say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+  cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/$tag-configure.log" 2>&1
+  cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/$tag-build.log" 2>&1
+  say "build $tag: exit $? ($(el)), warnings: $(grep -c warning "$L/$tag-build.log")"
 }
