@@ -137,8 +137,14 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
    * and copies the own rows after the pushes, so they do not wait for it */
   if (own.rows > 0 && !peer)
     TPLA_TRY(x->copy(p->xp, OVL_LANE_COPY, -1, own, c->a));
-  if (p->fp8) /* the own rows' scale: for the gathered view, and sent from there */
-    TPLA_TRY(x->set_scale(p->xp, OVL_LANE_COPY, scale_of(p, r), c->fp8.a_scale));
+  /* The own rows' scale, for the gathered view and sent from there. Its
+   * 4-byte device copy may run as a kernel: on the copy lane it waited for an
+   * SM behind the own rows' GEMM (the highest-priority lane) and held back
+   * every push, ~60 us at (16384, 8192, 1024) (runs 29-30). First on compute
+   * lane 0 it runs before that GEMM; the scale's step follows it there. */
+  const int scale_lane = peer ? OVL_LANE_COMPUTE0 : OVL_LANE_COPY;
+  if (p->fp8)
+    TPLA_TRY(x->set_scale(p->xp, scale_lane, scale_of(p, r), c->fp8.a_scale));
   const int my_first = first_chunk(p, ovl_rows(p, r));
   for (int ci = 0; ci < C; ci++)
     for (int i = 1; i < P; i++) {
@@ -163,7 +169,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
       if (p->fp8 && ci == my_first && sn > 0) { /* after set_scale */
         st.scale_send = scale_of(p, r);
         st.scale_to_offset = p->scales_off + (size_t)r * TPLA_FP8_SCALE_STRIDE * sizeof(float);
-        st.after = OVL_LANE_COPY;
+        st.after = scale_lane;
       }
       if (p->fp8 && ci == first_chunk(p, ovl_rows(p, from)))
         st.scale_recv = scale_of(p, from);
