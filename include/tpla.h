@@ -417,7 +417,9 @@ typedef enum {
                                       REDISTRIBUTE's all-to-all when the short
                                       side is the sharded one); each rank
                                       computes only its block rows of the
-                                      polynomial b G + c G^2, all-gathered    */
+                                      polynomial b G + c G^2 (with
+                                      TPLA_NS_ITERATE_GRAM: of every s x s
+                                      product), all-gathered                  */
 } tpla_ns_algorithm_t;
 
 /* What the steps iterate on. X: every step forms the Gram of X and updates X
@@ -427,7 +429,9 @@ typedef enum {
  * the Muon quintic): fewer FLOPs when the long side exceeds the short one by
  * more than ~15%, the same polynomial map up to rounding. Restarting from X
  * every two steps keeps its rounding error at the X iteration's level
- * (bench/ns_gram_iteration_study.py). Not with TPLA_NS_ALGO_GRAM_SHARDED.
+ * (bench/ns_gram_iteration_study.py). With TPLA_NS_ALGO_GRAM_SHARDED every
+ * s x s product is split across the ranks; that pair runs only when both are
+ * asked for (not yet measured on GPUs, so no AUTO picks it).
  * AUTO (default): the one the cost model finds faster for the plan's shape,
  * algorithm and Gram dtype (on H200: GRAM for rectangular matrices with a
  * bf16 Gram, and on one GPU also with an fp32 Gram; X for square ones);

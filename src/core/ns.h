@@ -146,6 +146,7 @@ typedef enum {
  * then round 1. */
 typedef struct {
   int rank, nranks, nbk; /* nranks = 0: not sharded */
+  tpla_dtype_t dtype;    /* of the packed triangle: the input's (X iteration), else the Gram's */
   int64_t *row_at;       /* packed offset (elements) of block row i (nbk) */
   size_t *counts;        /* [2][nranks] elements each rank sends per round */
   size_t round_at[2];    /* packed offset of each round */
@@ -198,12 +199,13 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
                    tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce, bool gram_iter,
                    int64_t temp_cap, ns_layout_t *layout);
 /* The same for GRAM_SHARDED: rank `rank` of `nranks` computes its block
- * rows of the polynomial; the update is SQUARE. Allocates the host tables
- * of it->shard (OUT_OF_MEMORY, naming `fn`); ns_iter_free releases them. */
+ * rows of the polynomial (X iteration) or of every s x s product (the Gram
+ * iteration); the update is SQUARE. Allocates the host tables of it->split
+ * (OUT_OF_MEMORY, naming `fn`); ns_iter_free releases them. */
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
-                                    const char *fn);
+                                    bool gram_iter, int rank, int nranks, int64_t temp_cap,
+                                    ns_layout_t *layout, const char *fn);
 void ns_iter_free(ns_iter_t *it);
 /* Bytes of the packed upper block rows the distributed Gram all-reduces. */
 size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype);
@@ -262,6 +264,12 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
  * from this rank's block rows and everyone else's. */
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
                             void *stream);
+/* d = alpha x y + beta c for commuting symmetric s x s matrices in the Gram
+ * dtype, from this rank's block rows and everyone else's, mirrored (the
+ * Gram iteration's products under GRAM_SHARDED; ns_shard.c). */
+tpla_status_t ns_shard_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
+                               tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t c, float alpha,
+                               float beta, int tf32, void *stream);
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
 /* A contiguous (ld = cols, or 1 when cols = 0) view of rows x cols at data. */

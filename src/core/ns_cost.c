@@ -81,10 +81,14 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
 /* Per segment: the Gram of X and the update of X (one each), and in the s x s
  * space per two-step segment five symmetric products (Z1 = b G + c G^2, G Z1,
  * Z1 (G Z1), Z2, Z1 Z2), per one-step segment one (ns_gram_iter.c). */
+static int gram_products(int steps) {
+  return (steps / NS_GRAM_SEGMENT) * 5 + (steps % NS_GRAM_SEGMENT);
+}
+
 double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int steps,
                          tpla_dtype_t dtype, tpla_dtype_t gram_dtype) {
   int nb = ns_sym_blocks(mach, s), seg = ns_gram_segments(steps);
-  int products = (steps / NS_GRAM_SEGMENT) * 5 + (steps % NS_GRAM_SEGMENT);
+  int products = gram_products(steps);
   double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
   double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
   return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops;
@@ -140,10 +144,11 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
          grams_formed(sh) * gram_sum_time(mach, sh, g);
 }
 
-/* GRAM_SHARDED: rank q's Gram and P X update on its l_q columns, the most
- * loaded rank's block rows of the polynomial (ns_shard.c), the Gram
- * all-reduce, and two all-gather rounds of the packed triangle in the input
- * dtype (each costed by the most any rank receives). */
+/* GRAM_SHARDED: per Gram formed, rank q's Gram and X update on its l_q
+ * columns and the Gram all-reduce; per s x s product (the X iteration's
+ * polynomial, or the Gram iteration's products), the most loaded rank's
+ * block rows (ns_shard.c) and two all-gather rounds of the packed triangle in
+ * its dtype (each costed by the most any rank receives). */
 static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                 const int64_t *l) {
   int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
@@ -169,10 +174,12 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
     for (int q = 0; q < P; q++)
       in = total[r] - sent[r][q] > in ? total[r] - sent[r][q] : in;
     if (total[r] > 0.0)
-      gather += alltoall_time(mach, P, in * esize(sh->dtype));
+      gather += alltoall_time(mach, P, in * esize(sh->gram_iter ? sh->gram_dtype : sh->dtype));
   }
-  double step = (local + most * ws) / mach->flops + gather + gram_sum_time(mach, sh, g);
-  return allreduce_time(mach, P, 4.0) + sh->steps * step;
+  int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
+  return allreduce_time(mach, P, 4.0) +
+         grams_formed(sh) * (local / mach->flops + gram_sum_time(mach, sh, g)) +
+         products * (most * ws / mach->flops + gather);
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
@@ -188,8 +195,6 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   case TPLA_NS_ALGO_GRAM_SHARDED:
   case TPLA_NS_ALGO_REDISTRIBUTE: {
     bool split = a == TPLA_NS_ALGO_GRAM_SHARDED;
-    if (split && sh->gram_iter) /* no per-step polynomial to split */
-      return HUGE_VAL;
     if (split && sh->N <= sh->M) /* the sharded dimension is the long one */
       return gram_sharded_cost(mach, sh, sh->N, sh->rows);
     /* Columns of Y split evenly; then the Gram over M. */
@@ -220,6 +225,13 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   return 0.0;
 }
 
+/* GRAM_SHARDED's split of the Gram iteration's products runs only when
+ * both are asked for: it has not been measured on GPUs yet, so no AUTO
+ * (algorithm or iteration) picks it. */
+static bool auto_excludes(tpla_ns_algorithm_t a, bool gram_iter) {
+  return a == TPLA_NS_ALGO_GRAM_SHARDED && gram_iter;
+}
+
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost) {
   /* Ties go to the first: fewer collectives per call come later. */
   static const tpla_ns_algorithm_t order[] = {
@@ -228,6 +240,8 @@ tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, do
   tpla_ns_algorithm_t best = order[0];
   double best_cost = ns_cost(mach, sh, best);
   for (int i = 1; i < (int)(sizeof order / sizeof order[0]); i++) {
+    if (auto_excludes(order[i], sh->gram_iter))
+      continue;
     double c = ns_cost(mach, sh, order[i]);
     if (c < best_cost) {
       best = order[i];
@@ -247,6 +261,8 @@ tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
   *gram_iter = iter == TPLA_NS_ITERATE_GRAM;
   for (int g = 0; g < 2; g++) {
     if (iter != TPLA_NS_ITERATE_AUTO && g != (iter == TPLA_NS_ITERATE_GRAM))
+      continue;
+    if (iter == TPLA_NS_ITERATE_AUTO && auto_excludes(algo, g))
       continue;
     ns_shape_t s = *sh;
     s.gram_iter = g;

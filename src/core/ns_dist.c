@@ -62,7 +62,8 @@ static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *ma
   }
   p->buf_elems = max64(Mp * N, M * Nr);
   if (split)
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, r, P, p->buf_elems, L, fn));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, p->gram_iter, r, P,
+                                   p->buf_elems, L, fn));
   else
     ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->gram_iter, p->buf_elems, L);
   p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
@@ -94,8 +95,8 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
     if (redistributes(p))
       return setup_redistribute(p, mach, true);
     p->buf_elems = N * Mp;
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, r, P, p->buf_elems, L,
-                                   "tpla_ns_plan_create"));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, p->gram_iter, r, P,
+                                   p->buf_elems, L, "tpla_ns_plan_create"));
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_REDISTRIBUTE:

@@ -39,10 +39,13 @@ static int product_blocks(const ns_iter_t *it) {
   return TPLA_NS_GRAM_PRODUCT_BLOCKS > 0 ? TPLA_NS_GRAM_PRODUCT_BLOCKS : it->nblocks;
 }
 
-/* d = x y + beta add (x, y, add symmetric and commuting; add != d), mirrored */
+/* d = alpha x y + beta add (x, y, add symmetric and commuting; add != d),
+ * mirrored; under GRAM_SHARDED each rank computes its block rows of it. */
 static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                              tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t add, float alpha,
                              float beta, int tf32, void *stream) {
+  if (it->split.nranks > 0)
+    return ns_shard_product(ctx, it, d, x, y, add, alpha, beta, tf32, stream);
   TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), product_blocks(it), tf32, NULL, &add, alpha,
                           beta, stream));
   return ctx->backend->mirror_upper(ctx, d, stream);

@@ -99,10 +99,6 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (d->iteration < TPLA_NS_ITERATE_X || d->iteration > TPLA_NS_ITERATE_AUTO)
     return bad(msg, IA, "%s: iteration %d is none of TPLA_NS_ITERATE_AUTO, _X, _GRAM", arg,
                (int)d->iteration);
-  if (d->iteration == TPLA_NS_ITERATE_GRAM && d->algorithm == TPLA_NS_ALGO_GRAM_SHARDED)
-    return bad(msg, TPLA_ERROR_NOT_SUPPORTED, "%s: algorithm GRAM_SHARDED splits each step's "
-               "polynomial across the ranks; the Gram iteration (TPLA_NS_ITERATE_GRAM) applies "
-               "it to the Gram matrix instead: use another algorithm or AUTO", arg);
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
                "API orthogonalizes whole matrices on one rank)", arg, nranks);

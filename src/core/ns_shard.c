@@ -1,21 +1,26 @@
 /*
- * ns_shard.c - GRAM_SHARDED: the Gram polynomial P = b A + c A^2 of a step
- * split across the ranks instead of computed on each.
+ * ns_shard.c - GRAM_SHARDED: the s x s products of the iteration split
+ * across the ranks instead of computed on each.
  *
  * Every rank holds the whole (all-reduced) s x s Gram A, as with
- * GRAM_ALLREDUCE, but computes only its block rows of P, and only their
- * upper part (ns.h, ns_split_t: pairs of block rows i and nbk-1-i give every
- * rank the same share of the triangle). Per own block row (rows o..o+h):
- *   S = c A[o:o+h, :] A[o:, :]^T + b A[o:o+h, o:]
- *                                   (h x (s-o), the polynomial in the Gram
- *                                    dtype, b A as the GEMM's C; TF32 for an
- *                                    fp32 Gram of a half input, as the
- *                                    unsharded square; c = 0: S = b A[..])
- *   slot = S in the input dtype     (its place in the packed triangle)
+ * GRAM_ALLREDUCE, but computes only its block rows of each product, and only
+ * their upper part (ns.h, ns_split_t: pairs of block rows i and nbk-1-i give
+ * every rank the same share of the triangle). A product of commuting
+ * symmetric matrices, D = alpha X Y + beta C, per own block row (rows
+ * o..o+h):
+ *   S = alpha X[o:o+h, :] Y[o:, :]^T + beta C[o:o+h, o:]
+ *                                   (h x (s-o), in the Gram dtype, C as the
+ *                                    GEMM's C; TF32 for an fp32 Gram of a
+ *                                    half input; alpha = 0: S = beta C[..])
+ *   slot = S in the packed dtype    (its place in the packed triangle)
  * Round 0 (the rank's wide rows) is all-gathered on a side stream while
  * the rank computes its narrow rows; round 1 follows. The rows are then
- * unpacked into g3 (s x s, input dtype) and mirrored, and the update
- * X <- a X + P X is one GEMM per chunk, as for the SQUARE update.
+ * unpacked into D and mirrored.
+ *
+ * The X iteration has one product per step, its polynomial P = b A + c A^2,
+ * packed in the input dtype into g3 for the update X <- a X + P X (one GEMM
+ * per chunk, as for the SQUARE update). The Gram iteration
+ * (ns_gram_iter.c) runs all its products so, packed in the Gram dtype.
  *
  * Why not consume P block row by block row during the update: a full row of
  * P needs the transposed upper blocks of every earlier row (the mirror), so
@@ -45,19 +50,21 @@ static block_row_t block_row(const ns_split_t *sh, int64_t s, int i) {
 
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    int rank, int nranks, int64_t temp_cap, ns_layout_t *layout,
-                                    const char *fn) {
+                                    bool gram_iter, int rank, int nranks, int64_t temp_cap,
+                                    ns_layout_t *layout, const char *fn) {
   ns_iter_base(it, mach, s, l, dtype, gram_dtype, true, temp_cap);
   it->update = NS_UPDATE_SQUARE;
+  it->gram_iter = gram_iter;
   it->ops[0] = NS_OP_GRAM; /* all-reduced block row by block row */
   it->ops[1] = NS_OP_MIRROR_GRAM;
   it->ops[2] = NS_OP_SHARD_POLY;
   it->ops[3] = NS_OP_UPDATE_SQUARE;
-  it->nops = 4;
+  it->nops = gram_iter ? 0 : 4;
 
   ns_split_t *sh = &it->split;
   sh->rank = rank;
   sh->nranks = nranks;
+  sh->dtype = gram_iter ? gram_dtype : dtype;
   sh->nbk = ns_shard_blocks(mach, s, nranks);
   sh->row_at = malloc(sizeof(int64_t) * (size_t)sh->nbk);
   sh->counts = calloc(2 * (size_t)nranks, sizeof(size_t));
@@ -85,10 +92,21 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
   }
   sh->total = at;
 
-  /* g3 (P) and pk (the packed triangle) are one region, which the packed
-   * Gram of the all-reduce borrows before the polynomial is computed. */
   bool cast = gram_dtype != dtype;
   size_t gsz = tpla_dtype_size(gram_dtype), esz = tpla_dtype_size(dtype);
+  if (gram_iter) { /* ns_iter_setup's Gram iteration buffers, and the packed triangle */
+    size_t ss = (size_t)s * (size_t)s;
+    it->off_g1 = ns_layout_take(layout, ss * gsz);
+    it->off_g2 = ns_layout_take(layout, ss * gsz); /* also the all-reduce's packed rows */
+    it->off_g4 = ns_layout_take(layout, ss * gsz);
+    it->off_g5 = ns_layout_take(layout, ss * gsz);
+    it->off_g3 = ns_layout_take(layout, cast ? ss * esz : 0);
+    it->off_pk = ns_layout_take(layout, sh->total * gsz);
+    it->off_arp = it->off_g2;
+    return TPLA_SUCCESS;
+  }
+  /* g3 (P) and pk (the packed triangle) are one region, which the packed
+   * Gram of the all-reduce borrows before the polynomial is computed. */
   size_t g3 = ((size_t)(s * s) * esz + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
   size_t region = g3 + sh->total * esz, packed = ns_iter_allreduce_bytes(s, it->nblocks,
                                                                           gram_dtype);
@@ -113,34 +131,39 @@ static void *elem(void *base, size_t i, tpla_dtype_t t) {
   return (char *)base + i * tpla_dtype_size(t);
 }
 
-/* This rank's block rows of round r: square, polynomial, packed slot.
- * *scratch walks the own rows' gram-dtype scratch (g2) when casting. */
-static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, int r, float b, float c,
-                              int tf32, size_t *scratch, void *stream) {
+/* D = alpha X Y + beta C for symmetric, commuting s x s operands (Gram dtype). */
+typedef struct {
+  tpla_matrix_t d, x, y, c;
+  float alpha, beta;
+} shard_product_t;
+
+/* This rank's block rows of round r, each into its packed slot. *scratch
+ * walks the own rows' gram-dtype scratch (g2) when the packed dtype differs. */
+static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
+                              int r, int tf32, size_t *scratch, void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
-  bool cast = it->gram_dtype != it->dtype;
-  tpla_matrix_t A = ns_dense(it->g1, s, s, it->gram_dtype);
+  bool cast = it->gram_dtype != sh->dtype;
   for (int i = 0; i < sh->nbk; i++) {
     if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
       continue;
     block_row_t br = block_row(sh, s, i);
     if (br.h == 0)
       continue;
-    tpla_matrix_t slot = ns_dense(elem(it->pk, (size_t)sh->row_at[i], it->dtype), br.h, br.w,
-                                  it->dtype);
+    tpla_matrix_t slot = ns_dense(elem(it->pk, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
+                                  sh->dtype);
     tpla_matrix_t S = cast ? ns_dense(elem(it->g2, *scratch, it->gram_dtype), br.h, br.w,
                                       it->gram_dtype)
                            : slot;
     *scratch += (size_t)(br.h * br.w);
-    tpla_matrix_t Ab = ns_sub(A, br.o, br.h, br.o, br.w); /* this block row's A */
-    if (c != 0.0f) /* S = c A A^T + b A, with C = A's block */
+    tpla_matrix_t Cb = ns_sub(pr->c, br.o, br.h, br.o, br.w); /* this block row's C */
+    if (pr->alpha != 0.0f) /* S = alpha X Y^T + beta C, C as the GEMM's */
       TPLA_TRY(ns_gemm_c(ctx, (ns_opmat_t){S, false},
-                         (ns_opmat_t){ns_sub(A, br.o, br.h, 0, s), false},
-                         (ns_opmat_t){ns_sub(A, br.o, br.w, 0, s), true}, (ns_opmat_t){Ab, false},
-                         c, b, tf32, stream));
-    else /* c = 0 (cubic): P = b A, no square */
-      TPLA_TRY(ns_axpby(ctx, S, Ab, b, 0.0f, stream));
+                         (ns_opmat_t){ns_sub(pr->x, br.o, br.h, 0, s), false},
+                         (ns_opmat_t){ns_sub(pr->y, br.o, br.w, 0, s), true},
+                         (ns_opmat_t){Cb, false}, pr->alpha, pr->beta, tf32, stream));
+    else /* no product (the X iteration's cubic: P = b A) */
+      TPLA_TRY(ns_axpby(ctx, S, Cb, pr->beta, 0.0f, stream));
     if (cast)
       TPLA_TRY(ns_axpby(ctx, slot, S, 1.0f, 0.0f, stream));
   }
@@ -163,41 +186,55 @@ static tpla_status_t gather_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, vo
     return TPLA_SUCCESS;
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
-  return ctx->backend->allgatherv(ctx, elem(it->pk, sh->round_at[r], it->dtype),
-                                  elem(it->pk, mine, it->dtype), counts, it->dtype,
+  return ctx->backend->allgatherv(ctx, elem(it->pk, sh->round_at[r], sh->dtype),
+                                  elem(it->pk, mine, sh->dtype), counts, sh->dtype,
                                   side != NULL ? side : stream);
 }
 
-/* Place round r's rows (every rank's) at their diagonals in g3. */
-static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, void *stream) {
+/* Place round r's rows (every rank's) at their diagonals in d. */
+static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d, int r,
+                                  void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
-  tpla_matrix_t P = ns_dense(it->g3, s, s, it->dtype);
   for (int i = 0; i < sh->nbk; i++) {
     block_row_t br = block_row(sh, s, i);
     if (ns_shard_round(i, sh->nbk) != r || br.h == 0)
       continue;
-    TPLA_TRY(ns_axpby(ctx, ns_sub(P, br.o, br.h, br.o, br.w),
-                      ns_dense(elem(it->pk, (size_t)sh->row_at[i], it->dtype), br.h, br.w,
-                               it->dtype),
+    TPLA_TRY(ns_axpby(ctx, ns_sub(d, br.o, br.h, br.o, br.w),
+                      ns_dense(elem(it->pk, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
+                               sh->dtype),
                       1.0f, 0.0f, stream));
   }
   return TPLA_SUCCESS;
 }
 
-tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
-                            void *stream) {
+static tpla_status_t shard_product(tpla_ctx_t ctx, const ns_iter_t *it,
+                                   const shard_product_t *pr, int tf32, void *stream) {
   void *side = ctx->backend->side_stream(ctx, 0);
   size_t scratch = 0;
-  TPLA_TRY(own_rows(ctx, it, 0, b, c, tf32, &scratch, stream));
+  TPLA_TRY(own_rows(ctx, it, pr, 0, tf32, &scratch, stream));
   TPLA_TRY(gather_round(ctx, it, 0, side, stream));
-  TPLA_TRY(own_rows(ctx, it, 1, b, c, tf32, &scratch, stream)); /* behind round 0 */
+  TPLA_TRY(own_rows(ctx, it, pr, 1, tf32, &scratch, stream)); /* behind round 0 */
   if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(gather_round(ctx, it, 1, side, stream));
-  TPLA_TRY(unpack_round(ctx, it, 0, stream)); /* behind round 1 */
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, stream)); /* behind round 1 */
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
-  TPLA_TRY(unpack_round(ctx, it, 1, stream));
-  return ctx->backend->mirror_upper(ctx, ns_dense(it->g3, it->s, it->s, it->dtype), stream);
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, stream));
+  return ctx->backend->mirror_upper(ctx, pr->d, stream);
+}
+
+tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
+                            void *stream) {
+  tpla_matrix_t A = ns_dense(it->g1, it->s, it->s, it->gram_dtype);
+  shard_product_t pr = {ns_dense(it->g3, it->s, it->s, it->dtype), A, A, A, c, b};
+  return shard_product(ctx, it, &pr, tf32, stream);
+}
+
+tpla_status_t ns_shard_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
+                               tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t c, float alpha,
+                               float beta, int tf32, void *stream) {
+  shard_product_t pr = {d, x, y, c, alpha, beta};
+  return shard_product(ctx, it, &pr, tf32, stream);
 }

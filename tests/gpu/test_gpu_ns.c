@@ -442,19 +442,20 @@ static int make_cases(int P, ns_case_t *cases) {
             }
       }
   /* TPLA_NS_ITERATE_GRAM: every shape, dtype and preset, both shardings,
-   * even and uneven shards, AUTO and GRAM_ALLREDUCE (LOCAL on one GPU) */
+   * AUTO on even shards, GRAM_ALLREDUCE and GRAM_SHARDED (its products split
+   * across the ranks) on uneven ones (LOCAL on one GPU) */
+  static const tpla_ns_algorithm_t gram_algos[] = {
+      TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ALGO_GRAM_SHARDED};
   for (int s = 0; s < NSHAPES; s++)
     for (int dc = 0; dc < NDCFG; dc++)
       for (int p = 0; p < 2; p++)
         for (int sh = 0; sh < 2 && !(dc == 2 && p == 1); sh++)
-          for (int lay = EVEN; lay <= (P == 1 ? EVEN : UNEVEN); lay++, k++) {
+          for (int v = 0; v < (P == 1 ? 1 : 3); v++, k++) {
             if (k % fx.stride != 0)
               continue;
-            ns_case_t c = {.shape = s, .dcfg = dc, .preset = p, .layout = lay, .pad = k % 2 * 3,
-                           .shard = sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS,
-                           .algo = P == 1 ? TPLA_NS_ALGO_LOCAL
-                                   : lay == EVEN ? TPLA_NS_ALGO_AUTO
-                                                 : TPLA_NS_ALGO_GRAM_ALLREDUCE,
+            ns_case_t c = {.shape = s, .dcfg = dc, .preset = p, .layout = v == 0 ? EVEN : UNEVEN,
+                           .pad = k % 2 * 3, .shard = sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS,
+                           .algo = P == 1 ? TPLA_NS_ALGO_LOCAL : gram_algos[v],
                            .use_out = k % 2 == 0, .gram_iter = true, .err_ref = -1,
                            .err_one = -1, .sv_dev = -1, .sv_out = -1};
             cases[n++] = c;
@@ -500,7 +501,7 @@ static void run_cases(int P) {
   for (int dc = 0; dc < NDCFG; dc++)
     for (int a = 0; a < NBUCKETS; a++)
       run.worst[dc][a] = (worst_t){0, 0.0, -1.0, -1.0, -1.0};
-  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * (NLAYOUTS * 5 + 2), sizeof *run.cases);
+  run.cases = calloc(NSHAPES * NDCFG * 2 * 2 * (NLAYOUTS * 5 + 3), sizeof *run.cases);
   run.out = malloc(sizeof(double) * 512 * 1024);
   ASSERT_TRUE(run.cases != NULL && run.out != NULL);
   run.ncases = make_cases(P, run.cases);

@@ -160,7 +160,7 @@ static void test_tiny_dims(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
-/* TPLA_NS_ITERATE_GRAM: on 1..8 ranks, every algorithm that supports it,
+/* TPLA_NS_ITERATE_GRAM: on 1..8 ranks, every algorithm,
  * both shardings, tall, wide and square (several symmetric blocks), uneven
  * shards, presets with an odd and an even number of steps (a one-step last
  * segment, or none) and the cubic one (c = 0): the distributed result equals
@@ -169,7 +169,8 @@ static void test_tiny_dims(void) {
 static void test_gram_iteration(void) {
   static const int64_t dims[][2] = {{52, 20}, {20, 52}, {32, 32}, {160, 70}};
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_ALLREDUCE,
-                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER};
+                                              TPLA_NS_ALGO_REDISTRIBUTE, TPLA_NS_ALGO_GATHER,
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
   static const struct {
     tpla_ns_preset_t preset;
     int steps;
@@ -180,7 +181,7 @@ static void test_gram_iteration(void) {
   int failures = 0, variant = 0;
   iteration = TPLA_NS_ITERATE_GRAM;
   for (int d = 0; d < 4; d++)
-    for (int a = 0; a < 4; a++)
+    for (int a = 0; a < (int)(sizeof algos / sizeof algos[0]); a++)
       for (int sh = 0; sh < 2; sh++, variant++) {
         int P = ranks[variant % 5], k = variant % 5;
         failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
@@ -213,21 +214,31 @@ static void test_larger(void) {
 }
 
 /* GRAM_SHARDED forced on 1..8 ranks (1: runs as LOCAL), rows and columns
- * sharded, tall, wide and square, even and uneven shards (rank 1 empty):
- * equals one rank to fp32 rounding, and the plan reports GRAM_SHARDED. */
+ * sharded, tall, wide and square, even and uneven shards (rank 1 empty),
+ * with the X iteration (the polynomial split) and the Gram iteration (every
+ * s x s product split): equals one rank to fp32 rounding, and the plan
+ * reports GRAM_SHARDED and the iteration. */
 static void test_gram_sharded_everywhere(void) {
   static const int64_t dims[][2] = {{44, 18}, {18, 44}, {30, 30}, {70, 66}};
-  double worst[2] = {0, 0};
-  int failures = 0, variant = 0;
-  for (int P = 1; P <= 8; P++)
-    for (int sh = 0; sh < 2; sh++)
-      for (int d = 0; d < 4; d++)
-        for (int uneven = 0; uneven < 2; uneven++, variant++)
-          failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
-                                   dims[d][1], uneven, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_MUON,
-                                   5, variant, worst);
-  printf("  worst: distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n", worst[0], worst[1]);
-  ASSERT_EQ_INT(failures, 0);
+  for (int g = 0; g < 2; g++) {
+    double worst[2] = {0, 0};
+    int failures = 0, variant = 0;
+    iteration = g ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
+    for (int P = 1; P <= 8; P++)
+      for (int sh = 0; sh < 2; sh++)
+        for (int d = 0; d < 4; d++)
+          for (int uneven = 0; uneven < 2; uneven++, variant++)
+            failures += check_config(P, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, dims[d][0],
+                                     dims[d][1], uneven, TPLA_NS_ALGO_GRAM_SHARDED,
+                                     g ? (tpla_ns_preset_t)(variant % 2 ? TPLA_NS_MUON
+                                                                         : TPLA_NS_CUBIC)
+                                       : TPLA_NS_MUON,
+                                     5, variant, worst);
+    iteration = TPLA_NS_ITERATE_X;
+    printf("  %s iteration: worst distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n",
+           g ? "Gram" : "X", worst[0], worst[1]);
+    ASSERT_EQ_INT(failures, 0);
+  }
 }
 
 /* Runs x (m x n) on P ranks (rows sharded, uneven) with run's options;
@@ -430,8 +441,8 @@ static void test_shard_partition(void) {
         for (int r = 0; r < P && ok; r++) {
           ns_iter_t it;
           ns_layout_t L = {0};
-          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, r, P, 3 * s,
-                                     &L, "test") == TPLA_SUCCESS;
+          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, false, r, P,
+                                     3 * s, &L, "test") == TPLA_SUCCESS;
           if (!ok)
             break;
           const ns_split_t *sh = &it.split;
@@ -468,9 +479,9 @@ static void test_shard_partition(void) {
 
 /* TPLA_NS_ITERATE_AUTO (the default) runs what the model picks for the
  * host executor's constants: the Gram iteration for a tall or wide matrix,
- * X for a square one (and with a forced GRAM_SHARDED, which cannot run the
- * Gram iteration); the plan reports it, and the result is bit for bit the
- * forced iteration's. */
+ * X for a square one (and with a forced GRAM_SHARDED, whose split Gram
+ * iteration no AUTO picks before it is measured on GPUs); the plan reports
+ * it, and the result is bit for bit the forced iteration's. */
 static void test_auto_iteration(void) {
   static const struct {
     int P;

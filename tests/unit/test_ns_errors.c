@@ -190,17 +190,6 @@ static void test_bad_values(void) {
   }
 }
 
-/* The Gram iteration has no per-step polynomial for GRAM_SHARDED to split. */
-static void test_gram_iteration_not_sharded(void) {
-  create_case_t c;
-  init_case(&c, 2);
-  for (int r = 0; r < 2; r++) {
-    c.desc[r].iteration = TPLA_NS_ITERATE_GRAM;
-    c.desc[r].algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
-  }
-  ASSERT_EQ_INT(expect(&c, 2, TPLA_ERROR_NOT_SUPPORTED, 0, "algorithm GRAM_SHARDED splits"), 0);
-}
-
 static void test_null_arguments(void) {
   tpla_ns_desc_t d = good_desc(0, 1);
   tpla_ns_plan_t plan = NULL;
@@ -377,7 +366,6 @@ int main(void) {
   TEST(test_disagreement_is_remote_everywhere);
   TEST(test_unsupported_dtypes);
   TEST(test_bad_values);
-  TEST(test_gram_iteration_not_sharded);
   TEST(test_null_arguments);
   TEST(test_zero_size);
   TEST(test_execute_rejects_bad_views);
