@@ -11,6 +11,7 @@
 #   patched_build DIR PATCH.py   copy the tree to DIR, apply PATCH.py to the copy, cd there,
 #                     build tpla_tool into DIR/build-exp (an experiment, not the library);
 #                     with REUSE_BUILD=1 an existing DIR/build-exp/tpla is used as it is
+#   gpu_build TARGET...          configure build-gpu (Release, TPLA_CUDA=ON), build the targets
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
@@ -51,4 +52,10 @@ patched_build() {
   cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/$tag-configure.log" 2>&1
   cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/$tag-build.log" 2>&1
   say "build $tag: exit $? ($(el)), warnings: $(grep -c warning "$L/$tag-build.log")"
+}
+
+gpu_build() {
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
+  cmake --build build-gpu -j "$(nproc)" --target "$@" > "$L/build.log" 2>&1
+  say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
 }

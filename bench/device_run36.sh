@@ -16,9 +16,7 @@
 set -u
 . bench/device_lib.sh 36
 left() { echo $(( 540 - ($(date +%s) - t0) )); }
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
-cmake --build build-gpu -j "$(nproc)" --target tpla_tool test_gpu_ns > "$L/build.log" 2>&1
-say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+gpu_build tpla_tool test_gpu_ns
 for g in 1 2; do
   CUDA_VISIBLE_DEVICES=$([ $g = 1 ] && echo 0 || echo 0,1) bounded 150 "$L/test_gpu_ns_$g.log" \
     build-gpu/tests/test_gpu_ns
