@@ -59,7 +59,10 @@ def main():
     ap.add_argument("--torch", required=True)
     args = ap.parse_args()
     tp, th = read_tpla(args.tpla), read_torch(args.torch)
-    print("# times in us (median, slowest rank), bf16, 2 GPUs; eff = max(gemm, comm) / time")
+    dtypes = ", ".join(sorted({r["dtype"] for r in tp.values()})) or "no rows"
+    ranks = ", ".join(str(n) for n in sorted({r["ranks"] for r in tp.values()})) or "?"
+    print(f"# times in us (median, slowest rank), {dtypes}, {ranks} GPUs; "
+          "eff = max(gemm, comm) / time")
     print("# ratio = tpla time / PyTorch fused time; tpla gemm/comm/serial are tpla's own")
     print("#%8s %6s %6s %6s %6s %8s %9s %9s %9s %9s %6s %9s %9s %7s  %s" % (
         "op", "M", "K", "N", "chunks", "xport", "time", "gemm", "comm", "serial", "eff",
