@@ -6,16 +6,9 @@ the call and prints the events' times from the call's start to stderr:
 "TRACE rank R call N: <us> <label>". Not part of the library."""
 import sys
 
+from patch_util import patch
+
 root = sys.argv[1]
-
-
-def patch(path, pairs):
-    s = open(path).read()
-    for old, new in pairs:
-        assert s.count(old) == 1, (path, old[:60])
-        s = s.replace(old, new, 1)
-    open(path, "w").write(s)
-
 
 patch(root + "/src/cuda/transport.h", [
     ("  int rehearsal;              /* plan-time rehearsal: no peer is announced, written or waited */\n};\n",

@@ -8,16 +8,9 @@ stream), then waits for the call and prints the events' times from its start
 to stderr: "TRACE_NS rank R: <us> <label>". Not part of the library."""
 import sys
 
+from patch_util import patch
+
 root = sys.argv[1]
-
-
-def patch(path, pairs):
-    s = open(path).read()
-    for old, new in pairs:
-        assert s.count(old) == 1, (path, old[:70])
-        s = s.replace(old, new, 1)
-    open(path, "w").write(s)
-
 
 open(root + "/src/cuda/run37_trace.c", "w").write(r'''/* run 37 experiment: per-call CUDA-event timeline of Newton-Schulz. */
 #include <cuda_runtime.h>
