@@ -424,12 +424,15 @@ static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
 
 static void test_mirror_upper(void) {
   NEED_CTX();
-  static const int64_t sizes[] = {1, 2, 7, 31, 32, 33, 64, 100, 1000, 1025};
+  /* ld = n + 5: the element kernel; n a multiple of 16 bytes' elements with
+   * ld = n or n + 16: the chunk kernel, whole and partial tiles */
+  static const int64_t sizes[] = {1, 2, 7, 8, 16, 31, 32, 33, 64, 100, 136, 1000, 1025};
   const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64};
   for (int t = 0; t < 4; t++)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
       ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k], 1000 + k), 0);
       ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 5, 1100 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 16, 1200 + k), 0);
     }
 }
 
