@@ -23,8 +23,10 @@ wait
 pack
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
+  shapes="1024x512 96x1000 200x136"
+  [ $tool = racecheck ] && shapes="256x128 96x1000 200x136"
   CUDA_VISIBLE_DEVICES=0 bounded 120 "$L/$tool.log" "$SAN" --tool $tool --error-exitcode 99 \
-    build-gpu/tpla ns -g 1 -n 1 -w 0 -c 0 --gram=both 1024x512 96x1000 200x136
+    build-gpu/tpla ns -g 1 -n 1 -w 0 -c 0 --gram=both $shapes
   say "$tool ns (mirror kernels): exit $? ($(el)) $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/$tool.log")"
 done
 cd /tmp/s38x || exit 1
