@@ -163,6 +163,9 @@ static inline int ns_shard_owner(int i, int nbk, int nranks) {
 }
 static inline int ns_shard_round(int i, int nbk) { return i < nbk / 2 ? 0 : 1; }
 
+/* The distributed Gram's sum over two ranks by copy-engine pulls (ns_pull.c). */
+typedef struct ns_pull ns_pull_t;
+
 typedef struct {
   int64_t s, l; /* X (the oriented matrix iterated on) is s x l; Gram s x s */
   tpla_dtype_t dtype, gram_dtype;
@@ -185,6 +188,7 @@ typedef struct {
   void *arp;                     /* bound: the packed Gram block rows of the
                                     all-reduce (gram dtype; aliases g2, or
                                     g3 and pk for GRAM_SHARDED) */
+  ns_pull_t *pull;               /* non-NULL: the Gram is summed by pulls, not arp */
 } ns_iter_t;
 
 /* The fields every iteration sets: shape, dtypes, symmetric blocks and the
@@ -270,6 +274,30 @@ tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float 
 tpla_status_t ns_shard_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                                tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t c, float alpha,
                                float beta, int tf32, void *stream);
+/* g (s x s) = X X^T for op(x.v) s x k, its upper block rows, summed over the
+ * ranks when the iteration all-reduces (by it->pull, else by NCCL through
+ * it->arp); the caller mirrors. */
+tpla_status_t ns_gram(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t g, ns_opmat_t x,
+                      void *stream);
+/* d (h x (s - i0)) = rows [i0, i0 + h) of op(x) times rows [i0, s) of op(x), transposed:
+ * the upper part of one block row of X X^T. */
+tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t i0, int64_t h,
+                          void *stream);
+
+/* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
+
+/* Collective over the context's ranks (when it->allreduce and two ranks): a
+ * PEER transport whose window holds a packed Gram, or *out = NULL (more
+ * ranks, no peer mapping, or TPLA_NS_GRAM_SUM=nccl on a rank). Every rank
+ * gets the same verdict. */
+tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
+                             ns_pull_t **out);
+void ns_pull_destroy(ns_pull_t *p); /* accepts NULL */
+size_t ns_pull_bytes(const ns_pull_t *p); /* executor memory held; 0 for NULL */
+/* The distributed Gram into g (upper block rows, nb of them), on `stream`. */
+tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,
+                           void *stream);
+
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
 /* A contiguous (ld = cols, or 1 when cols = 0) view of rows x cols at data. */

@@ -71,8 +71,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   int tf32 = gt == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
     const float *t0 = table + 3 * k, *t1 = t0 + 3;
-    TPLA_TRY(ns_sym_product(ctx, G, place[at], place[at], it->nblocks, 0,
-                            it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
+    TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
     TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
     TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
     tpla_matrix_t w = S1;

@@ -167,6 +167,21 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
   return TPLA_SUCCESS;
 }
 
+tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t i0, int64_t h,
+                          void *stream) {
+  int64_t s = i0 + d.cols;
+  return ns_gemm_tf32(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(x, i0, s - i0)),
+                      1.0f, 0.0f, 0, stream);
+}
+
+tpla_status_t ns_gram(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t g, ns_opmat_t x,
+                      void *stream) {
+  if (it->pull != NULL)
+    return ns_pull_gram(ctx, it->pull, g, x, it->nblocks, stream);
+  return ns_sym_product(ctx, g, x, x, it->nblocks, 0, it->allreduce ? it->arp : NULL, NULL, 1.0f,
+                        0.0f, stream);
+}
+
 size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype) {
   return sym_packed_elems(s, nb) * tpla_dtype_size(gram_dtype);
 }
@@ -328,8 +343,7 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
     for (int i = 0; i < it->nops; i++) {
       switch (it->ops[i]) {
       case NS_OP_GRAM:
-        TPLA_TRY(ns_sym_product(ctx, g1, place[at], place[at], it->nblocks, 0,
-                                it->allreduce ? it->arp : NULL, NULL, 1.0f, 0.0f, stream));
+        TPLA_TRY(ns_gram(ctx, it, g1, place[at], stream));
         break;
       case NS_OP_MIRROR_GRAM:
         TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));

@@ -318,6 +318,7 @@ void ns_plan_free(tpla_ns_plan_t p) {
     return;
   if (p->owns_ws && p->ws != NULL)
     p->ctx->backend->mem_free(p->ctx, p->ws);
+  ns_pull_destroy(p->iter.pull);
   ns_iter_free(&p->iter);
   free(p->table);
   free(p->offs);
@@ -350,7 +351,12 @@ tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
   }
   p->owns_ws = true;
   ns_plan_bind(p, ws);
-  return TPLA_SUCCESS;
+  st = ns_pull_create(ctx, &p->iter, fn, &p->iter.pull); /* collective; NULL: NCCL sums */
+  if (st != TPLA_SUCCESS) {
+    ns_plan_free(p);
+    *plan = NULL;
+  }
+  return st;
 }
 
 tpla_status_t tpla_ns_plan_destroy(tpla_ns_plan_t plan) {
@@ -366,7 +372,7 @@ tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes) {
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
   if (bytes == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'bytes' is NULL");
-  *bytes = plan->layout.bytes;
+  *bytes = plan->layout.bytes + ns_pull_bytes(plan->iter.pull);
   return TPLA_SUCCESS;
 }
 

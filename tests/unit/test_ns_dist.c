@@ -258,6 +258,45 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
   return out;
 }
 
+/* Two ranks sum the distributed Gram by pulls on the overlap transport
+ * (ns_pull.c), unless TPLA_NS_GRAM_SUM=nccl: both sums are fp32 sums of the
+ * two partials rounded once, so the results are the same bits, for every
+ * algorithm that all-reduces the Gram, both iterations, even shards and a
+ * rank with no rows; the pulls' window shows in the workspace. */
+static void test_gram_sum_by_pulls(void) {
+  static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
+                                              TPLA_NS_ALGO_GRAM_SHARDED};
+  double *x = random_matrix(40, 24, TPLA_BFLOAT16, seed + 29);
+  int runs = 0;
+  for (int a = 0; a < 2; a++)
+    for (int it = 0; it < 2; it++)
+      for (int uneven = 0; uneven < 2; uneven++) {
+        ns_run_t run = {.desc = TPLA_NS_DESC_INIT, .P = 2, .m = 40, .n = 24, .x = x};
+        run.desc.dtype = run.desc.gram_dtype = TPLA_BFLOAT16;
+        run.desc.algorithm = algos[a];
+        run.desc.iteration = it ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
+        split(40, 2, uneven, run.sizes);
+        double *pulled = calloc(40 * 24, sizeof(double)), *nccl = calloc(40 * 24, sizeof(double));
+        ASSERT_TRUE(pulled && nccl);
+        run.out = pulled;
+        ASSERT_EQ_INT(ns_run(&run), 0);
+        size_t ws_pulled = run.ws[0];
+        setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
+        run.out = nccl;
+        int failed = ns_run(&run);
+        unsetenv("TPLA_NS_GRAM_SUM");
+        ASSERT_EQ_INT(failed, 0);
+        ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
+        ASSERT_TRUE(ws_pulled > run.ws[0]);
+        ASSERT_TRUE(memcmp(pulled, nccl, sizeof(double) * 40 * 24) == 0);
+        free(pulled);
+        free(nccl);
+        runs++;
+      }
+  printf("  %d configurations: pulls and NCCL give the same bits\n", runs);
+  free(x);
+}
+
 /* A rank passing the preset's own table as TPLA_NS_USER agrees with the
  * others (the ranks compare tables, not names) and changes nothing. */
 static void test_user_table_equals_preset(void) {
@@ -643,6 +682,7 @@ int main(void) {
   TEST(test_custom_safety_and_eps);
   TEST(test_half_gram);
   TEST(test_gram_sharded_half);
+  TEST(test_gram_sum_by_pulls);
   TEST(test_execute_out_in_place);
   TEST(test_shard_partition);
   TEST(test_cost_model_choices);

@@ -1,0 +1,143 @@
+/*
+ * ns_pull.c - the distributed Gram's sum over two ranks as one-sided pulls
+ * on the overlap transport (overlap.h), instead of NCCL all-reduces.
+ *
+ * Why: NCCL's all-reduce kernels share the SMs with the Gram's GEMMs. On 2
+ * H200s (runs 37/38, 16384x4096 bf16) a block row's all-reduce took 140 us
+ * beside the GEMMs against ~30 alone, and the Gram 400 us against 235 us of
+ * GEMMs; all-reducing once after the GEMMs was barely better (371 us). A
+ * copy engine moves the rows without an SM.
+ *
+ * One Gram is one transport call. Compute lane 0 computes each upper block
+ * row of this rank's partial Gram packed into the window and signals it; a
+ * copy engine pulls the peer's same row straight into its place in G; lane
+ * 1 adds the own row to it (a fold: the two partials' sum in fp32, rounded
+ * once, the same bits on both ranks). So the transfers hide behind the later
+ * rows' GEMMs; only the last (smallest) row's pull and fold follow them. Last, a row-less pull step: each rank
+ * signals that it has read the peer's window, and its lanes wait for the
+ * peer's signal. Hence once a call completed on a rank, its peer has
+ * finished reading that rank's window: the next Gram may overwrite it and
+ * the plan may be destroyed (as with NCCL).
+ *
+ * Two ranks only (every rank pulls every peer's whole partial: P - 1 times
+ * a ring all-reduce's bytes per rank past P = 2), a transport whose peers
+ * map each other's windows (PEER; else NCCL), and TPLA_NS_GRAM_SUM=nccl on
+ * any rank keeps NCCL (to measure one against the other).
+ */
+#include "ns.h"
+#include "overlap.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ns_pull {
+  const struct tpla_xport_ops *x;
+  tpla_xport_t *xp;
+  int peer;
+  uint32_t seq;
+  bool broken; /* a Gram failed after it started: the ranks' calls may be out of step */
+};
+
+static const char k_fn[] = "tpla_ns_execute";
+
+static bool nccl_wanted(void) {
+  const char *v = getenv("TPLA_NS_GRAM_SUM");
+  return v != NULL && strcmp(v, "nccl") == 0;
+}
+
+tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
+                             ns_pull_t **out) {
+  *out = NULL;
+  const struct tpla_xport_ops *x = ctx->backend->xport;
+  if (ctx->nranks != 2 || !it->allreduce || x == NULL)
+    return TPLA_SUCCESS;
+  int32_t mine = nccl_wanted(), all[2] = {0, 0};
+  TPLA_TRY(ns_exchange(ctx, fn, all, &mine, sizeof mine));
+  if (all[0] || all[1])
+    return TPLA_SUCCESS;
+  ovl_xport_desc_t desc = {OVL_XPORT_AUTO,
+                           ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype),
+                           it->nblocks + 1, fn};
+  ns_pull_t *p = calloc(1, sizeof *p);
+  tpla_xport_t *xp = NULL;
+  tpla_status_t st = x->create(ctx, &desc, &xp); /* collective: every rank calls it */
+  if (st == TPLA_SUCCESS && p == NULL)
+    st = tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  st = ns_agree_status(ctx, fn, st, "set up the Gram's peer transport");
+  if (st != TPLA_SUCCESS || x->kind(xp) != OVL_XPORT_PEER) { /* the same verdict everywhere */
+    x->destroy(xp);
+    free(p);
+    return st;
+  }
+  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false};
+  *out = p;
+  return TPLA_SUCCESS;
+}
+
+void ns_pull_destroy(ns_pull_t *p) {
+  if (p == NULL)
+    return;
+  p->x->destroy(p->xp);
+  free(p);
+}
+
+size_t ns_pull_bytes(const ns_pull_t *p) { return p != NULL ? p->x->bytes(p->xp) : 0; }
+
+/* The call's steps (see the top of the file); the caller begins and ends it. */
+static tpla_status_t gram_call(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x,
+                               int nb) {
+  const struct tpla_xport_ops *X = p->x;
+  const int64_t s = g.rows, t = (s + nb - 1) / nb;
+  const size_t es = tpla_dtype_size(g.dtype);
+  char *win = X->window(p->xp);
+  void *lane0 = X->stream(p->xp, OVL_LANE_COMPUTE0);
+  size_t at = 0;
+  int flag = 0;
+  for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
+    int64_t h = s - i0 < t ? s - i0 : t;
+    tpla_matrix_t own = ns_dense(win + at * es, h, s - i0, g.dtype);
+    TPLA_TRY(ns_gram_row(ctx, own, x, i0, h, lane0));
+    ovl_step_t step = {.to = p->peer, .send = own, .from = p->peer,
+                       .recv = ns_sub(g, i0, h, i0, s - i0), .from_offset = at * es,
+                       .pull = 1, .flag = flag, .after = OVL_LANE_COMPUTE0};
+    TPLA_TRY(X->step(p->xp, &step, p->seq));
+    at += (size_t)(h * (s - i0));
+  }
+  at = 0;
+  flag = 0;
+  for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
+    int64_t h = s - i0 < t ? s - i0 : t;
+    TPLA_TRY(X->arrival(p->xp, OVL_LANE_COMPUTE1, flag, p->seq));
+    ovl_fold_t fold = {ns_sub(g, i0, h, i0, s - i0), 1.0f, win + at * es, 0, 1, NULL,
+                       {NULL, 0, 0, 1, g.dtype}};
+    TPLA_TRY(X->fold(p->xp, OVL_LANE_COMPUTE1, &fold));
+    at += (size_t)(h * (s - i0));
+  }
+  /* done reading the peer's window: a step with no rows, after every pull */
+  TPLA_TRY(X->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
+  tpla_matrix_t none = {win, 0, 1, 1, g.dtype};
+  ovl_step_t done = {.to = p->peer, .send = none, .from = p->peer, .recv = none, .pull = 1,
+                     .flag = nb, .after = OVL_LANE_COMPUTE1};
+  TPLA_TRY(X->step(p->xp, &done, p->seq));
+  return X->arrival(p->xp, OVL_LANE_COMPUTE1, nb, p->seq);
+}
+
+tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,
+                           void *stream) {
+  if (p->broken)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, k_fn,
+                     "the plan's Gram exchange failed in an earlier call (rank %d, call %" PRIu32
+                     "); destroy the plan on every rank and create a new one",
+                     ctx->rank, p->seq);
+  p->seq++;
+  tpla_status_t st = p->x->begin(p->xp, p->seq, stream, k_fn);
+  if (st == TPLA_SUCCESS) {
+    st = gram_call(ctx, p, g, x, nb);
+    tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
+    if (st == TPLA_SUCCESS)
+      st = ended;
+  }
+  p->broken = st != TPLA_SUCCESS;
+  return st;
+}
