@@ -6,7 +6,7 @@
 # Predicted: 16384x4096 ~3.8 ms (4.1-4.2 with NCCL), 8192^2 ~10 ms (11.6).
 # 1. test_gpu_ns on 1 and 2 GPUs (every distributed Gram at P = 2 now pulls);
 # 2. compute-sanitizer memcheck of `tpla ns -g 2` (GRAM_ALLREDUCE X and Gram
-#    iteration, GRAM_SHARDED; --report-api-errors no: cuBLASLt's and NCCL's
+#    and Gram iteration, GRAM_SHARDED both; --report-api-errors no: cuBLASLt's and NCCL's
 #    probing) and of the 1-GPU mirror shapes of run 38 (whose memcheck lacked it);
 # 3. `tpla ns -g 2`, the four 2-GPU shapes, bf16 Gram, AUTO: pulls vs NCCL,
 #    alternated twice; 1 GPU tall and square for the speed-up;
@@ -22,10 +22,12 @@ for g in 1 2; do
 done
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for algo in gram_allreduce gram_sharded; do
-  bounded 120 "$L/memcheck_$algo.log" "$SAN" --tool memcheck --report-api-errors no \
-    --error-exitcode 99 build-gpu/tpla ns -g 2 -n 1 -w 0 -c 0 --gram=both --algo=$algo \
-    --iterate=both 1024x512 96x1000
-  say "memcheck ns -g 2 $algo: exit $? ($(el)) $(grep 'ERROR SUMMARY' "$L/memcheck_$algo.log")"
+  for iter in x gram; do
+    bounded 120 "$L/memcheck_${algo}_$iter.log" "$SAN" --tool memcheck --report-api-errors no \
+      --error-exitcode 99 build-gpu/tpla ns -g 2 -n 1 -w 0 -c 0 --gram=both --algo=$algo \
+      --iterate=$iter 1024x512 96x1000
+    say "memcheck ns -g 2 $algo $iter: exit $? ($(el)) $(grep 'ERROR SUMMARY' "$L/memcheck_${algo}_$iter.log")"
+  done
 done
 CUDA_VISIBLE_DEVICES=0 bounded 120 "$L/memcheck_1gpu.log" "$SAN" --tool memcheck \
   --report-api-errors no --error-exitcode 99 build-gpu/tpla ns -g 1 -n 1 -w 0 -c 0 --gram=both \
