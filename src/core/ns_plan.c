@@ -352,6 +352,8 @@ tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
   p->owns_ws = true;
   ns_plan_bind(p, ws);
   st = ns_pull_create(ctx, &p->iter, fn, &p->iter.pull); /* collective; NULL: NCCL sums */
+  if (st == TPLA_SUCCESS && p->iter.pull != NULL)
+    st = ns_pull_rehearse(p, fn);
   if (st != TPLA_SUCCESS) {
     ns_plan_free(p);
     *plan = NULL;

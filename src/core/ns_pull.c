@@ -19,6 +19,14 @@
  * finished reading that rank's window: the next Gram may overwrite it and
  * the plan may be destroyed (as with NCCL).
  *
+ * Plan creation rehearses one execute (ns_pull_rehearse) so that no call
+ * loads a kernel: a first launch (a cuBLASLt kernel of a new GEMM shape
+ * included) waits for the device to idle, and in one process driving both
+ * GPUs a rank holding cuBLASLt's loading lock while its copy engine waits
+ * for the peer's row, whose GEMM waits for that lock, never returns
+ * (docs/OVERLAP.md, "Lazy loading"; the suspected cause of test_gpu_ns's
+ * hang in run 39, before this rehearsal).
+ *
  * Two ranks only (every rank pulls every peer's whole partial: P - 1 times
  * a ring all-reduce's bytes per rank past P = 2), a transport whose peers
  * map each other's windows (PEER; else NCCL), and TPLA_NS_GRAM_SUM=nccl on
@@ -83,6 +91,28 @@ void ns_pull_destroy(ns_pull_t *p) {
 }
 
 size_t ns_pull_bytes(const ns_pull_t *p) { return p != NULL ? p->x->bytes(p->xp) : 0; }
+
+tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
+  ns_pull_t *p = plan->iter.pull;
+  const struct tpla_xport_ops *x = p->x;
+  if (x->rehearse_begin == NULL) /* the same executor on every rank */
+    return TPLA_SUCCESS;
+  const tpla_ns_desc_t *d = &plan->desc;
+  size_t bytes = (size_t)(d->local_rows * d->local_cols) * tpla_dtype_size(d->dtype);
+  void *scratch = NULL;
+  tpla_status_t st = x->rehearse_begin(p->xp, bytes, &scratch);
+  st = ns_agree_status(plan->ctx, fn, st, "start the plan-time rehearsal");
+  if (st == TPLA_SUCCESS) {
+    tpla_matrix_t v = {bytes > 0 ? scratch : NULL, d->local_rows, d->local_cols,
+                       d->local_cols > 0 ? d->local_cols : 1, d->dtype};
+    uint32_t seq = p->seq;
+    st = ns_plan_run(plan, v, v, x->stream(p->xp, OVL_LANE_COMPUTE0));
+    p->seq = seq; /* no call: the peer counts from the same start */
+  }
+  tpla_status_t ended = x->rehearse_end(p->xp, scratch);
+  return ns_agree_status(plan->ctx, fn, st != TPLA_SUCCESS ? st : ended,
+                         "rehearse an execute");
+}
 
 /* The call's steps (see the top of the file); the caller begins and ends it. */
 static tpla_status_t gram_call(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x,
