@@ -399,9 +399,16 @@ typedef struct {
 static int cases_body(rank_env_t *e, void *arg) {
   case_run_t *run = arg;
   int failures = 0;
+  const bool trace = getenv("TPLA_NS_TEST_TRACE") != NULL; /* which case a hang is in */
   for (int i = 0; i < run->ncases; i++) {
     ns_case_t *c = &run->cases[i];
     int stop = 0;
+    if (trace) {
+      char what[200];
+      describe(what, sizeof what, c, e->nranks);
+      printf("# rank %d starts case %d: %s\n", e->rank, i, what);
+      fflush(stdout);
+    }
     failures += run_case_rank(e, c, run->out, &stop);
     if (team_sync(e, stop))
       return failures + 1; /* the communicator may be out of step: stop here */
