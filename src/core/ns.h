@@ -294,9 +294,10 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn
                              ns_pull_t **out);
 void ns_pull_destroy(ns_pull_t *p); /* accepts NULL */
 size_t ns_pull_bytes(const ns_pull_t *p); /* executor memory held; 0 for NULL */
-/* Plan creation, collective, once the pulls are set up: one execute of the
+/* Plan creation, collective, once the pulls are set up: executes of the
  * plan on zeroed scratch with no peer traffic (the transport's rehearsal;
- * NCCL's collectives run), so every kernel a call launches is loaded. */
+ * NCCL's collectives run), dense and with rows of every alignment below 16
+ * bytes, so the kernels a call launches are loaded before any call. */
 tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn);
 /* The distributed Gram into g (upper block rows, nb of them), on `stream`. */
 tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,

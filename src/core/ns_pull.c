@@ -19,13 +19,16 @@
  * finished reading that rank's window: the next Gram may overwrite it and
  * the plan may be destroyed (as with NCCL).
  *
- * Plan creation rehearses one execute (ns_pull_rehearse) so that no call
- * loads a kernel: a first launch (a cuBLASLt kernel of a new GEMM shape
+ * Plan creation rehearses executes (ns_pull_rehearse) so that no call loads
+ * a kernel: a first launch (a cuBLASLt kernel of a new GEMM configuration
  * included) waits for the device to idle, and in one process driving both
  * GPUs a rank holding cuBLASLt's loading lock while its copy engine waits
  * for the peer's row, whose GEMM waits for that lock, never returns
- * (docs/OVERLAP.md, "Lazy loading"; the suspected cause of test_gpu_ns's
- * hang in run 39, before this rehearsal).
+ * (docs/OVERLAP.md, "Lazy loading"). Run 41 located test_gpu_ns's hang (runs
+ * 39, 40): the first bf16 case with rows 2-byte aligned (ld = cols + 3),
+ * after a rehearsal on dense rows only; so the rehearsal now runs rows of
+ * every alignment below 16 bytes too. Leading dimensions other than the
+ * rehearsed ones may still select another kernel (not seen).
  *
  * Two ranks only (every rank pulls every peer's whole partial: P - 1 times
  * a ring all-reduce's bytes per rank past P = 2), a transport whose peers
@@ -98,17 +101,24 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   if (x->rehearse_begin == NULL) /* the same executor on every rank */
     return TPLA_SUCCESS;
   const tpla_ns_desc_t *d = &plan->desc;
-  size_t bytes = (size_t)(d->local_rows * d->local_cols) * tpla_dtype_size(d->dtype);
+  const size_t es = tpla_dtype_size(d->dtype);
+  /* rows at every alignment a caller's view can have, from the element size
+   * to 16 bytes (the offset of the view), and dense (offset 0, ld = cols):
+   * cuBLASLt picks its kernels by the rows' alignment */
+  const int64_t ld = (d->local_cols + 15) / 16 * 16 + 16;
+  size_t bytes = (size_t)(d->local_rows * ld) * es + 16;
   void *scratch = NULL;
   tpla_status_t st = x->rehearse_begin(p->xp, bytes, &scratch);
   st = ns_agree_status(plan->ctx, fn, st, "start the plan-time rehearsal");
-  if (st == TPLA_SUCCESS) {
-    tpla_matrix_t v = {bytes > 0 ? scratch : NULL, d->local_rows, d->local_cols,
-                       d->local_cols > 0 ? d->local_cols : 1, d->dtype};
-    uint32_t seq = p->seq;
+  uint32_t seq = p->seq;
+  for (size_t off = es; st == TPLA_SUCCESS && off <= 32; off *= 2) {
+    bool dense = off == 32;
+    tpla_matrix_t v = {d->local_rows > 0 ? (char *)scratch + (dense ? 0 : off) : NULL,
+                       d->local_rows, d->local_cols,
+                       dense ? (d->local_cols > 0 ? d->local_cols : 1) : ld, d->dtype};
     st = ns_plan_run(plan, v, v, x->stream(p->xp, OVL_LANE_COMPUTE0));
-    p->seq = seq; /* no call: the peer counts from the same start */
   }
+  p->seq = seq; /* no call: the peer counts from the same start */
   tpla_status_t ended = x->rehearse_end(p->xp, scratch);
   return ns_agree_status(plan->ctx, fn, st != TPLA_SUCCESS ? st : ended,
                          "rehearse an execute");
