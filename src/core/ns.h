@@ -287,9 +287,9 @@ tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t
 /* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
 
 /* Collective over the context's ranks (when it->allreduce and two ranks): a
- * PEER transport whose window holds a packed Gram, or *out = NULL (more
- * ranks, no peer mapping, or TPLA_NS_GRAM_SUM=nccl on a rank). Every rank
- * gets the same verdict. */
+ * PEER transport whose window holds a packed Gram when every rank set
+ * TPLA_NS_GRAM_SUM=pull, else *out = NULL (also for more ranks or no peer
+ * mapping). Every rank gets the same verdict. */
 tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
                              ns_pull_t **out);
 void ns_pull_destroy(ns_pull_t *p); /* accepts NULL */
