@@ -365,19 +365,20 @@ void ovl_plan_free(ovl_plan_t *p) {
   free(p);
 }
 
-/* Plan-time rehearsal (transports with rehearse_begin: CUDA): one call of
- * the real schedule with no peer traffic, on zeroed scratch operands shaped
- * like dense caller views, once with beta = 0 and once with beta = 1 (FP8:
- * with split and with fast accumulation), so every kernel a later call
- * launches (the fold kernels, the cuBLASLt kernel of each GEMM
+/* Plan-time rehearsal (transports with rehearse_begin: CUDA): calls of the
+ * real schedule with no peer traffic, on zeroed scratch operands shaped
+ * like dense caller views, with beta = 0, beta = 1 and a general alpha and
+ * beta (FP8: each with split and with fast accumulation), so every kernel a
+ * later call launches (the fold kernels, the cuBLASLt kernel of each GEMM
  * configuration) is loaded, and every cuBLASLt plan built, before any call
  * can wait on a peer (an FP8 call with the accumulation the rehearsal had
  * not run hung on 2 H200s: runs 9, 11, 12).
  * Why: CUDA lazy loading (docs/OVERLAP.md "Lazy loading"). The operands
  * are disjoint zeroed regions of one scratch buffer.
  * Caller operands with other leading dimensions or alignments may select
- * other cuBLASLt kernels, which are not covered (CUDA_MODULE_LOADING=EAGER
- * is). SERIAL plans run NCCL collectives, so only the fold kernels load. */
+ * other cuBLASLt kernels, which are not covered (nor are cuBLASLt's own
+ * library loads by CUDA_MODULE_LOADING=EAGER: run 38 hung with it set).
+ * SERIAL plans run NCCL collectives, so only the fold kernels load. */
 static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
   const struct tpla_xport_ops *x = p->ops;
   if (x->rehearse_begin == NULL)
@@ -411,10 +412,15 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
                        x->stream(p->xp, OVL_LANE_COMPUTE0),
                        TPLA_FP8_SCALING_INIT,
                        0 /* b_version: transpose, and keep nothing staged */};
-    /* FP8: fast and split accumulation are different cuBLASLt kernels */
+    /* FP8: fast and split accumulation are different cuBLASLt kernels.
+     * beta 0, 1 and a general alpha and beta: run 38's hang was a first
+     * call with beta 0.5 loading a kernel library after a rehearsal with
+     * beta 0 and 1 only (suspected: kernels specialized on beta). */
+    static const float alphas[] = {1.0f, 1.0f, -1.5f}, betas[] = {0.0f, 1.0f, 0.5f};
     for (int fast = 0; fast < (p->fp8 ? 2 : 1) && st == TPLA_SUCCESS; fast++)
-      for (int pass = 0; pass < 2 && st == TPLA_SUCCESS; pass++) {
-        call.beta = (float)pass;
+      for (int pass = 0; pass < 3 && st == TPLA_SUCCESS; pass++) {
+        call.alpha = alphas[pass];
+        call.beta = betas[pass];
         call.fp8.accum = fast ? TPLA_FP8_ACCUM_FAST : TPLA_FP8_ACCUM_SPLIT;
         st = ovl_run(p, &call, fn);
       }
