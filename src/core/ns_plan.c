@@ -316,9 +316,9 @@ void ns_plan_bind(tpla_ns_plan_t p, void *base) {
 void ns_plan_free(tpla_ns_plan_t p) {
   if (p == NULL)
     return;
+  ns_pull_destroy(p->iter.pull); /* waits for its lanes, which write the workspace's Gram */
   if (p->owns_ws && p->ws != NULL)
     p->ctx->backend->mem_free(p->ctx, p->ws);
-  ns_pull_destroy(p->iter.pull);
   ns_iter_free(&p->iter);
   free(p->table);
   free(p->offs);

@@ -13,11 +13,11 @@
  * copy engine pulls the peer's same row straight into its place in G; lane
  * 1 adds the own row to it (a fold: the two partials' sum in fp32, rounded
  * once, the same bits on both ranks). So the transfers hide behind the later
- * rows' GEMMs; only the last (smallest) row's pull and fold follow them. Last, a row-less pull step: each rank
- * signals that it has read the peer's window, and its lanes wait for the
- * peer's signal. Hence once a call completed on a rank, its peer has
- * finished reading that rank's window: the next Gram may overwrite it and
- * the plan may be destroyed (as with NCCL).
+ * rows' GEMMs; only the last (smallest) row's pull and fold follow them.
+ * Last, a row-less pull step: each rank signals that it has read the peer's
+ * window, and its lanes wait for the peer's signal. Hence once a call
+ * completed on a rank, its peer has finished reading that rank's window: the
+ * next Gram may overwrite it and the plan may be destroyed (as with NCCL).
  *
  * Plan creation rehearses executes (ns_pull_rehearse) so that no call loads
  * a kernel: a first launch (a cuBLASLt kernel of a new GEMM configuration
