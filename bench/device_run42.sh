@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/device_run42.sh - prepared, not run (the session's device time ran out).
 # 1. test_gpu_ns on both GPUs with pulled Gram sums (TPLA_NS_GRAM_SUM=pull), under
-#    60 s: run 41 found its hang at the first bf16 case with 2-byte aligned rows
+#    60 s: run 41 found its hang at the first bf16 Gram case with 2-byte aligned rows
 #    (ld = cols + 3), after a plan-time rehearsal on dense rows only; plan creation now
 #    also rehearses rows of every alignment below 16 bytes (ns_pull_rehearse, 66d8df8);
 # 2. the whole GPU suite (default NCCL sums), which also checks the overlap plans'

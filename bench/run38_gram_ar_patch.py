@@ -5,7 +5,7 @@ a packed buffer) computes every block row first and all-reduces the packed
 triangle once, on the stream, instead of all-reducing each block row on the side
 stream behind the next block row's GEMM. Run 37 showed that overlap losing: the
 NCCL kernels and the GEMMs share the SMs (a 8 MiB block row's all-reduce took
-140 us beside the GEMMs, against ~30 alone). Not part of the library."""
+140 us beside the GEMMs). Not part of the library."""
 import os
 import subprocess
 import sys

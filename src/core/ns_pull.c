@@ -3,10 +3,11 @@
  * on the overlap transport (overlap.h), instead of NCCL all-reduces.
  *
  * Why: NCCL's all-reduce kernels share the SMs with the Gram's GEMMs. On 2
- * H200s (runs 37/38, 16384x4096 bf16) a block row's all-reduce took 140 us
- * beside the GEMMs against ~30 alone, and the Gram 400 us against 235 us of
- * GEMMs; all-reducing once after the GEMMs was barely better (371 us). A
- * copy engine moves the rows without an SM.
+ * H200s (runs 37/38, 16384x4096 bf16) the first block row's all-reduce
+ * (8 MiB) took 140 us beside the GEMMs, where the whole 20 MiB triangle
+ * took ~96 us alone after them, and the Gram 400 us against 235 us of GEMMs;
+ * all-reducing once after the GEMMs was barely better (371 us). A copy
+ * engine moves the rows without an SM.
  *
  * One Gram is one transport call. Compute lane 0 computes each upper block
  * row of this rank's partial Gram packed into the window and signals it; a
@@ -25,10 +26,11 @@
  * GPUs a rank holding cuBLASLt's loading lock while its copy engine waits
  * for the peer's row, whose GEMM waits for that lock, never returns
  * (docs/OVERLAP.md, "Lazy loading"). Run 41 located test_gpu_ns's hang (runs
- * 39, 40): the first bf16 case with rows 2-byte aligned (ld = cols + 3),
- * after a rehearsal on dense rows only; so the rehearsal now runs rows of
- * every alignment below 16 bytes too. Leading dimensions other than the
- * rehearsed ones may still select another kernel (not seen).
+ * 39, 40): the first case summing a bf16 Gram with 2-byte aligned rows (ld =
+ * cols + 3; also the first such case with uneven rows), after a rehearsal on
+ * dense rows only; so the rehearsal now runs rows of every alignment below
+ * 16 bytes too (not yet run on a GPU). Leading dimensions other than the
+ * rehearsed ones may still select another kernel.
  *
  * Opt-in, experimental: only when TPLA_NS_GRAM_SUM=pull on every rank;
  * NCCL's all-reduce is the default. Two ranks only (every rank pulls every
