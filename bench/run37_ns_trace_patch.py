@@ -88,6 +88,11 @@ patch(root + "/src/core/ns_iter.c", [
      "      switch (it->ops[i]) {\n"),
 ])
 
+# the Gram's call in the Gram iteration: ns_sym_product at 68ce933 (run 37), ns_gram since 84ec97b
+gram_iter_src = open(root + "/src/core/ns_gram_iter.c").read()
+gram_call = ("    TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));\n"
+             if "ns_gram(ctx, it, G, place[at], stream)" in gram_iter_src else
+             "    TPLA_TRY(ns_sym_product(ctx, G, place[at], place[at], it->nblocks, 0,\n")
 patch(root + "/src/core/ns_gram_iter.c", [
     ("  if (it->split.nranks > 0)\n"
      "    return ns_shard_product(ctx, it, d, x, y, add, alpha, beta, tf32, stream);\n"
@@ -105,9 +110,8 @@ patch(root + "/src/core/ns_gram_iter.c", [
      "  TPLA_TRY(ctx->backend->mirror_upper(ctx, d, stream));\n"
      "  run37_mark(stream, \"  mirror done\");\n"
      "  return TPLA_SUCCESS;\n"),
-    ("    TPLA_TRY(ns_sym_product(ctx, G, place[at], place[at], it->nblocks, 0,\n",
-     "    run37_mark(stream, \"segment %d: Gram\", k / NS_GRAM_SEGMENT);\n"
-     "    TPLA_TRY(ns_sym_product(ctx, G, place[at], place[at], it->nblocks, 0,\n"),
+    (gram_call,
+     "    run37_mark(stream, \"segment %d: Gram\", k / NS_GRAM_SEGMENT);\n" + gram_call),
     ("    TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */\n",
      "    run37_mark(stream, \"  update\");\n"
      "    TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */\n"
