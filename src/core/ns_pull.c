@@ -115,12 +115,22 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   tpla_status_t st = x->rehearse_begin(p->xp, bytes, &scratch);
   st = ns_agree_status(plan->ctx, fn, st, "start the plan-time rehearsal");
   uint32_t seq = p->seq;
+  void *stream = x->stream(p->xp, OVL_LANE_COMPUTE0);
+  const ns_iter_t *it = &plan->iter;
+  /* G = 0 first: with no pull the first fold adds the own rows to what G
+   * held (a GEMM with k = 0 and beta 0 writes zeros without reading) */
+  tpla_matrix_t g = ns_dense(it->g1, it->s, it->s, it->gram_dtype);
+  tpla_matrix_t a = {NULL, it->s, 0, 1, it->gram_dtype};
+  tpla_matrix_t b = {NULL, 0, it->s, it->s, it->gram_dtype};
   for (size_t off = es; st == TPLA_SUCCESS && off <= 32; off *= 2) {
     bool dense = off == 32;
     tpla_matrix_t v = {d->local_rows > 0 ? (char *)scratch + (dense ? 0 : off) : NULL,
                        d->local_rows, d->local_cols,
                        dense ? (d->local_cols > 0 ? d->local_cols : 1) : ld, d->dtype};
-    st = ns_plan_run(plan, v, v, x->stream(p->xp, OVL_LANE_COMPUTE0));
+    st = ns_gemm(plan->ctx, (ns_opmat_t){g, false}, (ns_opmat_t){a, false},
+                 (ns_opmat_t){b, false}, 1.0f, 0.0f, stream);
+    if (st == TPLA_SUCCESS)
+      st = ns_plan_run(plan, v, v, stream);
   }
   p->seq = seq; /* no call: the peer counts from the same start */
   tpla_status_t ended = x->rehearse_end(p->xp, scratch);

@@ -365,7 +365,8 @@ void ovl_plan_free(ovl_plan_t *p) {
   free(p);
 }
 
-/* Plan-time rehearsal (transports with rehearse_begin: CUDA): calls of the
+/* Plan-time rehearsal (transports with rehearse_begin: CUDA; the host's, so
+ * that CI runs this code): calls of the
  * real schedule with no peer traffic, on zeroed scratch operands shaped
  * like dense caller views, with beta = 0, beta = 1 and a general alpha and
  * beta (FP8: each with split and with fast accumulation), so every kernel a

@@ -12,7 +12,10 @@
  *     abort word in every peer so that their waits end at once (REMOTE);
  *   - SENDRECV steps are the group's blocking point-to-point exchange;
  *   - lanes do not exist: everything runs in program order on the calling
- *     thread, which the schedules are written to allow.
+ *     thread, which the schedules are written to allow;
+ *   - the plan-time rehearsal exists only so that CI runs the plans' code of
+ *     it (the host has no lazy loading): zeroed scratch, and begin, step,
+ *     arrival and wait_ready touch no peer until it ends.
  * GEMMs go to the host backend's GEMM; bias and the fold of received
  * partials are loops here (fp32 math, like the CUDA kernel).
  */
@@ -38,6 +41,7 @@ struct tpla_xport {
   void **peer_window;  /* every rank's window (ours included) */
   flag_t **peer_flags; /* every rank's flags */
   const char *fn;      /* the public function of the call in progress */
+  bool rehearsal;      /* between rehearse_begin and rehearse_end: no peer is touched */
 };
 
 /* Fixed layout, no padding: status, then pointers as integers, then text. */
@@ -195,7 +199,7 @@ static void set_flag(flag_t *f, uint32_t seq) {
 
 static tpla_status_t host_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
   xp->fn = fn;
-  if (xp->kind != OVL_XPORT_PEER)
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal)
     return TPLA_SUCCESS;
   uint32_t aborted = atomic_load_explicit(abort_of(xp, xp->flags), memory_order_acquire);
   if (aborted != 0)
@@ -246,6 +250,8 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s) {
 }
 
 static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
+  if (xp->rehearsal)
+    return TPLA_SUCCESS;
   if (xp->kind == OVL_XPORT_SENDRECV)
     return step_sendrecv(xp, s);
   if (xp->kind != OVL_XPORT_PEER)
@@ -274,18 +280,34 @@ static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t s
 }
 
 static tpla_status_t host_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t seq) {
-  if (xp->kind != OVL_XPORT_PEER) /* SENDRECV steps complete before returning */
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal) /* SENDRECV steps complete before returning */
     return TPLA_SUCCESS;
   return wait_flag(xp, step_of(xp, xp->flags, flag), seq, "a chunk", -1);
 }
 
 static tpla_status_t host_wait_ready(tpla_xport_t *xp, int lane, int peer, uint32_t seq) {
-  if (xp->kind != OVL_XPORT_PEER)
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal)
     return TPLA_SUCCESS;
   return wait_flag(xp, ready_of(xp->flags, peer), seq, "the ready signal", peer);
 }
 
 static tpla_status_t host_sync_lanes(tpla_xport_t *xp, int lane) { return TPLA_SUCCESS; }
+
+static tpla_status_t host_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, void **scratch) {
+  *scratch = NULL;
+  if (scratch_bytes > 0 && (*scratch = calloc(1, scratch_bytes)) == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, xp->fn,
+                     "out of host memory (%zu bytes of plan-time rehearsal scratch)",
+                     scratch_bytes);
+  xp->rehearsal = true;
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t host_rehearse_end(tpla_xport_t *xp, void *scratch) {
+  xp->rehearsal = false;
+  free(scratch);
+  return TPLA_SUCCESS;
+}
 
 /* ---- arithmetic ------------------------------------------------------------------- */
 
@@ -393,4 +415,6 @@ const struct tpla_xport_ops tpla_host_xport_ops = {
     .set_scale = host_set_scale,
     .transpose = host_transpose,
     .amax = host_amax,
+    .rehearse_begin = host_rehearse_begin,
+    .rehearse_end = host_rehearse_end,
 };
