@@ -14,8 +14,8 @@
  *   - lanes do not exist: everything runs in program order on the calling
  *     thread, which the schedules are written to allow;
  *   - the plan-time rehearsal exists only so that CI runs the plans' code of
- *     it (the host has no lazy loading): zeroed scratch, and begin, step,
- *     arrival and wait_ready touch no peer until it ends.
+ *     it (the host has no lazy loading): zeroed scratch and window, and
+ *     begin, step, arrival and wait_ready touch no peer until it ends.
  * GEMMs go to the host backend's GEMM; bias and the fold of received
  * partials are loops here (fp32 math, like the CUDA kernel).
  */
@@ -299,6 +299,8 @@ static tpla_status_t host_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes,
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, xp->fn,
                      "out of host memory (%zu bytes of plan-time rehearsal scratch)",
                      scratch_bytes);
+  if (xp->window_bytes > 0) /* as the CUDA rehearsal: no stale window is read */
+    memset(xp->window, 0, xp->window_bytes);
   xp->rehearsal = true;
   return TPLA_SUCCESS;
 }
