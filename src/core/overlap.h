@@ -150,11 +150,13 @@ struct tpla_xport_ops {
   /* *amax = max |m| over a bf16/fp16/fp32 matrix (0 when empty); amax is
    * executor memory (device on CUDA). */
   tpla_status_t (*amax)(tpla_xport_t *xp, int lane, tpla_matrix_t m, float *amax);
-  /* Optional (NULL: the host). Plan creation rehearses one call so that
-   * every kernel the schedule launches is loaded before any real call (CUDA
-   * lazy loading: see docs/OVERLAP.md "Lazy loading"). rehearse_begin loads
-   * the transport's own kernels and, when scratch_bytes > 0, returns zeroed
-   * device scratch; until rehearse_end, begin announces nothing and step,
+  /* Optional (NULL: no rehearsal, as the shared-memory host transport; the
+   * threads' host transport has them so that CI runs the plans' rehearsal
+   * code). Plan creation rehearses calls so that every kernel the schedule
+   * launches is loaded before any real call (CUDA lazy loading: see
+   * docs/OVERLAP.md "Lazy loading"). rehearse_begin loads the transport's
+   * own kernels, zeroes the window and, when scratch_bytes > 0, returns
+   * zeroed executor scratch; until rehearse_end, begin announces nothing and step,
    * arrival and wait_ready do nothing (no peer is touched or waited for).
    * rehearse_end waits for the lanes and frees the scratch; NULL accepted. */
   tpla_status_t (*rehearse_begin)(tpla_xport_t *xp, size_t scratch_bytes, void **scratch);
