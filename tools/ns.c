@@ -380,6 +380,13 @@ static void print_header(const ns_job_t *job) {
          a->algo == TPLA_NS_ALGO_AUTO ? "auto" : algo_name(a->algo), tpla_dtype_name(a->grams[0]),
          a->ngrams == 2 ? (o->dtype == TPLA_FLOAT16 ? " and fp16" : " and bf16") : "",
          iterate_name(a->iteration));
+  if (o->ranks == 2) { /* read by the plans at creation (src/core/ns_pull.c) */
+    const char *sum = getenv("TPLA_NS_GRAM_SUM");
+    bool pull = sum != NULL && strcmp(sum, "pull") == 0;
+    printf("# distributed Gram sums: %s\n",
+           pull ? "pulls on the overlap transport (TPLA_NS_GRAM_SUM=pull; experimental)"
+                : "the executor's all-reduce (NCCL on CUDA)");
+  }
   printf("# iters %d, warmup %d, check %d (float64 host SVD up to %" PRId64 "%s), seed %" PRIu64
          "\n", o->iters, o->warmup, o->check, a->svd_max,
 #ifdef TPLA_HAVE_LAPACK
