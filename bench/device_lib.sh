@@ -7,7 +7,9 @@
 #   el                seconds since sourcing
 #   bounded LIMIT LOG cmd...   run cmd (output to LOG) for at most LIMIT s; on a
 #                     timeout, append every thread's kernel wait channel and stack
-#                     (a GPU wait in the driver vs a host futex), kill it, return 124
+#                     (a GPU wait in the driver vs a host futex) of every process in
+#                     its group, with gdb's backtraces where gdb exists, kill the
+#                     group, return 124
 #   patched_build DIR PATCH.py   copy the tree to DIR, apply PATCH.py to the copy, cd there,
 #                     build tpla_tool into DIR/build-exp (an experiment, not the library);
 #                     with REUSE_BUILD=1 an existing DIR/build-exp/tpla is used as it is
@@ -23,16 +25,21 @@ el() { echo "$(( $(date +%s) - t0 )) s"; }
 say() { echo "$*" | tee -a "$S"; }
 bounded() {
   local limit=$1 log=$2; shift 2
-  "$@" > "$log" 2>&1 &
-  local pid=$! n=0
+  setsid "$@" > "$log" 2>&1 & # its own process group: a timeout kills its children too
+  local pid=$! n=0 p t
   while kill -0 $pid 2> /dev/null && [ $n -lt $((limit * 5)) ]; do sleep 0.2; n=$((n + 1)); done
   if kill -0 $pid 2> /dev/null; then
-    { echo "# TIMEOUT after $limit s; threads:"
-      for t in /proc/$pid/task/*; do
+    echo "# TIMEOUT after $limit s; threads of every process in its group:" >> "$log"
+    for p in $(pgrep -g $pid); do
+      echo "# process $p: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | cut -c1-120)"
+      for t in /proc/$p/task/*; do
         echo "#  $(basename "$t") $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
         sed 's/^/#    /' "$t/stack" 2>/dev/null | head -n 8
-      done; } >> "$log"
-    kill -9 $pid; wait $pid 2> /dev/null; return 124
+      done
+      command -v gdb > /dev/null && timeout 40 gdb -p $p -batch -nx \
+        -ex "thread apply all bt 14" 2>&1 | grep -E "^(Thread|#)" | sed 's/^/#  gdb /' | head -n 1500
+    done >> "$log"
+    kill -9 -- -$pid; wait $pid 2> /dev/null; return 124
   fi
   wait $pid
 }
