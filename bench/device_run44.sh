@@ -17,7 +17,7 @@ gpu_build tpla_tool test_gpu_ns
 TPLA_NS_GRAM_SUM=pull OUT=$L/ns BUILD=$PWD/build-gpu CHECK_SHAPE="" timeout 300 \
   bash bench/run_ns.sh > "$L/run_ns.log" 2>&1
 say "run_ns.sh (pulls): exit $? ($(el))"
-grep -E "^(16384|14336|4096x14336|8192x8192) " "$L/ns/compare.txt" >> "$S"
+grep -E "^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/ns/compare.txt" >> "$S"
 pack
 SH2="16384x4096 14336x4096 4096x14336 8192x8192"
 for rep in 1 2; do
