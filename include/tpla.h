@@ -476,7 +476,11 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  * descriptors once, so every rank learns all shard sizes; the plan then
  * chooses the algorithm (desc->algorithm, or the cost model for AUTO),
  * allocates its workspace with the executor and precomputes everything
- * execute needs. Nothing is allocated later.
+ * execute needs. Nothing is allocated later. With two ranks whose GPUs map
+ * each other's memory, the distributed Gram is summed by copy-engine pulls
+ * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's all-reduce instead); creation
+ * then also runs a few executes on temporary scratch, so that no call loads
+ * a kernel while the peer waits (docs/ALGORITHMS.md).
  * Errors (*plan is set to NULL):
  *   INVALID_ARGUMENT  this rank's arguments are bad: NULL plan/ctx/desc, a
  *                     wrong size field, an unknown enum, a dtype other than

@@ -382,10 +382,11 @@ static void print_header(const ns_job_t *job) {
          iterate_name(a->iteration));
   if (o->ranks == 2) { /* read by the plans at creation (src/core/ns_pull.c) */
     const char *sum = getenv("TPLA_NS_GRAM_SUM");
-    bool pull = sum != NULL && strcmp(sum, "pull") == 0;
+    bool nccl = sum != NULL && strcmp(sum, "nccl") == 0;
     printf("# distributed Gram sums: %s\n",
-           pull ? "pulls on the overlap transport (TPLA_NS_GRAM_SUM=pull; experimental)"
-                : "the executor's all-reduce (NCCL on CUDA)");
+           nccl ? "the executor's all-reduce (NCCL on CUDA; TPLA_NS_GRAM_SUM=nccl)"
+                : "pulls on the overlap transport where the GPUs map each other's memory "
+                  "(the default; TPLA_NS_GRAM_SUM=nccl: the all-reduce)");
   }
   printf("# iters %d, warmup %d, check %d (float64 host SVD up to %" PRId64 "%s), seed %" PRIu64
          "\n", o->iters, o->warmup, o->check, a->svd_max,

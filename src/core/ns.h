@@ -287,8 +287,8 @@ tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t
 /* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
 
 /* Collective over the context's ranks (when it->allreduce and two ranks): a
- * PEER transport whose window holds a packed Gram when every rank set
- * TPLA_NS_GRAM_SUM=pull, else *out = NULL (also for more ranks or no peer
+ * PEER transport whose window holds a packed Gram unless a rank set
+ * TPLA_NS_GRAM_SUM=nccl, else *out = NULL (also for more ranks or no peer
  * mapping). Every rank gets the same verdict. */
 tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
                              ns_pull_t **out);

@@ -29,15 +29,16 @@
  * 39, 40): the first case summing a bf16 Gram with 2-byte aligned rows (ld =
  * cols + 3; also the first such case with uneven rows), after a rehearsal on
  * dense rows only; so the rehearsal now runs rows of every alignment below
- * 16 bytes too (not yet run on a GPU). Leading dimensions other than the
+ * 16 bytes too (run 42: the test passed). Leading dimensions other than the
  * rehearsed ones may still select another kernel.
  *
- * Opt-in, experimental: only when TPLA_NS_GRAM_SUM=pull on every rank;
- * NCCL's all-reduce is the default. Two ranks only (every rank pulls every
+ * The default at P = 2 since run 42 (test_gpu_ns's 920 two-rank cases
+ * passed with the pulls and this rehearsal); TPLA_NS_GRAM_SUM=nccl on any
+ * rank keeps NCCL's all-reduce for every rank. Two ranks only (every rank pulls every
  * peer's whole partial: P - 1 times a ring all-reduce's bytes per rank past
  * P = 2), and a transport whose peers map each other's windows (PEER).
- * Measured (run 39, 2 H200s, bf16 Gram): 16384x4096 3.85-4.02 ms against
- * 4.05-4.29 with NCCL, 8192^2 10.82 against 11.42-11.77.
+ * Measured (runs 39 and 44, 2 H200s, bf16 Gram, AUTO): 8192^2 10.8-11.1 ms
+ * against 11.4-11.8 with NCCL; 16384x4096 3.85-4.05 against 3.99-4.29.
  */
 #include "ns.h"
 #include "overlap.h"
@@ -58,7 +59,7 @@ static const char k_fn[] = "tpla_ns_execute";
 
 static bool pull_wanted(void) {
   const char *v = getenv("TPLA_NS_GRAM_SUM");
-  return v != NULL && strcmp(v, "pull") == 0;
+  return v == NULL || strcmp(v, "nccl") != 0;
 }
 
 tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
