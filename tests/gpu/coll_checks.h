@@ -29,7 +29,7 @@ static void *upload(const double *vals, size_t n, tpla_dtype_t dt) {
     return NULL;
   pack(host, dt, vals, n);
   if (CUDA_FAILED(cudaMalloc(&dev, (n + 1) * es)) ||
-      CUDA_FAILED(cudaMemcpy(dev, host, n * es, cudaMemcpyHostToDevice))) {
+      CUDA_FAILED(gpu_upload(dev, host, n * es))) {
     cudaFree(dev);
     dev = NULL;
   }
@@ -221,7 +221,7 @@ static int check_sendrecv_ring(rank_env_t *e) {
   void *send = upload(mine, send_count, dt), *recv = upload(want, recv_count, dt);
   CHECK(&failures, send && recv, "upload");
   if (send && recv) {
-    cudaMemset(recv, 0, recv_count * 4);
+    gpu_fill(recv, 0, recv_count * 4);
     failures += TPLA_FAILED(
         tpla_sendrecv(e->ctx, send, send_count, dst, recv, recv_count, src, dt, e->stream));
     failures += sync_env(e, "sendrecv ring");
@@ -229,7 +229,7 @@ static int check_sendrecv_ring(rank_env_t *e) {
   }
   /* One-directional: rank 0 sends to rank 1, which receives; others idle. */
   if (n >= 2 && send && recv && r < 2) {
-    cudaMemset(recv, 0, recv_count * 4);
+    gpu_fill(recv, 0, recv_count * 4);
     if (r == 0)
       failures += TPLA_FAILED(tpla_sendrecv(e->ctx, send, 64, 1, NULL, 0, -1, dt, e->stream));
     else
@@ -269,7 +269,7 @@ static int check_gemm(rank_env_t *e) {
   void *dd = upload(ref, (size_t)(m * n), TPLA_FLOAT32);
   CHECK(&failures, da && db && dd, "upload");
   if (da && db && dd) {
-    cudaMemset(dd, 0xFF, (size_t)(m * n) * 4);
+    gpu_fill(dd, 0xFF, (size_t)(m * n) * 4);
     tpla_matrix_t ma = {da, m, k, k, TPLA_BFLOAT16}, mb = {db, k, n, n, TPLA_BFLOAT16};
     tpla_matrix_t md = {dd, m, n, n, TPLA_FLOAT32};
     failures += TPLA_FAILED(tpla_gemm(e->ctx, md, ma, TPLA_OP_N, mb, TPLA_OP_N, NULL, e->stream));

@@ -47,6 +47,20 @@ static inline int gpu_count(void) {
   return n;
 }
 
+/* cudaMemcpy from pageable host memory and cudaMemset run on the legacy
+ * default stream and may return before the device has written; the tests'
+ * streams are non-blocking, so their kernels do not wait for them (run 45:
+ * under load, a kernel's output was overwritten by its buffer's fill). These
+ * return once the bytes are in place. */
+static inline cudaError_t gpu_upload(void *dst, const void *src, size_t bytes) {
+  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e != cudaSuccess ? e : cudaStreamSynchronize(cudaStreamLegacy);
+}
+static inline cudaError_t gpu_fill(void *dst, int byte, size_t bytes) {
+  cudaError_t e = cudaMemset(dst, byte, bytes);
+  return e != cudaSuccess ? e : cudaStreamSynchronize(cudaStreamLegacy);
+}
+
 /* Prints "file:line: call failed: error" and evaluates to nonzero. */
 #define CUDA_FAILED(call) gpu_cuda_failed_((call), #call, __FILE__, __LINE__)
 static inline int gpu_cuda_failed_(cudaError_t e, const char *call, const char *file, int line) {

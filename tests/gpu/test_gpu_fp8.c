@@ -138,7 +138,7 @@ static int mat_make(mat_t *b, int64_t rows, int64_t cols, int pad, int off, tpla
   for (size_t i = 0; i < n; i++)
     b->vals[i] = elem(e, t, i);
   b->view = (tpla_matrix_t){e - b->host + (char *)b->dev, rows, cols, ld, t};
-  return CUDA_FAILED(cudaMemcpy(b->dev, b->host, b->bytes, cudaMemcpyHostToDevice));
+  return CUDA_FAILED(gpu_upload(b->dev, b->host, b->bytes));
 }
 
 static void mat_free(mat_t *b) {
@@ -226,7 +226,7 @@ static int run_case(const fp8_case_t *c, gpu_rng_t *rng, fp8_result_t *res, int 
     ds = ldexp(1, (int)floor(log2(fp8_max(c->td) / 4 / amax_ref)));
   float scalars[16] = {(float)sa};  /* 16 bytes apart (cuBLASLt); amax -1 = never written */
   scalars[4] = (float)sb, scalars[8] = (float)ds, scalars[12] = -1.0f;
-  failed += CUDA_FAILED(cudaMemcpy(g_scalars, scalars, sizeof scalars, cudaMemcpyHostToDevice));
+  failed += CUDA_FAILED(gpu_upload(g_scalars, scalars, sizeof scalars));
   tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
   args.alpha = c->alpha;
   args.beta = c->beta;
@@ -442,7 +442,7 @@ static void test_fp8_misaligned_scale(void) {
   ASSERT_EQ_INT(cudaMalloc(&a, 64 * 64), cudaSuccess);
   ASSERT_EQ_INT(cudaMalloc(&b, 64 * 64), cudaSuccess);
   ASSERT_EQ_INT(cudaMalloc(&d, 64 * 64 * 2), cudaSuccess);
-  ASSERT_EQ_INT(cudaMemset(d, 0x5a, 64 * 64 * 2), cudaSuccess);
+  ASSERT_EQ_INT(gpu_fill(d, 0x5a, 64 * 64 * 2), cudaSuccess);
   tpla_matrix_t am = {a, 64, 64, 64, E4M3}, bm = {b, 64, 64, 64, E4M3};
   tpla_matrix_t dm = {d, 64, 64, 64, TPLA_BFLOAT16};
   tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;

@@ -52,8 +52,8 @@ static void test_transpose_tiles_and_strips(void) {
       src[i] = (unsigned char)((i * 2654435761u) >> 13);
     ASSERT_EQ_INT(cudaMalloc(&d_src, src_bytes), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc(&d_dst, dst_bytes), cudaSuccess);
-    ASSERT_EQ_INT(cudaMemcpy(d_src, src, src_bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ_INT(cudaMemset(d_dst, 0xAB, dst_bytes), cudaSuccess);
+    ASSERT_EQ_INT(gpu_upload(d_src, src, src_bytes), cudaSuccess);
+    ASSERT_EQ_INT(gpu_fill(d_dst, 0xAB, dst_bytes), cudaSuccess);
     ASSERT_EQ_INT(tpla_cuda_transpose_bytes(d_dst, dst_ld, d_src, src_ld, rows, cols, g_stream),
                   cudaSuccess);
     ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
@@ -81,12 +81,12 @@ static void test_stage_bytes(void) {
     src[i] = (unsigned char)(i * 131 + 7);
   ASSERT_EQ_INT(cudaMalloc(&d_src, src_bytes), cudaSuccess);
   ASSERT_EQ_INT(cudaMalloc(&d_dst, big), cudaSuccess);
-  ASSERT_EQ_INT(cudaMemcpy(d_src, src, src_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ_INT(gpu_upload(d_src, src, src_bytes), cudaSuccess);
   /* staged: op(src) in the corner of dr x dc (ld 83), zeros around it */
   for (int t = 0; t < 2; t++) {
     int64_t r = t ? cols : rows, c = t ? rows : cols; /* op(src) is r x c */
     int64_t dr = t ? 80 : 48, dc = t ? 40 : 80;
-    ASSERT_EQ_INT(cudaMemset(d_dst, 0xAB, big), cudaSuccess);
+    ASSERT_EQ_INT(gpu_fill(d_dst, 0xAB, big), cudaSuccess);
     ASSERT_EQ_INT(tpla_cuda_stage_bytes(d_dst, big_ld, dr, dc, d_src, src_ld, rows, cols, t,
                                         g_stream),
                   cudaSuccess);
@@ -117,7 +117,7 @@ static void test_amax_kernel(void) {
   h[7 * ld + 130] = 1000.0f;   /* padding: not in the view */
   ASSERT_EQ_INT(cudaMalloc((void **)&dx, sizeof(float) * (size_t)(rows * ld)), cudaSuccess);
   ASSERT_EQ_INT(cudaMalloc((void **)&dm, sizeof(float)), cudaSuccess);
-  ASSERT_EQ_INT(cudaMemcpy(dx, h, sizeof(float) * (size_t)(rows * ld), cudaMemcpyHostToDevice),
+  ASSERT_EQ_INT(gpu_upload(dx, h, sizeof(float) * (size_t)(rows * ld)),
                 cudaSuccess);
   ASSERT_EQ_INT(tpla_cuda_amax(dm, dx, TPLA_FLOAT32, rows, cols, ld, 0, g_stream), cudaSuccess);
   ASSERT_EQ_INT(cudaMemcpyAsync(&got, dm, sizeof got, cudaMemcpyDeviceToHost, g_stream),
@@ -131,14 +131,14 @@ static void test_amax_kernel(void) {
   ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
   ASSERT_EQ_INT(got == 7.25f, 1);
   uint8_t fp8[4] = {0x38, 0xB8, 0xC6, 0x00}; /* E4M3 1, -1, -3.5 (1.1000.110), 0 */
-  ASSERT_EQ_INT(cudaMemcpy(dx, fp8, sizeof fp8, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ_INT(gpu_upload(dx, fp8, sizeof fp8), cudaSuccess);
   ASSERT_EQ_INT(tpla_cuda_amax(dm, dx, E4M3, 2, 2, 2, 0, g_stream), cudaSuccess);
   ASSERT_EQ_INT(cudaMemcpyAsync(&got, dm, sizeof got, cudaMemcpyDeviceToHost, g_stream),
                 cudaSuccess);
   ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
   ASSERT_EQ_INT(got == 3.5f, 1);
   h[0] = NAN;
-  ASSERT_EQ_INT(cudaMemcpy(dx, h, sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ_INT(gpu_upload(dx, h, sizeof(float)), cudaSuccess);
   ASSERT_EQ_INT(tpla_cuda_amax(dm, dx, TPLA_FLOAT32, rows, cols, ld, 0, g_stream), cudaSuccess);
   ASSERT_EQ_INT(cudaMemcpyAsync(&got, dm, sizeof got, cudaMemcpyDeviceToHost, g_stream),
                 cudaSuccess);
@@ -163,7 +163,7 @@ static void test_amax_kernel_strides(void) {
     for (size_t i = 0; i < n; i++)
       h[i] = (float)((int64_t)(i % 1013) - 506) * 0.001f;
     h[at[k][0] * ld + at[k][1]] = -(float)(k + 2);
-    ASSERT_EQ_INT(cudaMemcpy(dx, h, sizeof(float) * n, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(gpu_upload(dx, h, sizeof(float) * n), cudaSuccess);
     ASSERT_EQ_INT(tpla_cuda_amax(dm, dx, TPLA_FLOAT32, rows, cols, ld, 0, g_stream),
                   cudaSuccess);
     ASSERT_EQ_INT(cudaMemcpyAsync(&got, dm, sizeof got, cudaMemcpyDeviceToHost, g_stream),
@@ -196,8 +196,8 @@ static tpla_status_t trio_gemm(const trio_t *t, int64_t m, int64_t n, int64_t k,
 static int trio_alloc(trio_t *t, size_t bytes) {
   memset(t, 0, sizeof *t);
   return CUDA_FAILED(cudaMalloc(&t->a, bytes)) || CUDA_FAILED(cudaMalloc(&t->b, bytes)) ||
-         CUDA_FAILED(cudaMalloc(&t->d, 2 * bytes)) || CUDA_FAILED(cudaMemset(t->a, 0, bytes)) ||
-         CUDA_FAILED(cudaMemset(t->b, 0, bytes));
+         CUDA_FAILED(cudaMalloc(&t->d, 2 * bytes)) || CUDA_FAILED(gpu_fill(t->a, 0, bytes)) ||
+         CUDA_FAILED(gpu_fill(t->b, 0, bytes));
 }
 
 static void trio_free(trio_t *t) {

@@ -75,7 +75,7 @@ static int buf_make(buf_t *b, int64_t rows, int64_t cols, int pad, int off, tpla
       }
   unpack(b->vals, elems, dt, n);
   b->view = (tpla_matrix_t){(char *)b->dev_base + b->offset_bytes, rows, cols, ld, dt};
-  return CUDA_FAILED(cudaMemcpy(b->dev_base, b->host, b->bytes, cudaMemcpyHostToDevice));
+  return CUDA_FAILED(gpu_upload(b->dev_base, b->host, b->bytes));
 }
 
 static void buf_free(buf_t *b) {
@@ -224,8 +224,8 @@ static int trio_alloc(trio_t *t, int64_t m, int64_t n, int64_t k) {
   return CUDA_FAILED(cudaMalloc(&t->a, (size_t)(m * k + 8) * 2)) ||
          CUDA_FAILED(cudaMalloc(&t->b, (size_t)(k * n + 8) * 2)) ||
          CUDA_FAILED(cudaMalloc(&t->d, (size_t)(m * n + 8) * 4)) ||
-         CUDA_FAILED(cudaMemset(t->a, 0, (size_t)(m * k + 8) * 2)) ||
-         CUDA_FAILED(cudaMemset(t->b, 0, (size_t)(k * n + 8) * 2));
+         CUDA_FAILED(gpu_fill(t->a, 0, (size_t)(m * k + 8) * 2)) ||
+         CUDA_FAILED(gpu_fill(t->b, 0, (size_t)(k * n + 8) * 2));
 }
 static void trio_free(trio_t *t) {
   cudaFree(t->a);

@@ -252,7 +252,9 @@ static int device_sumsq(const dbuf_t *x, float *out) {
   if (cudaMalloc((void **)&d, sizeof *d) != cudaSuccess)
     return 1;
   const float nan = NAN;
-  int bad = cudaMemcpy(d, &nan, sizeof nan, cudaMemcpyHostToDevice) != cudaSuccess;
+  /* legacy-stream copies may land after g_stream's (non-blocking) kernels: wait */
+  int bad = cudaMemcpy(d, &nan, sizeof nan, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess;
   if (!bad)
     bad = failed_call(tpla_cuda_sumsq(g_ctx, d, x->view, g_stream), "sumsq");
   if (!bad)
@@ -489,7 +491,8 @@ static int a2a_run(tpla_ctx_t ctx, int rank, int nranks, cudaStream_t stream) {
   bad = bad || cudaMalloc(&ds, (stotal + 1) * sizeof(float)) != cudaSuccess ||
         cudaMalloc(&dr, rtotal * sizeof(float)) != cudaSuccess ||
         cudaMemcpy(ds, hs, (stotal + 1) * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemcpy(dr, hr, rtotal * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess;
+        cudaMemcpy(dr, hr, rtotal * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess; /* before `stream`'s work */
   if (!bad)
     bad = failed_call(tpla_cuda_alltoallv(ctx, dr, rc, rd, ds, sc, sd, TPLA_FLOAT32, stream),
                       "alltoallv");

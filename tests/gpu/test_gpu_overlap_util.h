@@ -191,7 +191,7 @@ static inline tpla_matrix_t gt_upload(const double *h, int64_t rows, int64_t col
   }
   for (int64_t i = 0; h != NULL && i < rows; i++)
     pack((char *)host + (size_t)(i * m.ld) * es, dtype, h + i * cols, (size_t)cols);
-  *failures += CUDA_FAILED(cudaMemcpy(m.data, host, bytes, cudaMemcpyHostToDevice));
+  *failures += CUDA_FAILED(gpu_upload(m.data, host, bytes));
   free(host);
   return m;
 }
