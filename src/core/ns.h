@@ -188,7 +188,8 @@ typedef struct {
   void *arp;                     /* bound: the packed Gram block rows of the
                                     all-reduce (gram dtype; aliases g2, or
                                     g3 and pk for GRAM_SHARDED) */
-  ns_pull_t *pull;               /* non-NULL: the Gram is summed by pulls, not arp */
+  ns_pull_t *pull;               /* non-NULL: the Gram is summed by pulls, not arp,
+                                    and GRAM_SHARDED's products are pulled */
 } ns_iter_t;
 
 /* The fields every iteration sets: shape, dtypes, symmetric blocks and the
@@ -302,6 +303,23 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn);
 /* The distributed Gram into g (upper block rows, nb of them), on `stream`. */
 tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,
                            void *stream);
+/* One exchange (a transport call) inside an execute, as GRAM_SHARDED's
+ * products use it (ns_shard.c): begin on `stream`; compute this rank's
+ * pieces into the window on lane 0 (lanes: overlap.h's OVL_LANE_*); per
+ * flag, publish them and pull the peer's (recv with no rows: publish only);
+ * a lane waits for a flag's pulls with arrived; finish closes the exchange
+ * (the peer has read this rank's window: flag done_flag, after the work on
+ * after_lane) and joins the lanes into `stream`, also after a failure `st`,
+ * which marks the plan broken. A failed begin needs no finish. */
+#define NS_PULL_PRODUCT_FLAGS 3 /* round 0, round 1, closing */
+tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
+void *ns_pull_window(const ns_pull_t *p);
+void *ns_pull_lane(const ns_pull_t *p, int lane);
+tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
+                            size_t from_offset);
+tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
+tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
+                             tpla_status_t st);
 
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);

@@ -75,9 +75,13 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn
   TPLA_TRY(ns_exchange(ctx, fn, all, &mine, sizeof mine));
   if (!all[0] || !all[1])
     return TPLA_SUCCESS;
-  ovl_xport_desc_t desc = {OVL_XPORT_AUTO,
-                           ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype),
-                           it->nblocks + 1, fn};
+  /* the window holds the packed partial Gram, or (GRAM_SHARDED) this rank's
+   * rows of a product at their packed offsets; flags: one per block row or
+   * round, and the closing one */
+  size_t window = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
+  size_t rows = it->split.total * tpla_dtype_size(it->split.dtype);
+  int nflags = it->nblocks + 1 > NS_PULL_PRODUCT_FLAGS ? it->nblocks + 1 : NS_PULL_PRODUCT_FLAGS;
+  ovl_xport_desc_t desc = {OVL_XPORT_AUTO, rows > window ? rows : window, nflags, fn};
   ns_pull_t *p = calloc(1, sizeof *p);
   tpla_xport_t *xp = NULL;
   tpla_status_t st = x->create(ctx, &desc, &xp); /* collective: every rank calls it */
@@ -103,6 +107,31 @@ void ns_pull_destroy(ns_pull_t *p) {
 
 size_t ns_pull_bytes(const ns_pull_t *p) { return p != NULL ? p->x->bytes(p->xp) : 0; }
 
+/* m = 0 by a GEMM with k = 0 and beta 0, which writes zeros without reading. */
+static tpla_status_t zero(tpla_ctx_t ctx, tpla_matrix_t m, void *stream) {
+  tpla_matrix_t a = {NULL, m.rows, 0, 1, m.dtype}, b = {NULL, 0, m.cols, m.cols, m.dtype};
+  return ns_gemm(ctx, (ns_opmat_t){m, false}, (ns_opmat_t){a, false}, (ns_opmat_t){b, false},
+                 1.0f, 0.0f, stream);
+}
+
+/* With no peer traffic the rehearsal's pulls never arrive, so what they
+ * would fill is zeroed first (no read of uninitialised memory): G, whose
+ * fold adds the own rows to what G held, and GRAM_SHARDED's products, whose
+ * peer rows stay unwritten. */
+static tpla_status_t zero_pulled_destinations(tpla_ctx_t ctx, const ns_iter_t *it,
+                                              void *stream) {
+  const int64_t s = it->s;
+  const tpla_dtype_t gt = it->gram_dtype;
+  TPLA_TRY(zero(ctx, ns_dense(it->g1, s, s, gt), stream));
+  if (it->split.nranks == 0)
+    return TPLA_SUCCESS;
+  if (!it->gram_iter)
+    return zero(ctx, ns_dense(it->g3, s, s, it->dtype), stream);
+  TPLA_TRY(zero(ctx, ns_dense(it->g2, s, s, gt), stream));
+  TPLA_TRY(zero(ctx, ns_dense(it->g4, s, s, gt), stream));
+  return zero(ctx, ns_dense(it->g5, s, s, gt), stream);
+}
+
 tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   ns_pull_t *p = plan->iter.pull;
   const struct tpla_xport_ops *x = p->x;
@@ -120,19 +149,12 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   st = ns_agree_status(plan->ctx, fn, st, "start the plan-time rehearsal");
   uint32_t seq = p->seq;
   void *stream = x->stream(p->xp, OVL_LANE_COMPUTE0);
-  const ns_iter_t *it = &plan->iter;
-  /* G = 0 first: with no pull the first fold adds the own rows to what G
-   * held (a GEMM with k = 0 and beta 0 writes zeros without reading) */
-  tpla_matrix_t g = ns_dense(it->g1, it->s, it->s, it->gram_dtype);
-  tpla_matrix_t a = {NULL, it->s, 0, 1, it->gram_dtype};
-  tpla_matrix_t b = {NULL, 0, it->s, it->s, it->gram_dtype};
   for (size_t off = es; st == TPLA_SUCCESS && off <= 32; off *= 2) {
     bool dense = off == 32;
     tpla_matrix_t v = {d->local_rows > 0 ? (char *)scratch + (dense ? 0 : off) : NULL,
                        d->local_rows, d->local_cols,
                        dense ? (d->local_cols > 0 ? d->local_cols : 1) : ld, d->dtype};
-    st = ns_gemm(plan->ctx, (ns_opmat_t){g, false}, (ns_opmat_t){a, false},
-                 (ns_opmat_t){b, false}, 1.0f, 0.0f, stream);
+    st = zero_pulled_destinations(plan->ctx, &plan->iter, stream);
     if (st == TPLA_SUCCESS)
       st = ns_plan_run(plan, v, v, stream);
   }
@@ -142,60 +164,93 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
                          "rehearse an execute");
 }
 
-/* The call's steps (see the top of the file); the caller begins and ends it. */
-static tpla_status_t gram_call(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x,
-                               int nb) {
+/* ---- one exchange: begin, pieces, finish -------------------------------- */
+
+void *ns_pull_window(const ns_pull_t *p) { return p->x->window(p->xp); }
+void *ns_pull_lane(const ns_pull_t *p, int lane) { return p->x->stream(p->xp, lane); }
+
+tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
+  if (p->broken)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, k_fn,
+                     "the plan's exchange by pulls failed in an earlier call (rank %d, call %" PRIu32
+                     "); destroy the plan on every rank and create a new one",
+                     ctx->rank, p->seq);
+  p->seq++;
+  tpla_status_t st = p->x->begin(p->xp, p->seq, stream, k_fn);
+  p->broken = st != TPLA_SUCCESS;
+  return st;
+}
+
+tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
+                            size_t from_offset) {
+  ovl_step_t step = {.to = publish ? p->peer : -1, .send = {p->x->window(p->xp), 0, 1, 1,
+                                                             recv.dtype},
+                     .from = recv.rows > 0 && recv.cols > 0 ? p->peer : -1, .recv = recv,
+                     .from_offset = from_offset, .pull = 1, .flag = flag,
+                     .after = OVL_LANE_COMPUTE0};
+  return p->x->step(p->xp, &step, p->seq);
+}
+
+tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag) {
+  return p->x->arrival(p->xp, lane, flag, p->seq);
+}
+
+/* Done reading the peer's window (a step with no rows, after every pull):
+ * the peer may overwrite it once this call completed on this rank. */
+static tpla_status_t close_exchange(ns_pull_t *p, int done_flag, int after_lane) {
   const struct tpla_xport_ops *X = p->x;
+  TPLA_TRY(X->sync_lanes(p->xp, after_lane));
+  tpla_matrix_t none = {X->window(p->xp), 0, 1, 1, TPLA_UINT8};
+  ovl_step_t done = {.to = p->peer, .send = none, .from = p->peer, .recv = none, .pull = 1,
+                     .flag = done_flag, .after = after_lane};
+  TPLA_TRY(X->step(p->xp, &done, p->seq));
+  return X->arrival(p->xp, after_lane, done_flag, p->seq);
+}
+
+tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
+                             tpla_status_t st) {
+  if (st == TPLA_SUCCESS)
+    st = close_exchange(p, done_flag, after_lane);
+  tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
+  if (st == TPLA_SUCCESS)
+    st = ended;
+  p->broken = st != TPLA_SUCCESS;
+  return st;
+}
+
+/* ---- the Gram's sum ----------------------------------------------------- */
+
+/* Each upper block row: its GEMM into the window on lane 0, published and
+ * the peer's pulled into G; then lane 1 folds the own rows into G. */
+static tpla_status_t gram_rows(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x,
+                               int nb) {
   const int64_t s = g.rows, t = (s + nb - 1) / nb;
   const size_t es = tpla_dtype_size(g.dtype);
-  char *win = X->window(p->xp);
-  void *lane0 = X->stream(p->xp, OVL_LANE_COMPUTE0);
+  char *win = ns_pull_window(p);
+  void *lane0 = ns_pull_lane(p, OVL_LANE_COMPUTE0);
   size_t at = 0;
   int flag = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
     int64_t h = s - i0 < t ? s - i0 : t;
-    tpla_matrix_t own = ns_dense(win + at * es, h, s - i0, g.dtype);
-    TPLA_TRY(ns_gram_row(ctx, own, x, i0, h, lane0));
-    ovl_step_t step = {.to = p->peer, .send = own, .from = p->peer,
-                       .recv = ns_sub(g, i0, h, i0, s - i0), .from_offset = at * es,
-                       .pull = 1, .flag = flag, .after = OVL_LANE_COMPUTE0};
-    TPLA_TRY(X->step(p->xp, &step, p->seq));
+    TPLA_TRY(ns_gram_row(ctx, ns_dense(win + at * es, h, s - i0, g.dtype), x, i0, h, lane0));
+    TPLA_TRY(ns_pull_piece(p, flag, true, ns_sub(g, i0, h, i0, s - i0), at * es));
     at += (size_t)(h * (s - i0));
   }
   at = 0;
   flag = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
     int64_t h = s - i0 < t ? s - i0 : t;
-    TPLA_TRY(X->arrival(p->xp, OVL_LANE_COMPUTE1, flag, p->seq));
+    TPLA_TRY(ns_pull_arrived(p, OVL_LANE_COMPUTE1, flag));
     ovl_fold_t fold = {ns_sub(g, i0, h, i0, s - i0), 1.0f, win + at * es, 0, 1, NULL,
                        {NULL, 0, 0, 1, g.dtype}};
-    TPLA_TRY(X->fold(p->xp, OVL_LANE_COMPUTE1, &fold));
+    TPLA_TRY(p->x->fold(p->xp, OVL_LANE_COMPUTE1, &fold));
     at += (size_t)(h * (s - i0));
   }
-  /* done reading the peer's window: a step with no rows, after every pull */
-  TPLA_TRY(X->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
-  tpla_matrix_t none = {win, 0, 1, 1, g.dtype};
-  ovl_step_t done = {.to = p->peer, .send = none, .from = p->peer, .recv = none, .pull = 1,
-                     .flag = nb, .after = OVL_LANE_COMPUTE1};
-  TPLA_TRY(X->step(p->xp, &done, p->seq));
-  return X->arrival(p->xp, OVL_LANE_COMPUTE1, nb, p->seq);
+  return TPLA_SUCCESS;
 }
 
 tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,
                            void *stream) {
-  if (p->broken)
-    return tpla_fail(TPLA_ERROR_INVALID_USAGE, k_fn,
-                     "the plan's Gram exchange failed in an earlier call (rank %d, call %" PRIu32
-                     "); destroy the plan on every rank and create a new one",
-                     ctx->rank, p->seq);
-  p->seq++;
-  tpla_status_t st = p->x->begin(p->xp, p->seq, stream, k_fn);
-  if (st == TPLA_SUCCESS) {
-    st = gram_call(ctx, p, g, x, nb);
-    tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
-    if (st == TPLA_SUCCESS)
-      st = ended;
-  }
-  p->broken = st != TPLA_SUCCESS;
-  return st;
+  TPLA_TRY(ns_pull_begin(ctx, p, stream));
+  return ns_pull_finish(p, nb, OVL_LANE_COMPUTE1, stream, gram_rows(ctx, p, g, x, nb));
 }

@@ -15,7 +15,12 @@
  *   slot = S in the packed dtype    (its place in the packed triangle)
  * Round 0 (the rank's wide rows) is all-gathered on a side stream while
  * the rank computes its narrow rows; round 1 follows. The rows are then
- * unpacked into D and mirrored.
+ * unpacked into D and mirrored. At P = 2 with pulled Gram sums (ns_pull.c)
+ * the rows travel by copy-engine pulls instead: each rank computes its rows
+ * into its window and the peer pulls them straight into their place in D,
+ * with no NCCL kernel beside the GEMMs (run 44, 16384x4096 bf16: a round's
+ * all-gather took 75-600 us beside them, the products 197-709 us against
+ * ~160 for a redundant product and its mirror).
  *
  * The X iteration has one product per step, its polynomial P = b A + c A^2,
  * packed in the input dtype into g3 for the update X <- a X + P X (one GEMM
@@ -28,6 +33,7 @@
  * costs 2 s^3 / nranks instead of about s^3 (nbk+1) / (nbk nranks) FLOPs.
  */
 #include "ns.h"
+#include "overlap.h" /* the lanes of the pulled products */
 
 #include <stdlib.h>
 
@@ -137,10 +143,11 @@ typedef struct {
   float alpha, beta;
 } shard_product_t;
 
-/* This rank's block rows of round r, each into its packed slot. *scratch
- * walks the own rows' gram-dtype scratch (g2) when the packed dtype differs. */
+/* This rank's block rows of round r, each into its slot of the packed
+ * triangle at `packed`. *scratch walks the own rows' gram-dtype scratch (g2)
+ * when the packed dtype differs. */
 static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
-                              int r, int tf32, size_t *scratch, void *stream) {
+                              int r, int tf32, void *packed, size_t *scratch, void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
   bool cast = it->gram_dtype != sh->dtype;
@@ -150,7 +157,7 @@ static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_p
     block_row_t br = block_row(sh, s, i);
     if (br.h == 0)
       continue;
-    tpla_matrix_t slot = ns_dense(elem(it->pk, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
+    tpla_matrix_t slot = ns_dense(elem(packed, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
                                   sh->dtype);
     tpla_matrix_t S = cast ? ns_dense(elem(it->g2, *scratch, it->gram_dtype), br.h, br.w,
                                       it->gram_dtype)
@@ -191,37 +198,89 @@ static tpla_status_t gather_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, vo
                                   side != NULL ? side : stream);
 }
 
-/* Place round r's rows (every rank's) at their diagonals in d. */
+/* Place round r's rows (every rank's, or only this rank's) from the packed
+ * triangle at `packed` at their diagonals in d. */
 static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d, int r,
-                                  void *stream) {
+                                  const void *packed, bool own_only, void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
   for (int i = 0; i < sh->nbk; i++) {
     block_row_t br = block_row(sh, s, i);
-    if (ns_shard_round(i, sh->nbk) != r || br.h == 0)
+    if (ns_shard_round(i, sh->nbk) != r || br.h == 0 ||
+        (own_only && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank))
       continue;
     TPLA_TRY(ns_axpby(ctx, ns_sub(d, br.o, br.h, br.o, br.w),
-                      ns_dense(elem(it->pk, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
-                               sh->dtype),
+                      ns_dense(elem((void *)packed, (size_t)sh->row_at[i], sh->dtype), br.h,
+                               br.w, sh->dtype),
                       1.0f, 0.0f, stream));
   }
   return TPLA_SUCCESS;
 }
 
+/* Round r by pulls (two ranks): this rank's rows into its window on lane 0,
+ * published; the peer's pulled into their place in d. */
+static tpla_status_t pull_round(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
+                                int r, int tf32, size_t *scratch) {
+  const ns_split_t *sh = &it->split;
+  ns_pull_t *p = it->pull;
+  TPLA_TRY(own_rows(ctx, it, pr, r, tf32, ns_pull_window(p), scratch,
+                    ns_pull_lane(p, OVL_LANE_COMPUTE0)));
+  bool published = false;
+  for (int i = 0; i < sh->nbk; i++) {
+    block_row_t br = block_row(sh, it->s, i);
+    if (ns_shard_round(i, sh->nbk) != r || br.h == 0 ||
+        ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank)
+      continue;
+    TPLA_TRY(ns_pull_piece(p, r, !published, ns_sub(pr->d, br.o, br.h, br.o, br.w),
+                           (size_t)sh->row_at[i] * tpla_dtype_size(sh->dtype)));
+    published = true;
+  }
+  if (published)
+    return TPLA_SUCCESS;
+  tpla_matrix_t none = {NULL, 0, 1, 1, sh->dtype}; /* the peer has no rows in this round */
+  return ns_pull_piece(p, r, true, none, 0);
+}
+
+static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
+                                 int tf32) {
+  void *lane0 = ns_pull_lane(it->pull, OVL_LANE_COMPUTE0), *win = ns_pull_window(it->pull);
+  size_t scratch = 0;
+  TPLA_TRY(pull_round(ctx, it, pr, 0, tf32, &scratch));
+  TPLA_TRY(pull_round(ctx, it, pr, 1, tf32, &scratch)); /* behind round 0's pulls */
+  for (int r = 0; r < 2; r++)
+    TPLA_TRY(unpack_round(ctx, it, pr->d, r, win, true, lane0));
+  for (int r = 0; r < 2; r++)
+    TPLA_TRY(ns_pull_arrived(it->pull, OVL_LANE_COMPUTE0, r));
+  return ctx->backend->mirror_upper(ctx, pr->d, lane0);
+}
+
+static tpla_status_t pulled_product(tpla_ctx_t ctx, const ns_iter_t *it,
+                                    const shard_product_t *pr, int tf32, void *stream) {
+  if (pr->d.dtype != it->split.dtype) /* pulls copy bytes: D holds the packed dtype */
+    return tpla_fail(TPLA_ERROR_INTERNAL, "tpla_ns_execute",
+                     "a pulled product into %s from a %s triangle", tpla_dtype_name(pr->d.dtype),
+                     tpla_dtype_name(it->split.dtype));
+  TPLA_TRY(ns_pull_begin(ctx, it->pull, stream));
+  return ns_pull_finish(it->pull, NS_PULL_PRODUCT_FLAGS - 1, OVL_LANE_COMPUTE0, stream,
+                        pulled_rows(ctx, it, pr, tf32));
+}
+
 static tpla_status_t shard_product(tpla_ctx_t ctx, const ns_iter_t *it,
                                    const shard_product_t *pr, int tf32, void *stream) {
+  if (it->pull != NULL)
+    return pulled_product(ctx, it, pr, tf32, stream);
   void *side = ctx->backend->side_stream(ctx, 0);
   size_t scratch = 0;
-  TPLA_TRY(own_rows(ctx, it, pr, 0, tf32, &scratch, stream));
+  TPLA_TRY(own_rows(ctx, it, pr, 0, tf32, it->pk, &scratch, stream));
   TPLA_TRY(gather_round(ctx, it, 0, side, stream));
-  TPLA_TRY(own_rows(ctx, it, pr, 1, tf32, &scratch, stream)); /* behind round 0 */
+  TPLA_TRY(own_rows(ctx, it, pr, 1, tf32, it->pk, &scratch, stream)); /* behind round 0 */
   if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(gather_round(ctx, it, 1, side, stream));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, stream)); /* behind round 1 */
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, it->pk, false, stream)); /* behind round 1 */
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, stream));
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, false, stream));
   return ctx->backend->mirror_upper(ctx, pr->d, stream);
 }
 
