@@ -226,8 +226,10 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
 }
 
 /* GRAM_SHARDED's split of the Gram iteration's products runs only when
- * both are asked for: it has not been measured on GPUs yet, so no AUTO
- * (algorithm or iteration) picks it. */
+ * both are asked for, so no AUTO (algorithm or iteration) picks it: on 2
+ * H200s it lost to GRAM_ALLREDUCE's Gram iteration with NCCL's all-gathers
+ * (run 36) and won by 7% with pulled products (run 47, 16384x4096), which
+ * this model does not describe. */
 static bool auto_excludes(tpla_ns_algorithm_t a, bool gram_iter) {
   return a == TPLA_NS_ALGO_GRAM_SHARDED && gram_iter;
 }
