@@ -478,7 +478,8 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  * allocates its workspace with the executor and precomputes everything
  * execute needs. Nothing is allocated later. With two ranks whose GPUs map
  * each other's memory, the distributed Gram is summed by copy-engine pulls
- * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's all-reduce instead); creation
+ * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's all-reduce instead; a value
+ * other than pull or nccl is INVALID_ARGUMENT); creation
  * then also runs a few executes on temporary scratch, so that no call loads
  * a kernel while the peer waits (docs/ALGORITHMS.md).
  * Errors (*plan is set to NULL):

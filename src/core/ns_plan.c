@@ -102,6 +102,11 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
                "API orthogonalizes whole matrices on one rank)", arg, nranks);
+  /* read by ns_pull_create; a misspelt opt-out must not pass for the default */
+  const char *sum = getenv("TPLA_NS_GRAM_SUM");
+  if (sum != NULL && *sum != '\0' && strcmp(sum, "pull") != 0 && strcmp(sum, "nccl") != 0)
+    return bad(msg, IA, "environment TPLA_NS_GRAM_SUM=%.40s is neither pull (the default at 2 "
+               "ranks) nor nccl", sum);
   return TPLA_SUCCESS;
 }
 

@@ -190,6 +190,22 @@ static void test_bad_values(void) {
   }
 }
 
+/* An unknown TPLA_NS_GRAM_SUM (a misspelt opt-out of the pulled Gram sums)
+ * is an error on the rank that set it, REMOTE on the others, never the
+ * default in disguise. */
+static void test_bad_gram_sum_environment(void) {
+  create_case_t c;
+  init_case(&c, 2);
+  setenv("TPLA_NS_GRAM_SUM", "NCCL", 1); /* one process: every rank sees it */
+  int failed = expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, "TPLA_NS_GRAM_SUM=NCCL");
+  setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
+  init_case(&c, 2);
+  failed |= run_host_ranks(2, create_body, &c) != 0 || c.st[0] != TPLA_SUCCESS ||
+            c.st[1] != TPLA_SUCCESS;
+  unsetenv("TPLA_NS_GRAM_SUM");
+  ASSERT_EQ_INT(failed, 0);
+}
+
 static void test_null_arguments(void) {
   tpla_ns_desc_t d = good_desc(0, 1);
   tpla_ns_plan_t plan = NULL;
@@ -366,6 +382,7 @@ int main(void) {
   TEST(test_disagreement_is_remote_everywhere);
   TEST(test_unsupported_dtypes);
   TEST(test_bad_values);
+  TEST(test_bad_gram_sum_environment);
   TEST(test_null_arguments);
   TEST(test_zero_size);
   TEST(test_execute_rejects_bad_views);
