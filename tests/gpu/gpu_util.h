@@ -103,6 +103,36 @@ static inline int sync_stream_timeout(cudaStream_t stream, int seconds, const ch
   }
 }
 
+/* ---- device memory growth ---------------------------------------------------------- */
+
+/* The no-growth checks read cudaMemGetInfo, which counts every process on the
+ * GPU, so a job beside the tests moves it (run 48: a `tpla ns` loop failed three
+ * of them). A leak per call shrinks free memory in every window of calls, a
+ * neighbour's allocation rarely in several windows in a row: a check whose
+ * window saw memory shrink repeats it, up to GPU_STEADY_TRIES windows in all,
+ * and fails only when each one shrank. */
+#define GPU_STEADY_TRIES 4
+
+/* Free memory shrank by at most 2 MiB (what the driver does on its own). */
+static inline bool gpu_memory_steady(size_t free_before, size_t free_after) {
+  return (double)free_before - (double)free_after <= 2.0 * 1024 * 1024;
+}
+
+/* Free memory of the current device into *free_bytes; nonzero (with a message) on failure. */
+static inline int gpu_free_bytes(size_t *free_bytes) {
+  size_t total = 0;
+  cudaError_t e = cudaMemGetInfo(free_bytes, &total);
+  if (e != cudaSuccess)
+    fprintf(stderr, "  cudaMemGetInfo: %s\n", cudaGetErrorString(e));
+  return e != cudaSuccess;
+}
+
+static inline void gpu_report_moved(int rank, int window, size_t before, size_t after) {
+  printf("# rank %d: window %d of %d: free device memory %zu -> %zu bytes%s\n", rank, window + 1,
+         GPU_STEADY_TRIES, before, after,
+         window + 1 < GPU_STEADY_TRIES ? " (another process? again)" : "");
+}
+
 /* ---- per-rank checks --------------------------------------------------------- */
 
 /* Records a failure in `*failures` (an int in scope) and carries on. */

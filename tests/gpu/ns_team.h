@@ -43,6 +43,7 @@ struct team {
   pthread_barrier_t barrier;
   pthread_mutex_t lock;
   int stop; /* sticky: some rank cannot go on */
+  int vote[TEAM_MAX_RANKS]; /* team_any */
   tpla_unique_id_t id;
   tpla_host_group_t group;
   team_body_t body;
@@ -68,6 +69,19 @@ static inline int team_sync(rank_env_t *e, int stop) {
   /* nobody sets the flag for the next rendezvous before all have read it */
   pthread_barrier_wait(&t->barrier);
   return result;
+}
+
+/* All ranks meet; returns nonzero on every rank if any rank passed flag != 0
+ * (this rendezvous only). Every rank must call it equally often. */
+static inline int team_any(rank_env_t *e, int flag) {
+  team_t *t = e->team;
+  t->vote[e->rank] = flag != 0;
+  pthread_barrier_wait(&t->barrier);
+  int any = 0;
+  for (int q = 0; q < t->nranks; q++)
+    any |= t->vote[q];
+  pthread_barrier_wait(&t->barrier); /* nobody votes again before all have counted */
+  return any;
 }
 
 /* ---- memory on the rank's executor ----------------------------------------- */

@@ -49,6 +49,7 @@ struct gt_team {
   gt_body_t body;
   void *arg;
   int failures[GT_MAX_RANKS];
+  int vote[GT_MAX_RANKS]; /* gt_any */
   int comm_failed[GT_MAX_RANKS];
   int setup_failed[GT_MAX_RANKS];
   gw_watch_t watch;
@@ -88,6 +89,19 @@ static inline void gt_barrier_at(gt_rank_t *r, const char *what) {
   pthread_barrier_wait(&r->team->barrier);
 }
 static inline void gt_barrier(gt_rank_t *r) { gt_barrier_at(r, "(body)"); }
+
+/* The bitwise OR of every rank's flags (this rendezvous only); a lone rank's own. */
+static inline int gt_any(gt_rank_t *r, int flags) {
+  if (r->team == NULL)
+    return flags;
+  r->team->vote[r->rank] = flags;
+  gt_barrier_at(r, "vote");
+  int any = 0;
+  for (int q = 0; q < r->nranks; q++)
+    any |= r->team->vote[q];
+  gt_barrier_at(r, "votes counted"); /* nobody votes again before all have counted */
+  return any;
+}
 
 typedef struct {
   gt_team_t *team;
@@ -420,39 +434,60 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     args.fp8.a_scale = sv, args.fp8.b_scale = sv + 4, args.fp8.accum = c->accum;
     args.fp8.d_amax = c->amax ? sv + 8 : NULL;
   }
-  size_t free_early = 0, free_late = 0, total = 0, ws_early = 0, ws_late = 0;
+  size_t free_early = 0, free_late = 0, ws_early = 0, ws_late = 0;
   size_t d_bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
                    tpla_dtype_size(c->d_dtype);
   bool chatty = c->calls <= 10; /* 200 back-to-back calls: one line for all */
-  for (int call = 0; st == TPLA_SUCCESS && failures == 0 && call < c->calls; call++) {
-    if (call == 10 && c->calls > 10) { /* steady state: memory must not move from here */
-      failures += gt_sync(r, "the first ten calls");
-      failures += CUDA_FAILED(cudaMemGetInfo(&free_early, &total));
-      tpla_ctx_workspace_bytes(r->ctx, &ws_early);
+  /* Past ten calls, the steady state: device memory may not grow from call 10 to the end.
+   * While a window of calls saw it shrink on any rank (another process?), another window
+   * of as many calls, an even number so the last call's sign stays (GPU_STEADY_TRIES);
+   * not across processes, which have no vote. */
+  const int steady_from = 10, window_calls = (c->calls - steady_from + 1) / 2 * 2;
+  const bool may_repeat = r->team != NULL || P == 1;
+  int begin = steady_from, end = c->calls, moved = 0;
+  for (int call = 0, window = 0;; window++) {
+    for (; st == TPLA_SUCCESS && failures == 0 && call < end; call++) {
+      if (call == begin && c->calls > steady_from) {
+        failures += gt_sync(r, "the first ten calls");
+        failures += gpu_free_bytes(&free_early);
+        tpla_ctx_workspace_bytes(r->ctx, &ws_early);
+      }
+      if (call > 0 && c->beta != 0.0f) /* D back to D0 (stream-ordered): every call sees it */
+        failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, d_bytes,
+                                                cudaMemcpyDeviceToDevice, r->stream));
+      if (chatty || call == 0)
+        gt_step(r, "call %d of %d", call + 1, end);
+      tpla_matrix_t av = a[call % 2];
+      st = c->kind == 0   ? tpla_ag_gemm(ag, d, av, b, &args, r->stream)
+           : c->kind == 1 ? tpla_gemm_rs(rs, d, av, b, &args, r->stream)
+                          : tpla_gemm_ar(ar, d, av, b, &args, r->stream);
+      failures += TPLA_FAILED(st);
+      if (chatty)
+        gt_step(r, "call %d enqueued: %s", call + 1, tpla_status_string(st));
     }
-    if (call > 0 && c->beta != 0.0f) /* D back to D0 (stream-ordered), so every call sees it */
-      failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, d_bytes, cudaMemcpyDeviceToDevice,
-                                              r->stream));
-    if (chatty || call == 0)
-      gt_step(r, "call %d of %d", call + 1, c->calls);
-    tpla_matrix_t av = a[call % 2];
-    st = c->kind == 0   ? tpla_ag_gemm(ag, d, av, b, &args, r->stream)
-         : c->kind == 1 ? tpla_gemm_rs(rs, d, av, b, &args, r->stream)
-                        : tpla_gemm_ar(ar, d, av, b, &args, r->stream);
-    failures += TPLA_FAILED(st);
-    if (chatty)
-      gt_step(r, "call %d enqueued: %s", call + 1, tpla_status_string(st));
+    failures += gt_sync(r, "the calls");
+    if (c->calls <= steady_from)
+      break;
+    if (failures == 0) {
+      failures += gpu_free_bytes(&free_late);
+      tpla_ctx_workspace_bytes(r->ctx, &ws_late);
+      if (!gpu_memory_steady(free_early, free_late))
+        gpu_report_moved(me, window, free_early, free_late);
+    }
+    /* 1: some rank's free memory shrank; 2: some rank failed or its context workspace
+     * (the library's own count, which no other process moves) changed: every rank stops */
+    bool shrank = !gpu_memory_steady(free_early, free_late);
+    int vote = gt_any(r, failures || ws_late != ws_early ? 2 : shrank);
+    moved = vote == 1;
+    if (vote != 1 || window + 1 == GPU_STEADY_TRIES || !may_repeat)
+      break;
+    begin = end, end += window_calls;
   }
-  failures += gt_sync(r, "the calls");
-  if (c->calls > 10 && failures == 0) {
-    failures += CUDA_FAILED(cudaMemGetInfo(&free_late, &total));
-    tpla_ctx_workspace_bytes(r->ctx, &ws_late);
-    if (free_late != free_early || ws_late != ws_early) {
-      fprintf(stderr, "  rank %d: device memory moved over %d calls: free %zu -> %zu, context "
-              "workspace %zu -> %zu\n", me, c->calls - 10, free_early, free_late, ws_early,
-              ws_late);
-      failures++;
-    }
+  if (moved || ws_late != ws_early) {
+    fprintf(stderr, "  rank %d: device memory grew over the calls: free %zu -> %zu (the last of "
+            "%d windows), context workspace %zu -> %zu\n", me, free_early, free_late,
+            GPU_STEADY_TRIES, ws_early, ws_late);
+    failures++;
   }
   gt_step(r, "check against float64");
   double sign = c->calls % 2 ? 1.0 : -1.0;
