@@ -57,6 +57,7 @@ typedef struct {
   double alltoall_bw;   /* per-rank all-to-all / all-gather bandwidth, B/s   */
   double latency;       /* seconds per collective call                      */
   int64_t sym_min_block; /* symmetric products: smallest block-row height   */
+  double pull_latency;  /* seconds a pulled transfer adds past its bytes (flags) */
 } ns_machine_t;
 
 const ns_machine_t *ns_machine(const tpla_ctx_t ctx);
@@ -88,6 +89,7 @@ typedef struct {
   tpla_dtype_t dtype, gram_dtype;
   int steps;
   bool gram_iter;        /* TPLA_NS_ITERATE_GRAM (ns_gram_iter.c)           */
+  bool pulled;           /* two ranks whose sums and products travel by pulls (ns_pull.c) */
 } ns_shape_t;
 
 /* Estimated seconds of one execute with algorithm `a` (never AUTO); LOCAL:
@@ -287,10 +289,13 @@ tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t
 
 /* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
 
-/* Collective over the context's ranks (when it->allreduce and two ranks): a
- * PEER transport whose window holds a packed Gram unless a rank set
- * TPLA_NS_GRAM_SUM=nccl, else *out = NULL (also for more ranks or no peer
- * mapping). Every rank gets the same verdict. */
+/* This rank's wish: pulls unless TPLA_NS_GRAM_SUM=nccl (the plans agree on
+ * every rank's, since one rank's nccl keeps NCCL's sums for all). */
+bool ns_pull_wanted(void);
+/* Collective over the context's ranks, for a plan whose ranks all want pulls
+ * (when it->allreduce and two ranks): a PEER transport whose window holds a
+ * packed Gram, else *out = NULL (also for more ranks or no peer mapping).
+ * Every rank gets the same verdict. */
 tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
                              ns_pull_t **out);
 void ns_pull_destroy(ns_pull_t *p); /* accepts NULL */
@@ -339,6 +344,8 @@ struct tpla_ns_plan {
   double cost;         /* the cost model's estimate in seconds */
   bool whole_gram_iter; /* the same for the whole matrix on one rank (a   */
   double whole_cost;    /* batch's owner runs it so), and its estimate    */
+  bool pulls_planned;   /* chosen for sums and products by pulls (ns_pull.c) */
+  bool choice_needs_pulls; /* by NCCL, the model would choose otherwise   */
 
   int64_t m, n;        /* global shape */
   int64_t *offs;       /* start of each rank's part of the sharded dim (nranks+1) */
@@ -363,9 +370,11 @@ struct tpla_ns_plan {
 /* Validate, agree with the other ranks (collective), choose the algorithm
  * and lay out the workspace; allocates no executor memory. `where` prefixes
  * messages (e.g. "argument 'descs[3]'"); in_batch allows LOCAL on several
- * ranks. out == NULL takes part in the agreement as a failure. */
+ * ranks; pulls: the choice may count on pulled sums and products where every
+ * rank wants them (two ranks, an executor with a transport, not in a batch).
+ * out == NULL takes part in the agreement as a failure. */
 tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
-                              const char *fn, const char *where, bool in_batch);
+                              const char *fn, const char *where, bool in_batch, bool pulls);
 /* The backend's plan-time exchange (host memory, blocking). */
 tpla_status_t ns_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
                           size_t bytes);

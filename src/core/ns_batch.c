@@ -273,7 +273,7 @@ tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t c
   char arg[48];
   for (int i = 0; st == TPLA_SUCCESS && i < count; i++) {
     snprintf(arg, sizeof arg, "argument 'descs[%d]'", i);
-    st = ns_plan_prepare(&b->plans[i], ctx, &descs[i], fn, arg, true);
+    st = ns_plan_prepare(&b->plans[i], ctx, &descs[i], fn, arg, true, false);
   }
   if (st == TPLA_SUCCESS)
     st = decide(b);

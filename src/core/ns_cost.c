@@ -12,9 +12,10 @@
 
 /* H200-class GPU on NVLink: ~650 TFLOP/s bf16 GEMM at these sizes, fp32
  * without tensor cores ~8x slower, TF32 ~2x; NCCL all-reduce bus bandwidth
- * ~250 GB/s, all-to-all ~350 GB/s per rank, ~20 us per collective. The
- * symmetric products use block rows of >= 1024 so each GEMM stays large. */
-static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024};
+ * ~250 GB/s, all-to-all ~350 GB/s per rank (copy-engine pulls too), ~20 us
+ * per collective, ~10 us of flags per pulled product. The symmetric products
+ * use block rows of >= 1024 so each GEMM stays large. */
+static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024, 10e-6};
 
 /* The most block rows of a symmetric product: more save FLOPs (nb(nb+1)/2 of
  * nb^2 blocks), fewer keep each GEMM's waves full. A build-time constant
@@ -26,7 +27,7 @@ static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6,
 
 /* The host executor (BLAS on a few cores, shared-memory collectives). Small
  * blocks, so that the blocked symmetric code runs in the tests. */
-static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16};
+static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16, 5e-6};
 
 const ns_machine_t *ns_machine(const tpla_ctx_t ctx) {
   return ctx->executor == TPLA_EXECUTOR_CUDA ? &cuda_machine : &host_machine;
@@ -144,42 +145,68 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
          grams_formed(sh) * gram_sum_time(mach, sh, g);
 }
 
+static double most_of(const double *v, int n) {
+  double most = 0.0;
+  for (int q = 0; q < n; q++)
+    most = v[q] > most ? v[q] : most;
+  return most;
+}
+
+/* One split s x s product of GRAM_SHARDED, rounds as in ns_shard.c: gemm[r][q]
+ * seconds of rank q's block rows of round r, in[r][q] seconds of the rows of
+ * round r that it receives. By NCCL, two all-gathers after the GEMMs (each
+ * costed by the most any rank receives). By pulls (two ranks), a copy engine
+ * takes the peer's round 0 as soon as it is computed, beside round 1's GEMMs,
+ * and round 1 after it: only what outlasts the GEMMs shows, plus the flags. */
+static double split_product_time(const ns_machine_t *mach, const ns_shape_t *sh,
+                                 double gemm[2][TPLA_MAX_RANKS], double in[2][TPLA_MAX_RANKS]) {
+  int P = sh->nranks;
+  if (!sh->pulled || P != 2) {
+    double own[TPLA_MAX_RANKS];
+    for (int q = 0; q < P; q++)
+      own[q] = gemm[0][q] + gemm[1][q];
+    double t = most_of(own, P);
+    for (int r = 0; r < 2; r++)
+      t += most_of(in[r], P) > 0.0 ? mach->latency + most_of(in[r], P) : 0.0;
+    return t;
+  }
+  double done = 0.0;
+  for (int q = 0; q < 2; q++) {
+    int peer = 1 - q;
+    double round0_in = gemm[0][peer] + in[0][q];
+    double round1_in = fmax(round0_in, gemm[0][peer] + gemm[1][peer]) + in[1][q];
+    done = fmax(done, fmax(gemm[0][q] + gemm[1][q], round1_in));
+  }
+  return done + mach->pull_latency;
+}
+
 /* GRAM_SHARDED: per Gram formed, rank q's Gram and X update on its l_q
  * columns and the Gram all-reduce; per s x s product (the X iteration's
- * polynomial, or the Gram iteration's products), the most loaded rank's
- * block rows (ns_shard.c) and two all-gather rounds of the packed triangle in
- * its dtype (each costed by the most any rank receives). */
+ * polynomial, or the Gram iteration's products), the block rows (ns_shard.c)
+ * and their exchange in the product's dtype (split_product_time). */
 static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                 const int64_t *l) {
   int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
   double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype);
-  double local = 0.0;
-  for (int q = 0; q < P; q++) {
-    double f = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;
-    local = f > local ? f : local;
-  }
-  double square[TPLA_MAX_RANKS] = {0}, sent[2][TPLA_MAX_RANKS] = {{0}}, total[2] = {0, 0};
+  double local[TPLA_MAX_RANKS];
+  for (int q = 0; q < P; q++)
+    local[q] = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;
+  double gemm[2][TPLA_MAX_RANKS] = {{0}}, sent[2][TPLA_MAX_RANKS] = {{0}}, total[2] = {0, 0};
   for (int i = 0; i < nbk; i++) {
     int q = ns_shard_owner(i, nbk, P), r = ns_shard_round(i, nbk);
     double o = (double)ns_shard_row(i, nbk, g), h = (double)ns_shard_row(i + 1, nbk, g) - o;
-    square[q] += 2.0 * h * (double)g * ((double)g - o);
+    gemm[r][q] += 2.0 * h * (double)g * ((double)g - o) * ws / mach->flops;
     sent[r][q] += h * ((double)g - o);
     total[r] += h * ((double)g - o);
   }
-  double most = 0.0, gather = 0.0;
-  for (int q = 0; q < P; q++)
-    most = square[q] > most ? square[q] : most;
-  for (int r = 0; r < 2; r++) {
-    double in = 0.0;
+  double in[2][TPLA_MAX_RANKS], e = esize(sh->gram_iter ? sh->gram_dtype : sh->dtype);
+  for (int r = 0; r < 2; r++)
     for (int q = 0; q < P; q++)
-      in = total[r] - sent[r][q] > in ? total[r] - sent[r][q] : in;
-    if (total[r] > 0.0)
-      gather += alltoall_time(mach, P, in * esize(sh->gram_iter ? sh->gram_dtype : sh->dtype));
-  }
+      in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
   return allreduce_time(mach, P, 4.0) +
-         grams_formed(sh) * (local / mach->flops + gram_sum_time(mach, sh, g)) +
-         products * (most * ws / mach->flops + gather);
+         grams_formed(sh) * (most_of(local, P) / mach->flops + gram_sum_time(mach, sh, g)) +
+         products * split_product_time(mach, sh, gemm, in);
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
@@ -225,13 +252,14 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   return 0.0;
 }
 
-/* GRAM_SHARDED's split of the Gram iteration's products runs only when
- * both are asked for, so no AUTO (algorithm or iteration) picks it: on 2
- * H200s it lost to GRAM_ALLREDUCE's Gram iteration with NCCL's all-gathers
- * (run 36) and won by 7% with pulled products (run 47, 16384x4096), which
- * this model does not describe. */
-static bool auto_excludes(tpla_ns_algorithm_t a, bool gram_iter) {
-  return a == TPLA_NS_ALGO_GRAM_SHARDED && gram_iter;
+/* GRAM_SHARDED's split of the Gram iteration's products is left to AUTO
+ * (algorithm or iteration) only when the products are pulled: on 2 H200s it
+ * won by 7% with pulls (run 47, 16384x4096: 3.81 ms against GRAM_ALLREDUCE's
+ * Gram iteration, 4.12) and lost by 24% with NCCL's all-gathers (5.12 ms,
+ * whose kernels stall the GEMMs beside them, which this model does not
+ * describe; run 36 too). */
+static bool auto_excludes(tpla_ns_algorithm_t a, const ns_shape_t *sh, bool gram_iter) {
+  return a == TPLA_NS_ALGO_GRAM_SHARDED && gram_iter && !sh->pulled;
 }
 
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost) {
@@ -242,7 +270,7 @@ tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, do
   tpla_ns_algorithm_t best = order[0];
   double best_cost = ns_cost(mach, sh, best);
   for (int i = 1; i < (int)(sizeof order / sizeof order[0]); i++) {
-    if (auto_excludes(order[i], sh->gram_iter))
+    if (auto_excludes(order[i], sh, sh->gram_iter))
       continue;
     double c = ns_cost(mach, sh, order[i]);
     if (c < best_cost) {
@@ -264,7 +292,7 @@ tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
   for (int g = 0; g < 2; g++) {
     if (iter != TPLA_NS_ITERATE_AUTO && g != (iter == TPLA_NS_ITERATE_GRAM))
       continue;
-    if (iter == TPLA_NS_ITERATE_AUTO && auto_excludes(algo, g))
+    if (iter == TPLA_NS_ITERATE_AUTO && auto_excludes(algo, sh, g))
       continue;
     ns_shape_t s = *sh;
     s.gram_iter = g;

@@ -24,6 +24,7 @@
 typedef struct {
   int32_t status; /* 0 or this rank's own tpla_status_t */
   int32_t shard, dtype, gram_dtype, algorithm, steps, iteration;
+  int32_t pull; /* ns_pull_wanted: one rank's no keeps NCCL's sums for all */
   int64_t local_rows, local_cols;
   uint64_t coef_hash;
   float eps, safety;
@@ -122,6 +123,7 @@ static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *tab
   s->coef_hash = ns_hash_bytes(NS_HASH_INIT, table, sizeof(float) * 3 * (size_t)d->steps);
   s->eps = d->eps;
   s->safety = ns_effective_safety(d);
+  s->pull = ns_pull_wanted();
 }
 
 /* The first field in which rank r differs from rank 0, described in msg. */
@@ -217,7 +219,7 @@ tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine
 
 /* Shapes, partition and algorithm from the agreed summaries. */
 static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const char *fn,
-                                 const char *arg, bool in_batch) {
+                                 const char *arg, bool in_batch, bool pulls) {
   int P = p->nranks;
   bool rows = p->desc.shard == TPLA_SHARD_ROWS;
   int64_t total = 0;
@@ -241,11 +243,14 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   p->M = total;
   p->N = keep;
   const ns_machine_t *mach = ns_machine(p->ctx);
-  ns_shape_t sh = {P, p->M, p->N, NULL, p->desc.dtype, p->desc.gram_dtype, p->desc.steps, false};
+  bool pulled = pulls && !in_batch && P == 2 && p->ctx->backend->xport != NULL;
   int64_t parts[TPLA_MAX_RANKS];
-  for (int r = 0; r < P; r++)
+  for (int r = 0; r < P; r++) {
     parts[r] = ns_part(p->offs, r);
-  sh.rows = parts;
+    pulled = pulled && all[r].pull;
+  }
+  ns_shape_t sh = {P,     p->M, p->N, parts, p->desc.dtype, p->desc.gram_dtype, p->desc.steps,
+                   false, pulled};
   ns_shape_t one = sh;
   one.nranks = 1;
   ns_resolve(mach, &one, TPLA_NS_ALGO_LOCAL, p->desc.iteration, &p->whole_gram_iter,
@@ -259,12 +264,20 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
       return in_batch ? TPLA_SUCCESS : tpla_fail(TPLA_ERROR_INTERNAL, fn, "LOCAL on %d ranks", P);
   } else {
     p->algo = ns_resolve(mach, &sh, want, p->desc.iteration, &p->gram_iter, &p->cost);
+    p->pulls_planned = pulled;
+    if (pulled) { /* the choice should the transport not map the peers */
+      ns_shape_t by_nccl = sh;
+      by_nccl.pulled = false;
+      bool gram_iter;
+      tpla_ns_algorithm_t a = ns_resolve(mach, &by_nccl, want, p->desc.iteration, &gram_iter, NULL);
+      p->choice_needs_pulls = a != p->algo || gram_iter != p->gram_iter;
+    }
   }
   return ns_dist_setup(p);
 }
 
 tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
-                              const char *fn, const char *arg, bool in_batch) {
+                              const char *fn, const char *arg, bool in_batch, bool pulls) {
   if (out != NULL)
     *out = NULL;
   summary_t mine;
@@ -301,7 +314,7 @@ tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns
     p->desc.ncoefficients = 3 * (size_t)desc->steps;
     p->safety = ns_effective_safety(desc);
     p->eps = desc->eps;
-    st = plan_shapes(p, all, fn, arg, in_batch);
+    st = plan_shapes(p, all, fn, arg, in_batch, pulls);
   }
   free(all);
   if (st != TPLA_SUCCESS) {
@@ -334,15 +347,16 @@ void ns_plan_free(tpla_ns_plan_t p) {
 
 /* ---- public API ------------------------------------------------------------ */
 
-tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
-                                  const tpla_ns_desc_t *desc) {
-  static const char fn[] = "tpla_ns_plan_create";
-  tpla_clear_error();
-  if (ctx == NULL)
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+/* One attempt at a plan. *again: the plan counted on pulls, the transport
+ * cannot map the peers, and by NCCL the model chooses otherwise; *plan is
+ * NULL then, and the caller prepares again without pulls (every rank: the
+ * transport's verdict is the same everywhere). */
+static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
+                                 const char *fn, bool pulls, bool *again) {
+  *again = false;
   /* A NULL plan pointer still takes part in the agreement, as a failure,
    * so that the other ranks do not wait. */
-  TPLA_TRY(ns_plan_prepare(plan, ctx, desc, fn, "argument 'desc'", false));
+  TPLA_TRY(ns_plan_prepare(plan, ctx, desc, fn, "argument 'desc'", false, pulls));
   tpla_ns_plan_t p = *plan;
   void *ws = NULL;
   tpla_status_t st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
@@ -356,13 +370,29 @@ tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
   }
   p->owns_ws = true;
   ns_plan_bind(p, ws);
-  st = ns_pull_create(ctx, &p->iter, fn, &p->iter.pull); /* collective; NULL: NCCL sums */
+  if (p->pulls_planned) /* collective; NULL: NCCL sums */
+    st = ns_pull_create(ctx, &p->iter, fn, &p->iter.pull);
+  *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL &&
+           p->choice_needs_pulls;
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
     st = ns_pull_rehearse(p, fn);
-  if (st != TPLA_SUCCESS) {
+  if (st != TPLA_SUCCESS || *again) {
     ns_plan_free(p);
     *plan = NULL;
   }
+  return st;
+}
+
+tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
+                                  const tpla_ns_desc_t *desc) {
+  static const char fn[] = "tpla_ns_plan_create";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  bool again = false;
+  tpla_status_t st = create_plan(plan, ctx, desc, fn, true, &again);
+  if (st == TPLA_SUCCESS && again)
+    st = create_plan(plan, ctx, desc, fn, false, &again);
   return st;
 }
 

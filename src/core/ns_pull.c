@@ -62,7 +62,7 @@ struct ns_pull {
 
 static const char k_fn[] = "tpla_ns_execute";
 
-static bool pull_wanted(void) {
+bool ns_pull_wanted(void) {
   const char *v = getenv("TPLA_NS_GRAM_SUM");
   return v == NULL || strcmp(v, "nccl") != 0;
 }
@@ -72,10 +72,6 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn
   *out = NULL;
   const struct tpla_xport_ops *x = ctx->backend->xport;
   if (ctx->nranks != 2 || !it->allreduce || x == NULL)
-    return TPLA_SUCCESS;
-  int32_t mine = pull_wanted(), all[2] = {0, 0};
-  TPLA_TRY(ns_exchange(ctx, fn, all, &mine, sizeof mine));
-  if (!all[0] || !all[1])
     return TPLA_SUCCESS;
   /* the window holds the packed partial Gram, or (GRAM_SHARDED) this rank's
    * rows of a product at their packed offsets; flags: one per block row or

@@ -208,6 +208,45 @@ static void test_ns_matches_thread_group(void) {
   free(x);
 }
 
+/* A plan whose choice counted on pulls (two ranks, forced GRAM_SHARDED: its
+ * split Gram iteration only with pulled products) on a group whose
+ * transport cannot map the peers (processes: SENDRECV) is prepared again
+ * without them: the X iteration, the bits of a thread group's NCCL sums. */
+static void test_ns_pulls_unavailable(void) {
+  const int64_t m = 240, n = 40;
+  double *x = random_matrix(m, n, TPLA_FLOAT32, fresh_seed("ns_pulls_unavailable"));
+  ns_run_t *run = shared_alloc(sizeof *run);
+  double *out_proc = shared_alloc(sizeof(double) * (size_t)(m * n));
+  double *out_thread = malloc(sizeof(double) * (size_t)(m * n));
+  ASSERT_TRUE(x && run && out_proc && out_thread);
+  *run = (ns_run_t){.P = 2, .desc = TPLA_NS_DESC_INIT, .m = m, .n = n, .x = x};
+  run->desc.algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
+  split(m, 2, false, run->sizes);
+  run->out = out_thread;
+  ASSERT_EQ_INT(ns_run(run), 0); /* threads: pulled, the Gram iteration */
+  ASSERT_EQ_INT(run->iter[0], TPLA_NS_ITERATE_GRAM);
+  const char *env = getenv("TPLA_NS_GRAM_SUM"); /* restored below */
+  char *was = env != NULL ? strdup(env) : NULL;
+  setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
+  int failed = ns_run(run);
+  unsetenv("TPLA_NS_GRAM_SUM");
+  ASSERT_EQ_INT(failed, 0);
+  ASSERT_EQ_INT(run->iter[0], TPLA_NS_ITERATE_X);
+  run->out = out_proc;
+  failed = run_procs(2, ns_rank_body, run, NULL);
+  if (was != NULL)
+    setenv("TPLA_NS_GRAM_SUM", was, 1);
+  free(was);
+  ASSERT_EQ_INT(failed, 0);
+  ASSERT_TRUE(run->iter[0] == TPLA_NS_ITERATE_X && run->iter[1] == TPLA_NS_ITERATE_X);
+  ASSERT_TRUE(run->algo[0] == TPLA_NS_ALGO_GRAM_SHARDED);
+  ASSERT_TRUE(memcmp(out_proc, out_thread, sizeof(double) * (size_t)(m * n)) == 0);
+  munmap(run, sizeof *run);
+  munmap(out_proc, sizeof(double) * (size_t)(m * n));
+  free(out_thread);
+  free(x);
+}
+
 /* A batch of three shapes, rows sharded unevenly; results to `out`
  * (3 matrices of up to 40 x 40 doubles each). */
 typedef struct {
@@ -376,6 +415,7 @@ int main(void) {
   TEST(test_collectives_small_staging);
   TEST(test_collectives_default_staging);
   TEST(test_ns_matches_thread_group);
+  TEST(test_ns_pulls_unavailable);
   TEST(test_ns_batch_matches_thread_group);
   TEST(test_overlap_plans_match_thread_group);
   return test_summary();

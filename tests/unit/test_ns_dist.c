@@ -525,22 +525,31 @@ static void test_shard_partition(void) {
 
 /* TPLA_NS_ITERATE_AUTO (the default) runs what the model picks for the
  * host executor's constants: the Gram iteration for a tall or wide matrix,
- * X for a square one (and with a forced GRAM_SHARDED, whose split Gram
- * iteration no AUTO picks before it is measured on GPUs); the plan reports
- * it, and the result is bit for bit the forced iteration's. */
+ * X for a square one; with a forced GRAM_SHARDED, its split Gram iteration
+ * only where the products are pulled (two ranks, not TPLA_NS_GRAM_SUM=nccl).
+ * The plan reports it, and the result is bit for bit the forced iteration's. */
 static void test_auto_iteration(void) {
   static const struct {
     int P;
     int64_t m, n;
     tpla_ns_algorithm_t algo;
     tpla_ns_iteration_t want;
-  } cases[] = {{1, 160, 40, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM},
-               {1, 40, 160, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM},
-               {1, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X},
-               {3, 240, 40, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ITERATE_GRAM},
-               {2, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X},
-               {2, 240, 40, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ITERATE_X}};
+    const char *gram_sum; /* TPLA_NS_GRAM_SUM; NULL: unset */
+  } cases[] = {{1, 160, 40, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM, NULL},
+               {1, 40, 160, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_GRAM, NULL},
+               {1, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X, NULL},
+               {3, 240, 40, TPLA_NS_ALGO_GRAM_ALLREDUCE, TPLA_NS_ITERATE_GRAM, NULL},
+               {3, 240, 40, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ITERATE_X, NULL},
+               {2, 48, 48, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_X, NULL},
+               {2, 240, 40, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ITERATE_GRAM, NULL},
+               {2, 240, 40, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ITERATE_X, "nccl"}};
+  const char *env = getenv("TPLA_NS_GRAM_SUM"); /* restored at the end */
+  char *was = env != NULL ? strdup(env) : NULL;
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    if (cases[i].gram_sum != NULL)
+      setenv("TPLA_NS_GRAM_SUM", cases[i].gram_sum, 1);
+    else
+      unsetenv("TPLA_NS_GRAM_SUM");
     int64_t m = cases[i].m, n = cases[i].n;
     double *x = random_matrix(m, n, TPLA_FLOAT32, seed + (uint64_t)i);
     double *out[2] = {malloc(sizeof(double) * (size_t)(m * n)),
@@ -563,13 +572,19 @@ static void test_auto_iteration(void) {
     free(out[0]);
     free(out[1]);
   }
+  if (was != NULL)
+    setenv("TPLA_NS_GRAM_SUM", was, 1);
+  else
+    unsetenv("TPLA_NS_GRAM_SUM");
+  free(was);
 }
 
 /* What AUTO picks with the CUDA executor's constants, against the fastest
  * pair measured on H200 (bench/results/2026-11-30-run23, bf16 input, 5
  * steps, rows sharded evenly): the Gram iteration wherever it measured
  * faster, the X iteration elsewhere, and the algorithm measured fastest
- * (comments: the measured ms of the Gram iteration vs the X iteration). */
+ * (comments: the measured ms of the Gram iteration vs the X iteration).
+ * With pulled products (run 47): GRAM_SHARDED's Gram iteration. */
 static void test_auto_iteration_choices(void) {
   struct tpla_ctx cuda = {0};
   cuda.executor = TPLA_EXECUTOR_CUDA;
@@ -580,23 +595,26 @@ static void test_auto_iteration_choices(void) {
     tpla_dtype_t gram;
     tpla_ns_algorithm_t algo;
     bool gram_iter; /* the Gram iteration measured faster */
+    bool pulled;
   } cases[] = {
-      {1, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true},       /* 5.08 vs 6.35 ms */
-      {1, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true},       /* 5.59 vs 6.91 */
-      {1, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, false},       /* 19.09 vs 20.34 */
-      {1, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, true},        /* 7.70 vs 8.56 */
-      {1, 8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, false},        /* 22.64 vs 31.01 */
-      {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true}, /* 4.11 vs 4.77 */
-      {2, 14336, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true}, /* 3.96 vs 4.33 */
-      {2, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE, true}, /* 4.26 vs 4.72 */
-      {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 11.97 vs 17.43 */
-      {2, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 5.77 vs 6.16 */
-      {2, 4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false}, /* 5.76 vs 6.31 */
+      {1, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true, false},       /* 5.08 vs 6.35 ms */
+      {1, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, true, false},       /* 5.59 vs 6.91 */
+      {1, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_LOCAL, false, false},       /* 19.09 vs 20.34 */
+      {1, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, true, false},        /* 7.70 vs 8.56 */
+      {1, 8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_LOCAL, false, false},        /* 22.64 vs 31.01 */
+      {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true, false}, /* 4.11 vs 4.77 */
+      {2, 14336, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_ALLREDUCE, true, false}, /* 3.96 vs 4.33 */
+      {2, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE, true, false}, /* 4.26 vs 4.72 */
+      {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 11.97 vs 17.43 */
+      {2, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 5.77 vs 6.16 */
+      {2, 4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 5.76 vs 6.31 */
+      /* GRAM_SHARDED's Gram iteration vs GRAM_ALLREDUCE's (AUTO by NCCL) */
+      {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, true, true}, /* 3.81 vs 4.12 */
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     int64_t rows[2] = {cases[i].m / cases[i].P, cases[i].m / cases[i].P};
     ns_shape_t sh = {cases[i].P, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram,
-                     5, false};
+                     5, false, cases[i].pulled};
     tpla_ns_algorithm_t want = cases[i].P == 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
     bool gram_iter = !cases[i].gram_iter; /* must be set */
     tpla_ns_algorithm_t a = ns_resolve(mach, &sh, want, TPLA_NS_ITERATE_AUTO, &gram_iter, NULL);
@@ -630,35 +648,37 @@ static void test_cost_model_choices(void) {
                {4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_REDISTRIBUTE}};
   for (int i = 0; i < 6; i++) {
     int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
-    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5, false};
+    ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5, false,
+                     false};
     ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
   }
   int64_t rows[2] = {4096, 4096};
-  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false};
+  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false};
   ASSERT_TRUE(ns_choose(mach, &sq, NULL) != TPLA_NS_ALGO_GATHER);
   /* the split polynomial costs 1/P of the triangle, not the whole square */
   ns_shape_t tall = {2,     16384,        4096, (int64_t[]){8192, 8192},
-                     TPLA_BFLOAT16, TPLA_FLOAT32, 5, false};
+                     TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false};
   ASSERT_TRUE(ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_SHARDED) <
               ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_ALLREDUCE));
   static const int64_t dims[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
   static const tpla_ns_algorithm_t cols[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                              TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_ALGO_REDISTRIBUTE,
                                              TPLA_NS_ALGO_GATHER};
-  printf("  predicted ms (CUDA constants, bf16, rows even, 5 steps): LOCAL GRAM_ALLREDUCE "
-         "GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO | Gram iteration: LOCAL, AUTO\n");
+  printf("  predicted ms (CUDA constants, bf16, rows even, 5 steps; P=2 pulled: sums and "
+         "products by pulls): LOCAL GRAM_ALLREDUCE GRAM_SHARDED REDISTRIBUTE GATHER -> AUTO | "
+         "Gram iteration: LOCAL, AUTO\n");
   for (int g = 0; g < 2; g++)
     for (int P = 2; P <= 8; P *= 2)
-      for (int d = 0; d < 4; d++) {
-        int64_t parts[8];
+      for (int d = 0; d < 4 * (P == 2 ? 2 : 1); d++) { /* P = 2: by NCCL, then pulled */
+        int64_t parts[8], m = dims[d % 4][0], n = dims[d % 4][1];
         for (int q = 0; q < P; q++)
-          parts[q] = dims[d][0] / P + (q < dims[d][0] % P);
-        ns_shape_t sh = {P, dims[d][0], dims[d][1], parts, TPLA_BFLOAT16,
-                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false};
+          parts[q] = m / P + (q < m % P);
+        ns_shape_t sh = {P, m, n, parts, TPLA_BFLOAT16, g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false,
+                         d >= 4};
         ns_shape_t one = sh;
         one.nranks = 1;
-        printf("  %s Gram P=%d %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
-               dims[d][0], dims[d][1], 1e3 * ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL));
+        printf("  %s Gram P=%d%s %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
+               sh.pulled ? " pulled" : "", m, n, 1e3 * ns_cost(mach, &one, TPLA_NS_ALGO_LOCAL));
         for (int a = 0; a < 4; a++)
           printf(" %7.2f", 1e3 * ns_cost(mach, &sh, cols[a]));
         printf(" -> %s", ns_algorithm_name(ns_choose(mach, &sh, NULL)));
