@@ -127,10 +127,28 @@ static double alltoall_time(const ns_machine_t *mach, int P, double bytes) {
 
 static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
 
-/* The per-step all-reduce of a g x g Gram: its packed upper block rows. */
-static double gram_sum_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g) {
-  size_t bytes = ns_iter_allreduce_bytes(g, ns_sym_blocks(mach, g), sh->gram_dtype);
-  return allreduce_time(mach, sh->nranks, (double)bytes);
+/* The sum of a g x g Gram: its packed upper block rows, all-reduced. By
+ * pulls (two ranks, ns_pull.c) each block row's partial travels while the
+ * later rows' GEMMs run: only the last row (the smallest), what outlasts the
+ * Gram's GEMMs (`hide`: the least loaded rank's seconds) and the flags show. */
+static double gram_sum_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
+                            double hide) {
+  int nb = ns_sym_blocks(mach, g);
+  double bytes = (double)ns_iter_allreduce_bytes(g, nb, sh->gram_dtype);
+  if (!sh->pulled || sh->nranks != 2)
+    return allreduce_time(mach, sh->nranks, bytes);
+  double t = (double)g / nb, last = t * t * esize(sh->gram_dtype);
+  return mach->pull_latency + fmax(last, bytes - hide * mach->alltoall_bw) / mach->alltoall_bw;
+}
+
+/* Seconds of the least loaded rank's Gram GEMMs (g x g over l_q). */
+static double least_gram_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
+                              const int64_t *l) {
+  double least = HUGE_VAL;
+  for (int q = 0; q < sh->nranks; q++)
+    least = fmin(least, sym_flops(g, l[q], ns_sym_blocks(mach, g)) *
+                            in_weight(mach, sh->dtype) / mach->flops);
+  return least;
 }
 
 /* Gram all-reduce over the non-sharded dimension g; rank q holds l_q. */
@@ -142,7 +160,7 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
     most = t > most ? t : most;
   }
   return allreduce_time(mach, sh->nranks, 4.0) + most +
-         grams_formed(sh) * gram_sum_time(mach, sh, g);
+         grams_formed(sh) * gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
 }
 
 static double most_of(const double *v, int n) {
@@ -155,29 +173,24 @@ static double most_of(const double *v, int n) {
 /* One split s x s product of GRAM_SHARDED, rounds as in ns_shard.c: gemm[r][q]
  * seconds of rank q's block rows of round r, in[r][q] seconds of the rows of
  * round r that it receives. By NCCL, two all-gathers after the GEMMs (each
- * costed by the most any rank receives). By pulls (two ranks), a copy engine
- * takes the peer's round 0 as soon as it is computed, beside round 1's GEMMs,
- * and round 1 after it: only what outlasts the GEMMs shows, plus the flags. */
+ * costed by the most any rank receives). By pulls (two ranks) round 0's
+ * pull could hide behind round 1's GEMMs, but on 2 H200s (run 49) the
+ * products took as long as GEMMs, all their bytes and the flags in a row. */
 static double split_product_time(const ns_machine_t *mach, const ns_shape_t *sh,
                                  double gemm[2][TPLA_MAX_RANKS], double in[2][TPLA_MAX_RANKS]) {
   int P = sh->nranks;
-  if (!sh->pulled || P != 2) {
-    double own[TPLA_MAX_RANKS];
-    for (int q = 0; q < P; q++)
-      own[q] = gemm[0][q] + gemm[1][q];
-    double t = most_of(own, P);
-    for (int r = 0; r < 2; r++)
-      t += most_of(in[r], P) > 0.0 ? mach->latency + most_of(in[r], P) : 0.0;
-    return t;
+  bool pulled = sh->pulled && P == 2;
+  double own[TPLA_MAX_RANKS], both[TPLA_MAX_RANKS];
+  for (int q = 0; q < P; q++) {
+    own[q] = gemm[0][q] + gemm[1][q];
+    both[q] = in[0][q] + in[1][q];
   }
-  double done = 0.0;
-  for (int q = 0; q < 2; q++) {
-    int peer = 1 - q;
-    double round0_in = gemm[0][peer] + in[0][q];
-    double round1_in = fmax(round0_in, gemm[0][peer] + gemm[1][peer]) + in[1][q];
-    done = fmax(done, fmax(gemm[0][q] + gemm[1][q], round1_in));
-  }
-  return done + mach->pull_latency;
+  double t = most_of(own, P);
+  if (pulled)
+    return t + most_of(both, P) + mach->pull_latency;
+  for (int r = 0; r < 2; r++)
+    t += most_of(in[r], P) > 0.0 ? mach->latency + most_of(in[r], P) : 0.0;
+  return t;
 }
 
 /* GRAM_SHARDED: per Gram formed, rank q's Gram and X update on its l_q
@@ -205,7 +218,8 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
       in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
   return allreduce_time(mach, P, 4.0) +
-         grams_formed(sh) * (most_of(local, P) / mach->flops + gram_sum_time(mach, sh, g)) +
+         grams_formed(sh) * (most_of(local, P) / mach->flops +
+                             gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l))) +
          products * split_product_time(mach, sh, gemm, in);
 }
 

@@ -584,7 +584,7 @@ static void test_auto_iteration(void) {
  * steps, rows sharded evenly): the Gram iteration wherever it measured
  * faster, the X iteration elsewhere, and the algorithm measured fastest
  * (comments: the measured ms of the Gram iteration vs the X iteration).
- * With pulled products (run 47): GRAM_SHARDED's Gram iteration. */
+ * With pulled sums and products (runs 47 and 49, same-run comparisons). */
 static void test_auto_iteration_choices(void) {
   struct tpla_ctx cuda = {0};
   cuda.executor = TPLA_EXECUTOR_CUDA;
@@ -608,8 +608,11 @@ static void test_auto_iteration_choices(void) {
       {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 11.97 vs 17.43 */
       {2, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 5.77 vs 6.16 */
       {2, 4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, false}, /* 5.76 vs 6.31 */
-      /* GRAM_SHARDED's Gram iteration vs GRAM_ALLREDUCE's (AUTO by NCCL) */
+      /* pulled: GRAM_SHARDED's Gram iteration vs GRAM_ALLREDUCE's (run 47; run 49: 3.90 vs
+       * 3.96), vs REDISTRIBUTE's 4.13 (run 49); its X iteration vs its Gram (run 49) */
       {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, true, true}, /* 3.81 vs 4.12 */
+      {2, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, true, true}, /* 4.01 vs X 4.32 */
+      {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false, true}, /* 11.26 vs 10.42 */
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     int64_t rows[2] = {cases[i].m / cases[i].P, cases[i].m / cases[i].P};
