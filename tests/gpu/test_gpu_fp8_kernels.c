@@ -225,24 +225,21 @@ static void test_fp8_cache_and_loop(void) {
   ASSERT_OK(tpla_cuda_gemm_cache_stats(g_ctx, &s2));
   ASSERT_EQ_INT(s2.misses, s1.misses + 1); /* staged A is A m x k again: the FAST plan */
   ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
-  size_t ws0 = 0, ws1 = 0, free0 = 0, free1 = 0;
-  bool steady = false;
-  for (int window = 0; window < GPU_STEADY_TRIES && !steady; window++) {
+  size_t ws0 = 0, ws1 = 0;
+  gpu_steady_t g = {0};
+  while (gpu_steady_more(&g)) {
     ASSERT_OK(tpla_ctx_workspace_bytes(g_ctx, &ws0));
-    ASSERT_EQ_INT(gpu_free_bytes(&free0), 0);
+    ASSERT_EQ_INT(gpu_steady_begin(&g), 0);
     for (int i = 0; i < 500; i++)
       ASSERT_OK(trio_gemm(&t, m, n, k, TPLA_OP_T, TPLA_FP8_ACCUM_FAST, g_stream));
     ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_EQ_INT(gpu_steady_end(&g, 0), 0);
     ASSERT_OK(tpla_ctx_workspace_bytes(g_ctx, &ws1));
-    ASSERT_EQ_INT(gpu_free_bytes(&free1), 0);
     printf("# 500 staged FP8 calls: workspace %zu -> %zu bytes, free %zu -> %zu\n", ws0, ws1,
-           free0, free1);
+           g.before, g.after);
     ASSERT_EQ_INT(ws1, ws0);
-    steady = gpu_memory_steady(free0, free1);
-    if (!steady)
-      gpu_report_moved(0, window, free0, free1);
   }
-  ASSERT_TRUE(steady);
+  ASSERT_TRUE(gpu_steady_ok(&g, 0));
   trio_free(&t);
 }
 

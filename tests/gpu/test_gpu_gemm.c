@@ -296,28 +296,25 @@ static void test_gemm_loop_no_growth(void) {
   ASSERT_EQ_INT(trio_alloc(&t, m, n, k), 0);
   ASSERT_OK(trio_gemm(&t, m, n, k, 0, NULL, g_stream)); /* warm: plan + lazy module load */
   ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
-  size_t ws0 = 0, ws1 = 0, free0 = 0, free1 = 0;
+  size_t ws0 = 0, ws1 = 0;
   tpla_lt_cache_stats_t s0, s1;
-  bool steady = false; /* no device allocation per call */
-  for (int window = 0; window < GPU_STEADY_TRIES && !steady; window++) {
+  gpu_steady_t g = {0}; /* no device allocation per call */
+  while (gpu_steady_more(&g)) {
     ASSERT_OK(tpla_ctx_workspace_bytes(g_ctx, &ws0));
     ASSERT_OK(tpla_cuda_gemm_cache_stats(g_ctx, &s0));
-    ASSERT_EQ_INT(gpu_free_bytes(&free0), 0);
+    ASSERT_EQ_INT(gpu_steady_begin(&g), 0);
     for (int i = 0; i < 1000; i++)
       ASSERT_OK(trio_gemm(&t, m, n, k, 0, NULL, g_stream));
     ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_EQ_INT(gpu_steady_end(&g, 0), 0);
     ASSERT_OK(tpla_ctx_workspace_bytes(g_ctx, &ws1));
     ASSERT_OK(tpla_cuda_gemm_cache_stats(g_ctx, &s1));
-    ASSERT_EQ_INT(gpu_free_bytes(&free1), 0);
     ASSERT_EQ_INT(ws1, ws0);
     ASSERT_EQ_INT(s1.misses, s0.misses);
     ASSERT_EQ_INT(s1.hits, s0.hits + 1000);
     ASSERT_EQ_INT(s1.entries, s0.entries);
-    steady = gpu_memory_steady(free0, free1);
-    if (!steady)
-      gpu_report_moved(0, window, free0, free1);
   }
-  ASSERT_TRUE(steady);
+  ASSERT_TRUE(gpu_steady_ok(&g, 0));
   trio_free(&t);
 }
 

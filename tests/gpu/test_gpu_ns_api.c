@@ -102,7 +102,7 @@ static int loop_body(rank_env_t *e, void *arg) {
   int failed = shard_open(e, &s);
   tpla_ns_plan_t plan = NULL;
   failed |= TPLA_FAILED(tpla_ns_plan_create(&plan, e->ctx, failed ? NULL : &s.desc));
-  size_t ws0 = 0, ws1 = 0, pws0 = 0, pws1 = 0, free0 = 0, free1 = 0;
+  size_t ws0 = 0, ws1 = 0, pws0 = 0, pws1 = 0;
   tpla_status_t st = TPLA_SUCCESS;
   if (!failed) { /* the first call loads modules and GEMM plans */
     failed = TPLA_FAILED(tpla_ns_execute_out(plan, s.out, s.x, e->stream)) ||
@@ -111,29 +111,27 @@ static int loop_body(rank_env_t *e, void *arg) {
     CHECK(&failures, err >= 0 && err <= TOL_BF16, "rank %d: first call: error %.3e", r, err);
   }
   /* no rank starts the loop's collectives without the others */
-  bool go = team_sync(e, failed) == 0, moved = true;
+  bool go = team_sync(e, failed) == 0, more = true;
   tpla_ctx_workspace_bytes(e->ctx, &ws0);
   tpla_ns_plan_workspace_bytes(plan, &pws0);
-  /* no device allocation per call: each rank's windows, repeated while any rank's shrank */
-  for (int window = 0; go && window < GPU_STEADY_TRIES && moved; window++) {
-    failed = !e->host && gpu_free_bytes(&free0);
+  /* no device allocation per call: windows of 200 calls while any rank needs one */
+  gpu_steady_t g = {.verdict = e->host}; /* host memory: nothing to watch */
+  while (go && more) {
+    failed = !e->host && gpu_steady_begin(&g);
     for (int i = 0; i < 200 && st == TPLA_SUCCESS && !failed; i++)
       st = tpla_ns_execute_out(plan, s.out, s.x, e->stream);
     failed = TPLA_FAILED(st) || team_drain(e, "200 calls") || failed ||
-             (!e->host && gpu_free_bytes(&free1));
+             (!e->host && gpu_steady_end(&g, r));
     go = team_sync(e, failed) == 0;
-    bool mine = !gpu_memory_steady(free0, free1);
-    if (mine)
-      gpu_report_moved(r, window, free0, free1);
-    moved = team_any(e, mine);
+    more = team_any(e, gpu_steady_more(&g));
   }
   if (go && !failed) {
     tpla_ctx_workspace_bytes(e->ctx, &ws1);
     tpla_ns_plan_workspace_bytes(plan, &pws1);
     CHECK(&failures, ws1 == ws0, "rank %d: context workspace %zu -> %zu bytes", r, ws0, ws1);
     CHECK(&failures, pws1 == pws0, "rank %d: plan workspace %zu -> %zu bytes", r, pws0, pws1);
-    CHECK(&failures, !moved, "rank %d: free device memory shrank in %d windows of 200 calls",
-          r, GPU_STEADY_TRIES);
+    CHECK(&failures, gpu_steady_ok(&g, r), "rank %d: free device memory shrank over windows of "
+          "200 calls (the last: %zu -> %zu bytes)", r, g.before, g.after);
     double err = shard_error(e, &s, s.dout);
     CHECK(&failures, err >= 0 && err <= TOL_BF16, "rank %d: after 200 calls: error %.3e", r, err);
     if (r == 0)

@@ -434,22 +434,22 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     args.fp8.a_scale = sv, args.fp8.b_scale = sv + 4, args.fp8.accum = c->accum;
     args.fp8.d_amax = c->amax ? sv + 8 : NULL;
   }
-  size_t free_early = 0, free_late = 0, ws_early = 0, ws_late = 0;
+  size_t ws_early = 0, ws_late = 0;
   size_t d_bytes = (size_t)(in.drows[me] > 0 ? in.drows[me] : 1) * d.ld *
                    tpla_dtype_size(c->d_dtype);
   bool chatty = c->calls <= 10; /* 200 back-to-back calls: one line for all */
-  /* Past ten calls, the steady state: device memory may not grow from call 10 to the end.
-   * While a window of calls saw it shrink on any rank (another process?), another window
-   * of as many calls, an even number so the last call's sign stays (GPU_STEADY_TRIES);
-   * not across processes, which have no vote. */
+  /* Past ten calls, the steady state: device memory may not grow from call 10 to the end
+   * (gpu_steady_t). While a rank needs another window, one more of as many calls, an even
+   * number so that the last call's sign stays; not across processes, which have no vote. */
   const int steady_from = 10, window_calls = (c->calls - steady_from + 1) / 2 * 2;
   const bool may_repeat = r->team != NULL || P == 1;
-  int begin = steady_from, end = c->calls, moved = 0;
-  for (int call = 0, window = 0;; window++) {
+  gpu_steady_t g = {0};
+  int begin = steady_from, end = c->calls;
+  for (int call = 0;;) {
     for (; st == TPLA_SUCCESS && failures == 0 && call < end; call++) {
       if (call == begin && c->calls > steady_from) {
         failures += gt_sync(r, "the first ten calls");
-        failures += gpu_free_bytes(&free_early);
+        failures += gpu_steady_begin(&g);
         tpla_ctx_workspace_bytes(r->ctx, &ws_early);
       }
       if (call > 0 && c->beta != 0.0f) /* D back to D0 (stream-ordered): every call sees it */
@@ -469,24 +469,21 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     if (c->calls <= steady_from)
       break;
     if (failures == 0) {
-      failures += gpu_free_bytes(&free_late);
+      failures += gpu_steady_end(&g, me);
       tpla_ctx_workspace_bytes(r->ctx, &ws_late);
-      if (!gpu_memory_steady(free_early, free_late))
-        gpu_report_moved(me, window, free_early, free_late);
     }
-    /* 1: some rank's free memory shrank; 2: some rank failed or its context workspace
+    /* 1: some rank needs another window; 2: some rank failed or its context workspace
      * (the library's own count, which no other process moves) changed: every rank stops */
-    bool shrank = !gpu_memory_steady(free_early, free_late);
-    int vote = gt_any(r, failures || ws_late != ws_early ? 2 : shrank);
-    moved = vote == 1;
-    if (vote != 1 || window + 1 == GPU_STEADY_TRIES || !may_repeat)
+    int vote = gt_any(r, failures || ws_late != ws_early ? 2 : gpu_steady_more(&g));
+    if (vote != 1 || !may_repeat)
       break;
     begin = end, end += window_calls;
   }
-  if (moved || ws_late != ws_early) {
-    fprintf(stderr, "  rank %d: device memory grew over the calls: free %zu -> %zu (the last of "
-            "%d windows), context workspace %zu -> %zu\n", me, free_early, free_late,
-            GPU_STEADY_TRIES, ws_early, ws_late);
+  if (c->calls > steady_from && failures == 0 &&
+      (!gpu_steady_ok(&g, me) || ws_late != ws_early)) {
+    fprintf(stderr, "  rank %d: device memory grew over the calls: free %zu -> %zu (the last "
+            "window), context workspace %zu -> %zu\n", me, g.before, g.after, ws_early,
+            ws_late);
     failures++;
   }
   gt_step(r, "check against float64");
