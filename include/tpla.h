@@ -477,9 +477,12 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  * chooses the algorithm (desc->algorithm, or the cost model for AUTO),
  * allocates its workspace with the executor and precomputes everything
  * execute needs. Nothing is allocated later. With two ranks whose GPUs map
- * each other's memory, the distributed Gram is summed by copy-engine pulls
- * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's all-reduce instead; a value
- * other than pull or nccl is INVALID_ARGUMENT); creation
+ * each other's memory, the distributed Gram is summed (and GRAM_SHARDED's
+ * products exchanged) by copy-engine pulls, and AUTO chooses for them
+ * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's collectives instead; a value
+ * other than pull or nccl is INVALID_ARGUMENT; where the GPUs turn out not to
+ * map each other's memory, a choice that counted on pulls is made again
+ * without them); creation
  * then also runs a few executes on temporary scratch, so that no call loads
  * a kernel while the peer waits (docs/ALGORITHMS.md).
  * Errors (*plan is set to NULL):
