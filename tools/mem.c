@@ -6,9 +6,11 @@
  */
 #include "tool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef TPLA_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -22,6 +24,47 @@
 #endif
 
 #define TOOL_HOST_CACHE_BYTES ((size_t)60 << 20)
+
+#ifdef TPLA_HAVE_CUDA
+/* Waits for `event` for at most the team's timeout. A distributed call's
+ * stream waits on the device for its peers' matching calls (as NCCL's), so
+ * an unbounded synchronize would turn a hang into a process that never ends
+ * (run 51 lost its logs so). On a timeout the stuck work cannot be taken
+ * back and freeing its memory would wait for it: the process ends here,
+ * saying where (exit status 3). */
+static cudaError_t wait_event(tool_rank_t *r, cudaEvent_t event, const char *what) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    cudaError_t e = cudaEventQuery(event);
+    if (e != cudaErrorNotReady)
+      return e;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms > tool_rank_timeout_ms(r)) {
+      tool_rank_error(r, "%s did not finish within %lld ms: the GPU waits (a peer rank's "
+                      "matching call missing, or a hang); ending the process", what,
+                      (long long)tool_rank_timeout_ms(r));
+      fflush(NULL);
+      _exit(3);
+    }
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  }
+}
+
+/* Everything enqueued on the rank's stream so far, waited for with wait_event. */
+static cudaError_t sync_stream(tool_rank_t *r, const char *what) {
+  cudaEvent_t event;
+  cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e != cudaSuccess)
+    return e;
+  e = cudaEventRecord(event, (cudaStream_t)r->stream);
+  if (e == cudaSuccess)
+    e = wait_event(r, event, what);
+  cudaEventDestroy(event);
+  return e;
+}
+#endif
 
 static inline bool on_cuda(const tool_rank_t *r) { return r->executor == TOOL_EXEC_CUDA; }
 
@@ -67,7 +110,7 @@ static int copy(tool_rank_t *r, void *dst, const void *src, size_t bytes, int ki
   if (on_cuda(r)) {
     cudaStream_t stream = (cudaStream_t)r->stream;
     CUDA_OR_FAIL(r, cudaMemcpyAsync(dst, src, bytes, (enum cudaMemcpyKind)kind, stream));
-    CUDA_OR_FAIL(r, cudaStreamSynchronize(stream));
+    CUDA_OR_FAIL(r, sync_stream(r, "a copy on the rank's stream"));
     return 0;
   }
 #else
@@ -102,7 +145,7 @@ int tool_copy(tool_rank_t *r, void *dst, const void *src, size_t bytes) {
 int tool_stream_sync(tool_rank_t *r) {
 #ifdef TPLA_HAVE_CUDA
   if (on_cuda(r))
-    CUDA_OR_FAIL(r, cudaStreamSynchronize((cudaStream_t)r->stream));
+    CUDA_OR_FAIL(r, sync_stream(r, "the work on the rank's stream"));
 #endif
   return 0;
 }
@@ -182,10 +225,10 @@ static int time_cuda(tool_rank_t *r, int warmup, int iters, tool_body_fn_t body,
     else
       failed = run_body(r, body, arg, warmup + i);
   }
-  if (!failed) {
+  if (!failed) { /* call by call: the timeout bounds each call, not the whole run */
     cudaError_t e = cudaEventRecord(events[iters], stream);
-    if (e == cudaSuccess)
-      e = cudaEventSynchronize(events[iters]);
+    for (int i = 1; e == cudaSuccess && i <= iters; i++)
+      e = wait_event(r, events[i], "a timed call");
     if (e != cudaSuccess)
       failed = tool_rank_error(r, "waiting for the timed work: %s", cudaGetErrorString(e));
   }
@@ -197,7 +240,7 @@ static int time_cuda(tool_rank_t *r, int warmup, int iters, tool_body_fn_t body,
     times[i] = (double)ms * 1e3;
   }
   if (failed)
-    cudaStreamSynchronize(stream); /* no event may be destroyed while in use */
+    (void)sync_stream(r, "the failed timed work"); /* no event may be destroyed in use */
   for (int i = 0; i < created; i++)
     cudaEventDestroy(events[i]);
   free(events);

@@ -107,6 +107,8 @@ int tool_rank_error(tool_rank_t *r, const char *fmt, ...) {
   return 1;
 }
 
+int64_t tool_rank_timeout_ms(const tool_rank_t *r) { return r->team->timeout_ms; }
+
 /* ---- rendezvous ----------------------------------------------------------------- */
 
 /* Complete the current sync (mutex held): publish failures, wake waiters. */

@@ -115,6 +115,8 @@ int tool_team_sync(tool_rank_t *r, int failed);
 int tool_rank_fail(tool_rank_t *r, const char *what, tpla_status_t status);
 /* printf-style error line prefixed with the rank; returns 1. */
 int tool_rank_error(tool_rank_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The team's timeout (tool_team_run's timeout_ms, or its default). */
+int64_t tool_rank_timeout_ms(const tool_rank_t *r);
 
 /* ---- memory and timing on either executor (mem.c) --------------------------- */
 
