@@ -16,7 +16,8 @@
  * Output: '#' lines are comments (header, notices, summary); the other lines
  * are table rows with whitespace-separated columns, for awk. Exit status: 0
  * when everything ran and every check passed, 1 on a failure, 2 on a usage
- * error. Build: `cmake -B build && cmake --build build`, run: build/tpla.
+ * error, 3 when a GPU did not finish a call within the timeout (a hang; the
+ * process ends there). Build: `cmake -B build && cmake --build build`, run: build/tpla.
  */
 #include "tool.h"
 
