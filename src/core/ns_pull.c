@@ -37,7 +37,9 @@
  *
  * The default at P = 2 since run 42 (test_gpu_ns's 920 two-rank cases
  * passed with the pulls and this rehearsal); TPLA_NS_GRAM_SUM=nccl on any
- * rank keeps NCCL's all-reduce for every rank. Two ranks only (every rank
+ * rank keeps NCCL's all-reduce for every rank (the plan's summary carries
+ * each rank's wish, and its cost model counts on the pulls when all want
+ * them: ns_plan.c, ns_cost.c). Two ranks only (every rank
  * pulls every peer's whole partial: P - 1 times a ring all-reduce's bytes
  * per rank past P = 2), and a transport whose peers map each other's
  * windows (PEER). GRAM_SHARDED's products use the same transport
