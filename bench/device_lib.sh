@@ -14,6 +14,11 @@
 #                     build tpla_tool into DIR/build-exp (an experiment, not the library);
 #                     with REUSE_BUILD=1 an existing DIR/build-exp/tpla is used as it is
 #   gpu_build TARGET...          configure build-gpu (Release, TPLA_CUDA=ON), build the targets
+#   load_start CMD...  a neighbour load: CMD run again and again in its own process group,
+#                     each invocation bounded to 60 s (stacks kept on a timeout), exits in
+#                     $L/load.log; load_stop ends it (at most 65 s, then killed) and says
+#                     how many invocations ended well (run 52's pattern; run 51 lost its logs
+#                     waiting unbounded for such a loop)
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
@@ -65,4 +70,22 @@ gpu_build() {
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
   cmake --build build-gpu -j "$(nproc)" --target "$@" > "$L/build.log" 2>&1
   say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+}
+
+load_start() {
+  rm -f "$L/load.done"; : > "$L/load.log"
+  setsid bash -c '. bench/device_lib.sh "$0" > /dev/null; L=$1; shift; i=0
+    while [ ! -e "$L/load.done" ]; do i=$((i + 1))
+      bounded 60 "$L/load_$i.log" "$@"; rc=$?
+      echo "load $i: exit $rc" >> "$L/load.log"
+      [ $rc = 0 ] && rm -f "$L/load_$i.log"
+    done' "${L##*/run}-load" "$L" "$@" > /dev/null 2>&1 &
+  LOAD_PID=$!
+}
+
+load_stop() {
+  touch "$L/load.done"
+  for _ in $(seq 1 65); do kill -0 "$LOAD_PID" 2> /dev/null || break; sleep 1; done
+  kill -0 "$LOAD_PID" 2> /dev/null && { say "load still running after 65 s: killed"; kill -9 -- -"$LOAD_PID"; }
+  say "load: $(grep -c 'exit 0' "$L/load.log") invocations ended well; others: $(grep -v 'exit 0' "$L/load.log" | tr '\n' ' ')"
 }
