@@ -289,14 +289,15 @@ tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t
 
 /* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
 
-/* This rank's wish: pulls unless TPLA_NS_GRAM_SUM=nccl (the plans agree on
- * every rank's, since one rank's nccl keeps NCCL's sums for all). */
-bool ns_pull_wanted(void);
+/* This rank's wish: 0 for NCCL's sums (TPLA_NS_GRAM_SUM=nccl), else the
+ * number of windows (TPLA_NS_PULL_WINDOWS, 1 unless 2). The plans agree on
+ * the least wish of all ranks (one rank's nccl keeps NCCL's sums for all). */
+int ns_pull_wish(void);
 /* Collective over the context's ranks, for a plan whose ranks all want pulls
- * (when it->allreduce and two ranks): a PEER transport whose window holds a
- * packed Gram, else *out = NULL (also for more ranks or no peer mapping).
- * Every rank gets the same verdict. */
-tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
+ * through `windows` windows (when it->allreduce and two ranks): a PEER
+ * transport whose window holds a packed Gram, else *out = NULL (also for
+ * more ranks or no peer mapping). Every rank gets the same verdict. */
+tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, const char *fn,
                              ns_pull_t **out);
 void ns_pull_destroy(ns_pull_t *p); /* accepts NULL */
 size_t ns_pull_bytes(const ns_pull_t *p); /* executor memory held; 0 for NULL */
@@ -314,8 +315,10 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
  * flag, publish them and pull the peer's (recv with no rows: publish only);
  * a lane waits for a flag's pulls with arrived; finish closes the exchange
  * (the peer has read this rank's window: flag done_flag, after the work on
- * after_lane) and joins the lanes into `stream`, also after a failure `st`,
- * which marks the plan broken. A failed begin needs no finish. */
+ * after_lane; with two windows, which exchanges use in turn, no closing is
+ * needed) and joins the lanes into `stream`, also after a failure `st`,
+ * which marks the plan broken. A failed begin needs no finish. ns_pull_window
+ * is this exchange's window (call it after begin). */
 #define NS_PULL_PRODUCT_FLAGS 3 /* round 0, round 1, closing */
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
@@ -325,6 +328,10 @@ tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t 
 tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
 tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
                              tpla_status_t st);
+/* At the end of an execute (collective; accepts NULL): with two windows,
+ * close the call's last exchange if it ended open, so that a completed call
+ * still means the peer has read this rank's windows (the plan may go). */
+tpla_status_t ns_pull_settle(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 
 /* A view of rows [r0, r0+nr) and columns [c0, c0+nc) of a row-major view. */
 tpla_matrix_t ns_sub(tpla_matrix_t m, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
@@ -345,6 +352,7 @@ struct tpla_ns_plan {
   bool whole_gram_iter; /* the same for the whole matrix on one rank (a   */
   double whole_cost;    /* batch's owner runs it so), and its estimate    */
   bool pulls_planned;   /* chosen for sums and products by pulls (ns_pull.c) */
+  int pull_windows;     /* the ranks' agreed ns_pull_wish when pulls_planned */
   bool choice_needs_pulls; /* by NCCL, the model would choose otherwise   */
 
   int64_t m, n;        /* global shape */

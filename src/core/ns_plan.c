@@ -24,7 +24,7 @@
 typedef struct {
   int32_t status; /* 0 or this rank's own tpla_status_t */
   int32_t shard, dtype, gram_dtype, algorithm, steps, iteration;
-  int32_t pull; /* ns_pull_wanted: one rank's no keeps NCCL's sums for all */
+  int32_t pull; /* ns_pull_wish: the least over the ranks counts */
   int64_t local_rows, local_cols;
   uint64_t coef_hash;
   float eps, safety;
@@ -103,11 +103,15 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
                "API orthogonalizes whole matrices on one rank)", arg, nranks);
-  /* read by ns_pull_create; a misspelt opt-out must not pass for the default */
-  const char *sum = getenv("TPLA_NS_GRAM_SUM");
+  /* read by ns_pull_wish; a misspelt opt-out must not pass for the default */
+  const char *sum = getenv("TPLA_NS_GRAM_SUM"), *windows = getenv("TPLA_NS_PULL_WINDOWS");
   if (sum != NULL && *sum != '\0' && strcmp(sum, "pull") != 0 && strcmp(sum, "nccl") != 0)
     return bad(msg, IA, "environment TPLA_NS_GRAM_SUM=%.40s is neither pull (the default at 2 "
                "ranks) nor nccl", sum);
+  if (windows != NULL && *windows != '\0' && strcmp(windows, "1") != 0 &&
+      strcmp(windows, "2") != 0)
+    return bad(msg, IA, "environment TPLA_NS_PULL_WINDOWS=%.40s is neither 1 (the default) nor 2",
+               windows);
   return TPLA_SUCCESS;
 }
 
@@ -123,7 +127,7 @@ static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *tab
   s->coef_hash = ns_hash_bytes(NS_HASH_INIT, table, sizeof(float) * 3 * (size_t)d->steps);
   s->eps = d->eps;
   s->safety = ns_effective_safety(d);
-  s->pull = ns_pull_wanted();
+  s->pull = ns_pull_wish();
 }
 
 /* The first field in which rank r differs from rank 0, described in msg. */
@@ -243,12 +247,13 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   p->M = total;
   p->N = keep;
   const ns_machine_t *mach = ns_machine(p->ctx);
-  bool pulled = pulls && !in_batch && P == 2 && p->ctx->backend->xport != NULL;
+  int windows = pulls && !in_batch && P == 2 && p->ctx->backend->xport != NULL ? 2 : 0;
   int64_t parts[TPLA_MAX_RANKS];
   for (int r = 0; r < P; r++) {
     parts[r] = ns_part(p->offs, r);
-    pulled = pulled && all[r].pull;
+    windows = all[r].pull < windows ? all[r].pull : windows;
   }
+  bool pulled = windows > 0;
   ns_shape_t sh = {P,     p->M, p->N, parts, p->desc.dtype, p->desc.gram_dtype, p->desc.steps,
                    false, pulled};
   ns_shape_t one = sh;
@@ -265,6 +270,7 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   } else {
     p->algo = ns_resolve(mach, &sh, want, p->desc.iteration, &p->gram_iter, &p->cost);
     p->pulls_planned = pulled;
+    p->pull_windows = windows;
     if (pulled) { /* the choice should the transport not map the peers */
       ns_shape_t by_nccl = sh;
       by_nccl.pulled = false;
@@ -371,7 +377,7 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   p->owns_ws = true;
   ns_plan_bind(p, ws);
   if (p->pulls_planned) /* collective; NULL: NCCL sums */
-    st = ns_pull_create(ctx, &p->iter, fn, &p->iter.pull);
+    st = ns_pull_create(ctx, &p->iter, p->pull_windows, fn, &p->iter.pull);
   *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL &&
            p->choice_needs_pulls;
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
@@ -454,7 +460,8 @@ tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, 
   tpla_matrix_t first =
       start == NS_IN_X ? out : ns_iter_temp(&p->iter, (ns_opmat_t){out, false}).v;
   TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));
-  return ns_dist_run(p, out, start, stream);
+  TPLA_TRY(ns_dist_run(p, out, start, stream));
+  return ns_pull_settle(p->ctx, p->iter.pull, stream);
 }
 
 tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_matrix_t x,

@@ -60,28 +60,35 @@ struct ns_pull {
   int peer;
   uint32_t seq;
   bool broken; /* a Gram failed after it started: the ranks' calls may be out of step */
+  int windows; /* 1, or 2 used in turn by odd and even exchanges */
+  size_t half; /* bytes from one window to the next */
+  bool pulled; /* this exchange waited for a piece of the peer's */
+  bool open;   /* the last exchange ended without closing (ns_pull_settle) */
 };
 
 static const char k_fn[] = "tpla_ns_execute";
 
-bool ns_pull_wanted(void) {
-  const char *v = getenv("TPLA_NS_GRAM_SUM");
-  return v == NULL || strcmp(v, "nccl") != 0;
+int ns_pull_wish(void) {
+  const char *sum = getenv("TPLA_NS_GRAM_SUM"), *windows = getenv("TPLA_NS_PULL_WINDOWS");
+  if (sum != NULL && strcmp(sum, "nccl") == 0)
+    return 0;
+  return windows != NULL && strcmp(windows, "2") == 0 ? 2 : 1;
 }
 
-tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn,
+tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, const char *fn,
                              ns_pull_t **out) {
   *out = NULL;
   const struct tpla_xport_ops *x = ctx->backend->xport;
   if (ctx->nranks != 2 || !it->allreduce || x == NULL)
     return TPLA_SUCCESS;
-  /* the window holds the packed partial Gram, or (GRAM_SHARDED) this rank's
+  /* a window holds the packed partial Gram, or (GRAM_SHARDED) this rank's
    * rows of a product at their packed offsets; flags: one per block row or
    * round, and the closing one */
-  size_t window = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
+  size_t gram = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
   size_t rows = it->split.total * tpla_dtype_size(it->split.dtype);
+  size_t half = ((rows > gram ? rows : gram) + 255) / 256 * 256; /* the next one aligned */
   int nflags = it->nblocks + 1 > NS_PULL_PRODUCT_FLAGS ? it->nblocks + 1 : NS_PULL_PRODUCT_FLAGS;
-  ovl_xport_desc_t desc = {OVL_XPORT_AUTO, rows > window ? rows : window, nflags, fn};
+  ovl_xport_desc_t desc = {OVL_XPORT_AUTO, half * (size_t)windows, nflags, fn};
   ns_pull_t *p = calloc(1, sizeof *p);
   tpla_xport_t *xp = NULL;
   tpla_status_t st = x->create(ctx, &desc, &xp); /* collective: every rank calls it */
@@ -93,7 +100,7 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, const char *fn
     free(p);
     return st;
   }
-  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false};
+  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, half, false, false};
   *out = p;
   return TPLA_SUCCESS;
 }
@@ -166,7 +173,14 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
 
 /* ---- one exchange: begin, pieces, finish -------------------------------- */
 
-void *ns_pull_window(const ns_pull_t *p) { return p->x->window(p->xp); }
+/* Both ranks make the same exchanges, so their numbers pick the same window. */
+static size_t window_offset(const ns_pull_t *p) {
+  return p->windows == 2 ? (size_t)(p->seq % 2) * p->half : 0;
+}
+
+void *ns_pull_window(const ns_pull_t *p) {
+  return (char *)p->x->window(p->xp) + window_offset(p);
+}
 void *ns_pull_lane(const ns_pull_t *p, int lane) { return p->x->stream(p->xp, lane); }
 
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
@@ -176,6 +190,7 @@ tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
                      "); destroy the plan on every rank and create a new one",
                      ctx->rank, p->seq);
   p->seq++;
+  p->pulled = false;
   tpla_status_t st = p->x->begin(p->xp, p->seq, stream, k_fn);
   p->broken = st != TPLA_SUCCESS;
   return st;
@@ -186,8 +201,9 @@ tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t 
   ovl_step_t step = {.to = publish ? p->peer : -1, .send = {p->x->window(p->xp), 0, 1, 1,
                                                              recv.dtype},
                      .from = recv.rows > 0 && recv.cols > 0 ? p->peer : -1, .recv = recv,
-                     .from_offset = from_offset, .pull = 1, .flag = flag,
+                     .from_offset = window_offset(p) + from_offset, .pull = 1, .flag = flag,
                      .after = OVL_LANE_COMPUTE0};
+  p->pulled = p->pulled || step.from >= 0;
   return p->x->step(p->xp, &step, p->seq);
 }
 
@@ -207,15 +223,28 @@ static tpla_status_t close_exchange(ns_pull_t *p, int done_flag, int after_lane)
   return X->arrival(p->xp, after_lane, done_flag, p->seq);
 }
 
+/* With two windows an exchange needs no closing when it waited for one of
+ * the peer's pieces: the peer published that piece after its previous
+ * exchange had ended, its pulls from this rank's other window included, and
+ * this rank writes that window again only after this exchange has ended.
+ * The call's last exchange is closed by ns_pull_settle. */
 tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
                              tpla_status_t st) {
-  if (st == TPLA_SUCCESS)
+  p->open = st == TPLA_SUCCESS && p->windows == 2 && p->pulled;
+  if (st == TPLA_SUCCESS && !p->open)
     st = close_exchange(p, done_flag, after_lane);
   tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
   if (st == TPLA_SUCCESS)
     st = ended;
   p->broken = st != TPLA_SUCCESS;
   return st;
+}
+
+tpla_status_t ns_pull_settle(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
+  if (p == NULL || !p->open)
+    return TPLA_SUCCESS;
+  TPLA_TRY(ns_pull_begin(ctx, p, stream)); /* an exchange of no pieces: finish closes it */
+  return ns_pull_finish(p, NS_PULL_PRODUCT_FLAGS - 1, OVL_LANE_COMPUTE0, stream, TPLA_SUCCESS);
 }
 
 /* ---- the Gram's sum ----------------------------------------------------- */

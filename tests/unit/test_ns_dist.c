@@ -259,17 +259,19 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
 }
 
 /* Two ranks sum the distributed Gram by pulls on the overlap transport
- * (ns_pull.c; the default) or, with TPLA_NS_GRAM_SUM=nccl, by the executor's
+ * (ns_pull.c; the default, through one window or, with TPLA_NS_PULL_WINDOWS=2,
+ * two used in turn) or, with TPLA_NS_GRAM_SUM=nccl, by the executor's
  * all-reduce: both sums are fp32 sums of the two partials rounded once, so
  * the results are the same bits, for every algorithm that all-reduces the
  * Gram, both iterations, even shards and a rank with no rows; the pulls'
- * window shows in the workspace. */
+ * windows show in the workspace. */
 static void test_gram_sum_by_pulls(void) {
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                               TPLA_NS_ALGO_GRAM_SHARDED};
   double *x = random_matrix(40, 24, TPLA_BFLOAT16, seed + 29);
-  const char *env = getenv("TPLA_NS_GRAM_SUM"); /* restored at the end */
-  char *was = env != NULL ? strdup(env) : NULL;
+  const char *env = getenv("TPLA_NS_GRAM_SUM"), *env2 = getenv("TPLA_NS_PULL_WINDOWS");
+  char *was = env != NULL ? strdup(env) : NULL, *was2 = env2 != NULL ? strdup(env2) : NULL;
+  unsetenv("TPLA_NS_PULL_WINDOWS"); /* both restored at the end */
   int runs = 0;
   for (int a = 0; a < 2; a++)
     for (int it = 0; it < 2; it++)
@@ -280,27 +282,39 @@ static void test_gram_sum_by_pulls(void) {
         run.desc.iteration = it ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
         split(40, 2, uneven, run.sizes);
         double *pulled = calloc(40 * 24, sizeof(double)), *nccl = calloc(40 * 24, sizeof(double));
-        ASSERT_TRUE(pulled && nccl);
-        unsetenv("TPLA_NS_GRAM_SUM"); /* the default: pulls */
+        double *two = calloc(40 * 24, sizeof(double));
+        ASSERT_TRUE(pulled && nccl && two);
+        unsetenv("TPLA_NS_GRAM_SUM"); /* the default: pulls, one window */
         run.out = pulled;
         ASSERT_EQ_INT(ns_run(&run), 0);
         size_t ws_pulled = run.ws[0];
+        setenv("TPLA_NS_PULL_WINDOWS", "2", 1);
+        run.out = two;
+        int failed = ns_run(&run);
+        unsetenv("TPLA_NS_PULL_WINDOWS");
+        ASSERT_EQ_INT(failed, 0);
+        size_t ws_two = run.ws[0];
         setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
         run.out = nccl;
-        int failed = ns_run(&run);
+        failed = ns_run(&run);
         unsetenv("TPLA_NS_GRAM_SUM");
         ASSERT_EQ_INT(failed, 0);
         ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
-        ASSERT_TRUE(ws_pulled > run.ws[0]);
+        ASSERT_TRUE(ws_two > ws_pulled && ws_pulled > run.ws[0]);
         ASSERT_TRUE(memcmp(pulled, nccl, sizeof(double) * 40 * 24) == 0);
+        ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
         free(pulled);
         free(nccl);
+        free(two);
         runs++;
       }
-  printf("  %d configurations: pulls and NCCL give the same bits\n", runs);
+  printf("  %d configurations: pulls (one or two windows) and NCCL give the same bits\n", runs);
   if (was != NULL)
     setenv("TPLA_NS_GRAM_SUM", was, 1);
+  if (was2 != NULL)
+    setenv("TPLA_NS_PULL_WINDOWS", was2, 1);
   free(was);
+  free(was2);
   free(x);
 }
 

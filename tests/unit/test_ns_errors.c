@@ -191,8 +191,8 @@ static void test_bad_values(void) {
 }
 
 /* An unknown TPLA_NS_GRAM_SUM (a misspelt opt-out of the pulled Gram sums)
- * is an error on the rank that set it, REMOTE on the others, never the
- * default in disguise. */
+ * or TPLA_NS_PULL_WINDOWS is an error on the rank that set it, REMOTE on the
+ * others, never the default in disguise. */
 static void test_bad_gram_sum_environment(void) {
   create_case_t c;
   init_case(&c, 2);
@@ -203,6 +203,10 @@ static void test_bad_gram_sum_environment(void) {
   failed |= run_host_ranks(2, create_body, &c) != 0 || c.st[0] != TPLA_SUCCESS ||
             c.st[1] != TPLA_SUCCESS;
   unsetenv("TPLA_NS_GRAM_SUM");
+  setenv("TPLA_NS_PULL_WINDOWS", "3", 1);
+  init_case(&c, 2);
+  failed |= expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, "TPLA_NS_PULL_WINDOWS=3");
+  unsetenv("TPLA_NS_PULL_WINDOWS");
   ASSERT_EQ_INT(failed, 0);
 }
 
