@@ -194,16 +194,22 @@ typedef struct {
                                     and GRAM_SHARDED's products are pulled */
 } ns_iter_t;
 
+/* How the ranks' partial Grams are summed: not at all (one rank's whole
+ * matrix), by the executor's all-reduce (staged in arp; GRAM_SHARDED's
+ * triangle packed in pk for its all-gathers), or by pulls (ns_pull.c, in the
+ * transport's window: neither arp nor pk is laid out). */
+typedef enum { NS_SUM_NONE = 0, NS_SUM_ALLREDUCE = 1, NS_SUM_PULLED = 2 } ns_sum_t;
+
 /* The fields every iteration sets: shape, dtypes, symmetric blocks and the
  * chunking for a temp buffer of temp_cap elements (ns_iter.c). */
 void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, ns_sum_t sum,
                   int64_t temp_cap);
 /* Configure an iteration on an s x l matrix (update variant, blocks,
  * chunking for a temp buffer of temp_cap elements, op schedule; or the Gram
  * iteration) and reserve its Gram buffers in *layout. */
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce, bool gram_iter,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, ns_sum_t sum, bool gram_iter,
                    int64_t temp_cap, ns_layout_t *layout);
 /* The same for GRAM_SHARDED: rank `rank` of `nranks` computes its block
  * rows of the polynomial (X iteration) or of every s x s product (the Gram
@@ -211,8 +217,8 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
  * (OUT_OF_MEMORY, naming `fn`); ns_iter_free releases them. */
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    bool gram_iter, int rank, int nranks, int64_t temp_cap,
-                                    ns_layout_t *layout, const char *fn);
+                                    ns_sum_t sum, bool gram_iter, int rank, int nranks,
+                                    int64_t temp_cap, ns_layout_t *layout, const char *fn);
 void ns_iter_free(ns_iter_t *it);
 /* Bytes of the packed upper block rows the distributed Gram all-reduces. */
 size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype);
@@ -351,9 +357,9 @@ struct tpla_ns_plan {
   double cost;         /* the cost model's estimate in seconds */
   bool whole_gram_iter; /* the same for the whole matrix on one rank (a   */
   double whole_cost;    /* batch's owner runs it so), and its estimate    */
-  bool pulls_planned;   /* chosen for sums and products by pulls (ns_pull.c) */
+  bool pulls_planned;   /* sums and products by pulls (ns_pull.c): chosen for them,
+                           and no all-reduce staging laid out */
   int pull_windows;     /* the ranks' agreed ns_pull_wish when pulls_planned */
-  bool choice_needs_pulls; /* by NCCL, the model would choose otherwise   */
 
   int64_t m, n;        /* global shape */
   int64_t *offs;       /* start of each rank's part of the sharded dim (nranks+1) */
@@ -378,8 +384,9 @@ struct tpla_ns_plan {
 /* Validate, agree with the other ranks (collective), choose the algorithm
  * and lay out the workspace; allocates no executor memory. `where` prefixes
  * messages (e.g. "argument 'descs[3]'"); in_batch allows LOCAL on several
- * ranks; pulls: the choice may count on pulled sums and products where every
- * rank wants them (two ranks, an executor with a transport, not in a batch).
+ * ranks; pulls: the choice and the layout may count on pulled sums and
+ * products where every rank wants them (two ranks, an executor with a
+ * transport, not in a batch, an algorithm that sums a Gram).
  * out == NULL takes part in the agreement as a failure. */
 tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
                               const char *fn, const char *where, bool in_batch, bool pulls);

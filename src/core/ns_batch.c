@@ -181,7 +181,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     full += pad((size_t)(p->M * p->N) * e);
     int64_t s = p->M < p->N ? p->M : p->N, l = p->M < p->N ? p->N : p->M;
     ns_layout_t g = {0};
-    ns_iter_setup(&b->iters[i], mach, s, l, p->desc.dtype, p->desc.gram_dtype, false,
+    ns_iter_setup(&b->iters[i], mach, s, l, p->desc.dtype, p->desc.gram_dtype, NS_SUM_NONE,
                   p->whole_gram_iter, (int64_t)(b->stage_bytes / e), &g);
     gram = g.bytes > gram ? g.bytes : gram;
   }

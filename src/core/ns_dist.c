@@ -35,6 +35,11 @@ static bool redistributes(tpla_ns_plan_t p) {
 
 /* The all-to-all counts and buffers of a redistribution, and the iteration
  * on Y[:, part_r] (M x N_r): split polynomial or not. */
+/* How the plan's distributed Gram is summed (pulls: no all-reduce staging). */
+static ns_sum_t sum_of(tpla_ns_plan_t p) {
+  return p->pulls_planned ? NS_SUM_PULLED : NS_SUM_ALLREDUCE;
+}
+
 static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *mach, bool split) {
   static const char fn[] = "tpla_ns_plan_create";
   int P = p->nranks, r = p->rank;
@@ -62,10 +67,10 @@ static tpla_status_t setup_redistribute(tpla_ns_plan_t p, const ns_machine_t *ma
   }
   p->buf_elems = max64(Mp * N, M * Nr);
   if (split)
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, p->gram_iter, r, P,
-                                   p->buf_elems, L, fn));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, M, Nr, dt, gdt, sum_of(p), p->gram_iter, r,
+                                   P, p->buf_elems, L, fn));
   else
-    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, true, p->gram_iter, p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, M, Nr, dt, gdt, sum_of(p), p->gram_iter, p->buf_elems, L);
   p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
   p->off_w2 = ns_layout_take(L, (size_t)p->buf_elems * e);
   return TPLA_SUCCESS;
@@ -83,20 +88,20 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
   switch (p->algo) {
   case TPLA_NS_ALGO_LOCAL:
     p->buf_elems = s * l;
-    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, p->gram_iter, p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, NS_SUM_NONE, p->gram_iter, p->buf_elems, L);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
     p->buf_elems = N * Mp;
-    ns_iter_setup(&p->iter, mach, N, Mp, dt, gdt, true, p->gram_iter, p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, N, Mp, dt, gdt, sum_of(p), p->gram_iter, p->buf_elems, L);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_GRAM_SHARDED:
     if (redistributes(p))
       return setup_redistribute(p, mach, true);
     p->buf_elems = N * Mp;
-    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, p->gram_iter, r, P,
-                                   p->buf_elems, L, "tpla_ns_plan_create"));
+    TPLA_TRY(ns_iter_setup_sharded(&p->iter, mach, N, Mp, dt, gdt, sum_of(p), p->gram_iter, r,
+                                   P, p->buf_elems, L, "tpla_ns_plan_create"));
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     break;
   case TPLA_NS_ALGO_REDISTRIBUTE:
@@ -111,7 +116,7 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
       p->a2a[q] = (size_t)(ns_part(p->offs, q) * N); /* allgatherv counts */
     }
     p->buf_elems = most * N; /* one shard: the update temp, ring blocks */
-    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, false, p->gram_iter, p->buf_elems, L);
+    ns_iter_setup(&p->iter, mach, s, l, dt, gdt, NS_SUM_NONE, p->gram_iter, p->buf_elems, L);
     p->off_wg = ns_layout_take(L, (size_t)(M * N) * e);
     p->off_w1 = ns_layout_take(L, (size_t)p->buf_elems * e);
     if (p->trans) /* the column ring needs a second block */

@@ -187,14 +187,14 @@ size_t ns_iter_allreduce_bytes(int64_t s, int nb, tpla_dtype_t gram_dtype) {
 }
 
 void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce,
+                  tpla_dtype_t dtype, tpla_dtype_t gram_dtype, ns_sum_t sum,
                   int64_t temp_cap) {
   *it = (ns_iter_t){0};
   it->s = s;
   it->l = l;
   it->dtype = dtype;
   it->gram_dtype = gram_dtype;
-  it->allreduce = allreduce;
+  it->allreduce = sum != NS_SUM_NONE;
   it->nblocks = ns_sym_blocks(mach, s);
   if (l > 0) {
     int64_t w = temp_cap / (s > 0 ? s : 1);
@@ -203,9 +203,9 @@ void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
 }
 
 void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
-                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool allreduce, bool gram_iter,
+                   tpla_dtype_t dtype, tpla_dtype_t gram_dtype, ns_sum_t sum, bool gram_iter,
                    int64_t temp_cap, ns_layout_t *layout) {
-  ns_iter_base(it, mach, s, l, dtype, gram_dtype, allreduce, temp_cap);
+  ns_iter_base(it, mach, s, l, dtype, gram_dtype, sum, temp_cap);
   bool cast = gram_dtype != dtype;
   size_t ss = (size_t)s * (size_t)s, gsz = tpla_dtype_size(gram_dtype);
   if (gram_iter) { /* G, three s x s scratch matrices (ns_gram_iter.c), the cast */
@@ -237,7 +237,8 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
   /* The packed Gram of the all-reduce (ns_sym_product) borrows g2: the
    * square is computed after it, and CHAIN has no other use for g2. */
   size_t g2 = it->update == NS_UPDATE_SQUARE ? ss * gsz : 0;
-  size_t packed = allreduce ? ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype) : 0;
+  size_t packed = sum == NS_SUM_ALLREDUCE ? ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype)
+                                           : 0;
   it->off_g1 = ns_layout_take(layout, ss * gsz);
   it->off_g2 = ns_layout_take(layout, g2 > packed ? g2 : packed);
   it->off_g3 = ns_layout_take(layout, cast ? ss * tpla_dtype_size(dtype) : 0);

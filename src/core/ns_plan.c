@@ -269,15 +269,9 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
       return in_batch ? TPLA_SUCCESS : tpla_fail(TPLA_ERROR_INTERNAL, fn, "LOCAL on %d ranks", P);
   } else {
     p->algo = ns_resolve(mach, &sh, want, p->desc.iteration, &p->gram_iter, &p->cost);
-    p->pulls_planned = pulled;
+    /* GATHER sums no Gram: nothing to pull */
+    p->pulls_planned = pulled && p->algo != TPLA_NS_ALGO_GATHER;
     p->pull_windows = windows;
-    if (pulled) { /* the choice should the transport not map the peers */
-      ns_shape_t by_nccl = sh;
-      by_nccl.pulled = false;
-      bool gram_iter;
-      tpla_ns_algorithm_t a = ns_resolve(mach, &by_nccl, want, p->desc.iteration, &gram_iter, NULL);
-      p->choice_needs_pulls = a != p->algo || gram_iter != p->gram_iter;
-    }
   }
   return ns_dist_setup(p);
 }
@@ -353,10 +347,10 @@ void ns_plan_free(tpla_ns_plan_t p) {
 
 /* ---- public API ------------------------------------------------------------ */
 
-/* One attempt at a plan. *again: the plan counted on pulls, the transport
- * cannot map the peers, and by NCCL the model chooses otherwise; *plan is
- * NULL then, and the caller prepares again without pulls (every rank: the
- * transport's verdict is the same everywhere). */
+/* One attempt at a plan. *again: the plan counted on pulls (its choice, and
+ * a workspace without the all-reduce's staging) and the transport cannot map
+ * the peers; *plan is NULL then, and the caller prepares again without pulls
+ * (every rank: the transport's verdict is the same everywhere). */
 static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
                                  const char *fn, bool pulls, bool *again) {
   *again = false;
@@ -378,8 +372,7 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   ns_plan_bind(p, ws);
   if (p->pulls_planned) /* collective; NULL: NCCL sums */
     st = ns_pull_create(ctx, &p->iter, p->pull_windows, fn, &p->iter.pull);
-  *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL &&
-           p->choice_needs_pulls;
+  *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL;
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
     st = ns_pull_rehearse(p, fn);
   if (st != TPLA_SUCCESS || *again) {

@@ -56,9 +56,9 @@ static block_row_t block_row(const ns_split_t *sh, int64_t s, int i) {
 
 tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int64_t s,
                                     int64_t l, tpla_dtype_t dtype, tpla_dtype_t gram_dtype,
-                                    bool gram_iter, int rank, int nranks, int64_t temp_cap,
-                                    ns_layout_t *layout, const char *fn) {
-  ns_iter_base(it, mach, s, l, dtype, gram_dtype, true, temp_cap);
+                                    ns_sum_t sum, bool gram_iter, int rank, int nranks,
+                                    int64_t temp_cap, ns_layout_t *layout, const char *fn) {
+  ns_iter_base(it, mach, s, l, dtype, gram_dtype, sum, temp_cap);
   it->update = NS_UPDATE_SQUARE;
   it->gram_iter = gram_iter;
   it->ops[0] = NS_OP_GRAM; /* all-reduced block row by block row */
@@ -98,7 +98,7 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
   }
   sh->total = at;
 
-  bool cast = gram_dtype != dtype;
+  bool cast = gram_dtype != dtype, staged = sum == NS_SUM_ALLREDUCE; /* pulls: no pk, arp */
   size_t gsz = tpla_dtype_size(gram_dtype), esz = tpla_dtype_size(dtype);
   if (gram_iter) { /* ns_iter_setup's Gram iteration buffers, and the packed triangle */
     size_t ss = (size_t)s * (size_t)s;
@@ -107,15 +107,15 @@ tpla_status_t ns_iter_setup_sharded(ns_iter_t *it, const ns_machine_t *mach, int
     it->off_g4 = ns_layout_take(layout, ss * gsz);
     it->off_g5 = ns_layout_take(layout, ss * gsz);
     it->off_g3 = ns_layout_take(layout, cast ? ss * esz : 0);
-    it->off_pk = ns_layout_take(layout, sh->total * gsz);
+    it->off_pk = ns_layout_take(layout, staged ? sh->total * gsz : 0);
     it->off_arp = it->off_g2;
     return TPLA_SUCCESS;
   }
   /* g3 (P) and pk (the packed triangle) are one region, which the packed
    * Gram of the all-reduce borrows before the polynomial is computed. */
   size_t g3 = ((size_t)(s * s) * esz + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
-  size_t region = g3 + sh->total * esz, packed = ns_iter_allreduce_bytes(s, it->nblocks,
-                                                                          gram_dtype);
+  size_t region = g3 + (staged ? sh->total * esz : 0);
+  size_t packed = staged ? ns_iter_allreduce_bytes(s, it->nblocks, gram_dtype) : 0;
   it->off_g1 = ns_layout_take(layout, (size_t)(s * s) * gsz);
   it->off_g2 = ns_layout_take(layout, cast ? sh->own * gsz : 0);
   it->off_g3 = ns_layout_take(layout, region > packed ? region : packed);

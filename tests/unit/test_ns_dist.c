@@ -501,8 +501,9 @@ static void test_shard_partition(void) {
         for (int r = 0; r < P && ok; r++) {
           ns_iter_t it;
           ns_layout_t L = {0};
-          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32, false, r, P,
-                                     3 * s, &L, "test") == TPLA_SUCCESS;
+          ok = ns_iter_setup_sharded(&it, mach, s, 3, TPLA_BFLOAT16, TPLA_FLOAT32,
+                                     NS_SUM_ALLREDUCE, false, r, P, 3 * s, &L,
+                                     "test") == TPLA_SUCCESS;
           if (!ok)
             break;
           const ns_split_t *sh = &it.split;
