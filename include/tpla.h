@@ -482,10 +482,10 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's collectives instead; a value
  * other than pull or nccl is INVALID_ARGUMENT; where the GPUs turn out not to
  * map each other's memory, a choice that counted on pulls is made again
- * without them; TPLA_NS_PULL_WINDOWS=2 on every rank, an experiment not yet
- * measured on GPUs: two windows used in turn, so that only a call's last
- * exchange waits for the peer to have read it, for one more packed Gram of
- * memory; a value other than 1 or 2 is INVALID_ARGUMENT); creation
+ * without them; the pulls use two windows in turn, so that only a call's
+ * last exchange waits for the peer to have read it; TPLA_NS_PULL_WINDOWS=1
+ * on any rank: one window, one packed Gram less memory, each exchange closed
+ * by a handshake; a value other than 1 or 2 is INVALID_ARGUMENT); creation
  * then also runs a few executes on temporary scratch, so that no call loads
  * a kernel while the peer waits (docs/ALGORITHMS.md).
  * Errors (*plan is set to NULL):

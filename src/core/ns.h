@@ -64,7 +64,7 @@ const ns_machine_t *ns_machine(const tpla_ctx_t ctx);
 
 typedef enum { NS_UPDATE_SQUARE = 0, NS_UPDATE_CHAIN = 1 } ns_update_t;
 
-/* Number of block rows for a symmetric s x s product (1..TPLA_NS_SYM_MAX_BLOCKS, 4). */
+/* Number of block rows for a symmetric s x s product (1..TPLA_NS_SYM_MAX_BLOCKS, 8). */
 int ns_sym_blocks(const ns_machine_t *mach, int64_t s);
 /* FLOPs of one step on an s x l matrix (Gram over s), per update variant. */
 double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update);
@@ -296,7 +296,7 @@ tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t
 /* ---- the Gram sum by pulls (ns_pull.c) ------------------------------------- */
 
 /* This rank's wish: 0 for NCCL's sums (TPLA_NS_GRAM_SUM=nccl), else the
- * number of windows (TPLA_NS_PULL_WINDOWS, 1 unless 2). The plans agree on
+ * number of windows (TPLA_NS_PULL_WINDOWS, 2 unless 1). The plans agree on
  * the least wish of all ranks (one rank's nccl keeps NCCL's sums for all). */
 int ns_pull_wish(void);
 /* Collective over the context's ranks, for a plan whose ranks all want pulls

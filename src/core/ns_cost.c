@@ -22,7 +22,7 @@ static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6,
  * (-DTPLA_NS_SYM_MAX_BLOCKS=n), not a run-time one: every rank must split
  * the same way, since the packed Gram all-reduce is sized by it. */
 #ifndef TPLA_NS_SYM_MAX_BLOCKS
-#define TPLA_NS_SYM_MAX_BLOCKS 4
+#define TPLA_NS_SYM_MAX_BLOCKS 8
 #endif
 
 /* The host executor (BLAS on a few cores, shared-memory collectives). Small

@@ -110,7 +110,7 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
                "ranks) nor nccl", sum);
   if (windows != NULL && *windows != '\0' && strcmp(windows, "1") != 0 &&
       strcmp(windows, "2") != 0)
-    return bad(msg, IA, "environment TPLA_NS_PULL_WINDOWS=%.40s is neither 1 (the default) nor 2",
+    return bad(msg, IA, "environment TPLA_NS_PULL_WINDOWS=%.40s is neither 1 nor 2 (the default)",
                windows);
   return TPLA_SUCCESS;
 }

@@ -72,7 +72,7 @@ int ns_pull_wish(void) {
   const char *sum = getenv("TPLA_NS_GRAM_SUM"), *windows = getenv("TPLA_NS_PULL_WINDOWS");
   if (sum != NULL && strcmp(sum, "nccl") == 0)
     return 0;
-  return windows != NULL && strcmp(windows, "2") == 0 ? 2 : 1;
+  return windows != NULL && strcmp(windows, "1") == 0 ? 1 : 2;
 }
 
 tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, const char *fn,

@@ -260,8 +260,8 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
 }
 
 /* Two ranks sum the distributed Gram by pulls on the overlap transport
- * (ns_pull.c; the default, through one window or, with TPLA_NS_PULL_WINDOWS=2,
- * two used in turn) or, with TPLA_NS_GRAM_SUM=nccl, by the executor's
+ * (ns_pull.c; the default, through two windows used in turn or, with
+ * TPLA_NS_PULL_WINDOWS=1, one) or, with TPLA_NS_GRAM_SUM=nccl, by the executor's
  * all-reduce: both sums are fp32 sums of the two partials rounded once, so
  * the results are the same bits, for every algorithm that all-reduces the
  * Gram, both iterations, even shards and a rank with no rows; the pulls'
@@ -282,29 +282,29 @@ static void test_gram_sum_by_pulls(void) {
         run.desc.algorithm = algos[a];
         run.desc.iteration = it ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
         split(40, 2, uneven, run.sizes);
-        double *pulled = calloc(40 * 24, sizeof(double)), *nccl = calloc(40 * 24, sizeof(double));
-        double *two = calloc(40 * 24, sizeof(double));
-        ASSERT_TRUE(pulled && nccl && two);
-        unsetenv("TPLA_NS_GRAM_SUM"); /* the default: pulls, one window */
-        run.out = pulled;
-        ASSERT_EQ_INT(ns_run(&run), 0);
-        size_t ws_pulled = run.ws[0];
-        setenv("TPLA_NS_PULL_WINDOWS", "2", 1);
+        double *two = calloc(40 * 24, sizeof(double)), *nccl = calloc(40 * 24, sizeof(double));
+        double *one = calloc(40 * 24, sizeof(double));
+        ASSERT_TRUE(two && nccl && one);
+        unsetenv("TPLA_NS_GRAM_SUM"); /* the default: pulls, two windows */
         run.out = two;
+        ASSERT_EQ_INT(ns_run(&run), 0);
+        size_t ws_two = run.ws[0];
+        setenv("TPLA_NS_PULL_WINDOWS", "1", 1);
+        run.out = one;
         int failed = ns_run(&run);
         unsetenv("TPLA_NS_PULL_WINDOWS");
         ASSERT_EQ_INT(failed, 0);
-        size_t ws_two = run.ws[0];
+        size_t ws_one = run.ws[0];
         setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
         run.out = nccl;
         failed = ns_run(&run);
         unsetenv("TPLA_NS_GRAM_SUM");
         ASSERT_EQ_INT(failed, 0);
         ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
-        ASSERT_TRUE(ws_two > ws_pulled && ws_pulled > run.ws[0]);
-        ASSERT_TRUE(memcmp(pulled, nccl, sizeof(double) * 40 * 24) == 0);
+        ASSERT_TRUE(ws_two > ws_one && ws_one > run.ws[0]);
+        ASSERT_TRUE(memcmp(one, nccl, sizeof(double) * 40 * 24) == 0);
         ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
-        free(pulled);
+        free(one);
         free(nccl);
         free(two);
         runs++;
