@@ -133,12 +133,9 @@ typedef struct tpla_backend {
   /* y = x / (safety * sqrt(*sumsq) + eps), any float dtypes, y may be x. */
   tpla_status_t (*scale_by_norm)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                  const float *sumsq, float safety, float eps, void *stream);
-  /* Square a: a(i, j) = a(j, i) for i > j and row0 <= j < row1 (complete
-   * a symmetric matrix of which the upper triangle, diagonal included, was
-   * computed, by the transposes of upper rows [row0, row1); 0 and a.rows
-   * for all of it). */
-  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, int64_t row0, int64_t row1,
-                                void *stream);
+  /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
+   * which the upper triangle, diagonal included, was computed). */
+  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
   /* Personalized all-to-all: rank r sends send_counts[q] elements from
    * send + send_displs[q] to rank q, and receives recv_counts[q] elements
    * from rank q into recv + recv_displs[q] (elements; nranks entries each). */

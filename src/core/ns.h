@@ -324,8 +324,7 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
  * after_lane; with two windows, which exchanges use in turn, no closing is
  * needed) and joins the lanes into `stream`, also after a failure `st`,
  * which marks the plan broken. A failed begin needs no finish. ns_pull_window
- * is this exchange's window (call it after begin); ns_pull_copy copies on a
- * lane (copy engine) after the work so far on lane `after`. */
+ * is this exchange's window (call it after begin). */
 #define NS_PULL_PRODUCT_FLAGS 3 /* round 0, round 1, closing */
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
@@ -333,8 +332,6 @@ void *ns_pull_lane(const ns_pull_t *p, int lane);
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
                             size_t from_offset);
 tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
-tpla_status_t ns_pull_copy(ns_pull_t *p, int lane, int after, tpla_matrix_t dst,
-                           tpla_matrix_t src);
 tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
                              tpla_status_t st);
 /* At the end of an execute (collective; accepts NULL): with two windows,

@@ -48,7 +48,7 @@ static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t 
     return ns_shard_product(ctx, it, d, x, y, add, alpha, beta, tf32, stream);
   TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), product_blocks(it), tf32, NULL, &add, alpha,
                           beta, stream));
-  return ctx->backend->mirror_upper(ctx, d, 0, d.rows, stream);
+  return ctx->backend->mirror_upper(ctx, d, stream);
 }
 
 /* z = c g g + b g (c = 0: b g, no product) */
@@ -72,7 +72,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
     const float *t0 = table + 3 * k, *t1 = t0 + 3;
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
-    TPLA_TRY(ctx->backend->mirror_upper(ctx, G, 0, s, stream));
+    TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
     TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
     tpla_matrix_t w = S1;
     float alpha = t0[0];

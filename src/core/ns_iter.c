@@ -347,13 +347,13 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_gram(ctx, it, g1, place[at], stream));
         break;
       case NS_OP_MIRROR_GRAM:
-        TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, 0, s, stream));
+        TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
           TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
                                   b, stream));
-          TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, 0, s, stream));
+          TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }

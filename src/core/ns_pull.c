@@ -211,11 +211,6 @@ tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag) {
   return p->x->arrival(p->xp, lane, flag, p->seq);
 }
 
-tpla_status_t ns_pull_copy(ns_pull_t *p, int lane, int after, tpla_matrix_t dst,
-                           tpla_matrix_t src) {
-  return p->x->copy(p->xp, lane, after, dst, src);
-}
-
 /* Done reading the peer's window (a step with no rows, after every pull):
  * the peer may overwrite it once this call completed on this rank. */
 static tpla_status_t close_exchange(ns_pull_t *p, int done_flag, int after_lane) {

@@ -198,22 +198,21 @@ static tpla_status_t gather_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, vo
                                   side != NULL ? side : stream);
 }
 
-/* Place round r's rows from the packed triangle at `packed` at their
- * diagonals in d: every rank's on `stream`, or with `pull` only this rank's,
- * copied on the exchange's lane 1 once lane 0 computed them. */
+/* Place round r's rows (every rank's, or only this rank's) from the packed
+ * triangle at `packed` at their diagonals in d. */
 static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d, int r,
-                                  void *packed, ns_pull_t *pull, void *stream) {
+                                  const void *packed, bool own_only, void *stream) {
   const ns_split_t *sh = &it->split;
+  int64_t s = it->s;
   for (int i = 0; i < sh->nbk; i++) {
-    block_row_t br = block_row(sh, it->s, i);
+    block_row_t br = block_row(sh, s, i);
     if (ns_shard_round(i, sh->nbk) != r || br.h == 0 ||
-        (pull != NULL && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank))
+        (own_only && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank))
       continue;
-    tpla_matrix_t to = ns_sub(d, br.o, br.h, br.o, br.w);
-    tpla_matrix_t from = ns_dense(elem(packed, (size_t)sh->row_at[i], sh->dtype), br.h, br.w,
-                                  sh->dtype);
-    TPLA_TRY(pull != NULL ? ns_pull_copy(pull, OVL_LANE_COMPUTE1, OVL_LANE_COMPUTE0, to, from)
-                          : ns_axpby(ctx, to, from, 1.0f, 0.0f, stream));
+    TPLA_TRY(ns_axpby(ctx, ns_sub(d, br.o, br.h, br.o, br.w),
+                      ns_dense(elem((void *)packed, (size_t)sh->row_at[i], sh->dtype), br.h,
+                               br.w, sh->dtype),
+                      1.0f, 0.0f, stream));
   }
   return TPLA_SUCCESS;
 }
@@ -242,39 +241,17 @@ static tpla_status_t pull_round(tpla_ctx_t ctx, const ns_iter_t *it, const shard
   return ns_pull_piece(p, r, true, none, 0);
 }
 
-/* The transposes of the block rows that this rank owns (own) or not, into
- * d's lower triangle on `lane`. */
-static tpla_status_t mirror_rows(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d, bool own,
-                                 void *lane) {
-  const ns_split_t *sh = &it->split;
-  for (int i = 0; i < sh->nbk; i++) {
-    block_row_t br = block_row(sh, it->s, i);
-    if ((ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank) == own && br.h > 0)
-      TPLA_TRY(ctx->backend->mirror_upper(ctx, d, br.o, br.o + br.h, lane));
-  }
-  return TPLA_SUCCESS;
-}
-
-/* Lane 0 computes the own rows into the window, round by round, and the
- * copy lane pulls the peer's into D. Beside them lane 1 places each round's
- * own rows in D once computed (a copy-engine copy, beside round 1's GEMMs)
- * and mirrors them while lane 0 waits for the peer's rows; lane 0 then
- * mirrors those. The mirrors write disjoint parts of the lower triangle
- * (the transposes of different upper rows), so together they are the
- * whole mirror, bit for bit (run 50: placement ~19 us and mirror ~17 us in
- * a row after the GEMMs, at 4096). */
 static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
                                  int tf32) {
-  ns_pull_t *p = it->pull;
+  void *lane0 = ns_pull_lane(it->pull, OVL_LANE_COMPUTE0), *win = ns_pull_window(it->pull);
   size_t scratch = 0;
-  for (int r = 0; r < 2; r++) {
-    TPLA_TRY(pull_round(ctx, it, pr, r, tf32, &scratch)); /* round 1 behind round 0's pulls */
-    TPLA_TRY(unpack_round(ctx, it, pr->d, r, ns_pull_window(p), p, NULL));
-  }
-  TPLA_TRY(mirror_rows(ctx, it, pr->d, true, ns_pull_lane(p, OVL_LANE_COMPUTE1)));
+  TPLA_TRY(pull_round(ctx, it, pr, 0, tf32, &scratch));
+  TPLA_TRY(pull_round(ctx, it, pr, 1, tf32, &scratch)); /* behind round 0's pulls */
   for (int r = 0; r < 2; r++)
-    TPLA_TRY(ns_pull_arrived(p, OVL_LANE_COMPUTE0, r));
-  return mirror_rows(ctx, it, pr->d, false, ns_pull_lane(p, OVL_LANE_COMPUTE0));
+    TPLA_TRY(unpack_round(ctx, it, pr->d, r, win, true, lane0));
+  for (int r = 0; r < 2; r++)
+    TPLA_TRY(ns_pull_arrived(it->pull, OVL_LANE_COMPUTE0, r));
+  return ctx->backend->mirror_upper(ctx, pr->d, lane0);
 }
 
 static tpla_status_t pulled_product(tpla_ctx_t ctx, const ns_iter_t *it,
@@ -300,11 +277,11 @@ static tpla_status_t shard_product(tpla_ctx_t ctx, const ns_iter_t *it,
   if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(gather_round(ctx, it, 1, side, stream));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, it->pk, NULL, stream)); /* behind round 1 */
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, it->pk, false, stream)); /* behind round 1 */
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, NULL, stream));
-  return ctx->backend->mirror_upper(ctx, pr->d, 0, it->s, stream);
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, false, stream));
+  return ctx->backend->mirror_upper(ctx, pr->d, stream);
 }
 
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,

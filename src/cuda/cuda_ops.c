@@ -190,8 +190,7 @@ tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matr
   return launch_status(e, fn, "scale-by-norm kernel", &y, "y", &x, "x");
 }
 
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t row0, int64_t row1,
-                                     void *stream) {
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
   static const char fn[] = "tpla_cuda_mirror_upper";
   if (a.rows <= 1 || a.cols <= 1)
     return TPLA_SUCCESS; /* nothing below the diagonal */
@@ -199,7 +198,7 @@ tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t ro
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = tpla_launch_mirror_upper(a, row0, row1, st->max_blocks, (cudaStream_t)stream);
+  cudaError_t e = tpla_launch_mirror_upper(a, st->max_blocks, (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "mirror-upper kernel", &a, "a", NULL, NULL);
 }

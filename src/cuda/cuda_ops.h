@@ -67,9 +67,8 @@ tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, voi
  * may be produced by earlier work on the stream; y may be the view x. */
 tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                       const float *sumsq, float safety, float eps, void *stream);
-/* a(i, j) = a(j, i) for i > j and row0 <= j < row1; any dtype. */
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t row0, int64_t row1,
-                                     void *stream);
+/* a(i, j) = a(j, i) for i > j; any dtype. */
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 /* NCCL group of ncclSend/ncclRecv per peer (zero counts skipped; bytes as
  * ncclUint8), the own block copied with cudaMemcpyAsync. On a non-blocking
  * communicator the group's enqueue is polled (tpla_nccl_finish) for at most

@@ -268,45 +268,29 @@ __global__ void __launch_bounds__(kThreads)
 
 /* ---- mirror of the upper triangle -------------------------------------------- */
 
-/* The walk over the destination tiles (ti, tj), tj <= ti, of a matrix of
- * `tiles` tile rows: with v = tiles-1-tj and u = tiles-1-ti (u <= v), tile
- * k is (v, u) of a walk over a lower triangle row by row, so the source tile
- * rows tj1-1 down to tj0 are one range of k, [begin, end). */
-struct mirror_walk {
-  int64_t tiles, begin, end; /* k in [begin, end) */
-  int64_t row0, row1;        /* the source rows mirrored (elements) */
-};
-
-/* Tiles of the walk in source tile rows tj..tiles-1: where row tj-1 starts. */
-inline int64_t walk_from(int64_t tiles, int64_t tj) {
-  const int64_t m = tiles - tj;
-  return m * (m + 1) / 2;
-}
-
-__device__ __forceinline__ void walk_tile(const mirror_walk &w, int64_t k, int64_t &ti,
-                                          int64_t &tj) {
-  int64_t v = (int64_t)((sqrt(8.0 * (double)k + 1.0) - 1.0) * 0.5);
-  while (v * (v + 1) / 2 > k)
-    v--;
-  while ((v + 1) * (v + 2) / 2 <= k)
-    v++;
-  tj = w.tiles - 1 - v;
-  ti = w.tiles - 1 - (k - v * (v + 1) / 2);
+/* Tile row ti and column tj (tj <= ti) of the k-th tile of the walk over
+ * the lower-triangular tiles, row by row. */
+__device__ __forceinline__ void lower_tile(int64_t k, int64_t &ti, int64_t &tj) {
+  ti = (int64_t)((sqrt(8.0 * (double)k + 1.0) - 1.0) * 0.5);
+  while (ti * (ti + 1) / 2 > k)
+    ti--;
+  while ((ti + 1) * (ti + 2) / 2 <= k)
+    ti++;
+  tj = k - ti * (ti + 1) / 2;
 }
 
 /* Block k of the walk handles destination tile (ti, tj): it reads source
  * tile (tj, ti) of the upper triangle into shared memory and writes its
- * transpose, the elements whose source row is in [row0, row1). Off-diagonal
- * source tiles are never written; a diagonal tile is read whole before its
- * lower part is written, by the same block. */
+ * transpose. Off-diagonal source tiles are never written; a diagonal tile
+ * is read whole before its lower part is written, by the same block. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_kernel(W *a, int64_t n, int64_t ld, mirror_walk walk) {
+    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles) {
   __shared__ W tile[kTile][kTile + 1]; /* +1: the transposed read is conflict-free */
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
-  for (int64_t k = walk.begin + blockIdx.x; k < walk.end; k += gridDim.x) {
+  for (int64_t k = blockIdx.x; k < tri_tiles; k += gridDim.x) {
     int64_t ti, tj;
-    walk_tile(walk, k, ti, tj);
+    lower_tile(k, ti, tj);
     const int64_t r0 = tj * kTile, c0 = ti * kTile; /* source tile origin */
 #pragma unroll
     for (int j0 = 0; j0 < kTile; j0 += kTileRows) {
@@ -321,7 +305,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j0 = 0; j0 < kTile; j0 += kTileRows) {
       const int j = j0 + ty;
       const int64_t r = c0 + j, c = r0 + tx;
-      if (r < n && r > c && c >= walk.row0 && c < walk.row1)
+      if (r < n && r > c)
         a[r * ld + c] = tile[tx][j];
     }
     __syncthreads();
@@ -338,12 +322,12 @@ __global__ void __launch_bounds__(kThreads)
  * chunks, each chunk gathering E source rows) fall on distinct banks. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, mirror_walk walk) {
+    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles) {
   constexpr int E = 16 / (int)sizeof(W), T = 8 * E, kChunks = 8 * T;
   __shared__ __align__(16) W tile[T * T];
-  for (int64_t k = walk.begin + blockIdx.x; k < walk.end; k += gridDim.x) {
+  for (int64_t k = blockIdx.x; k < tri_tiles; k += gridDim.x) {
     int64_t ti, tj;
-    walk_tile(walk, k, ti, tj);
+    lower_tile(k, ti, tj);
     const int64_t r0 = tj * T, c0 = ti * T; /* source tile origin */
     for (int q = threadIdx.x; q < kChunks; q += kThreads) {
       const int r = q / 8, c = q % 8;
@@ -362,14 +346,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < E; e++)
         v[e] = tile[((u * E + e) * 8 + ((j / E) ^ u)) * E + j % E];
-      if (ti != tj && dc >= walk.row0 && dc + E <= walk.row1) {
+      if (ti != tj) {
         uint4 raw;
         memcpy(&raw, v, sizeof raw);
         *reinterpret_cast<uint4 *>(a + dr * ld + dc) = raw;
-      } else { /* the diagonal, or a chunk across the rows' bounds */
+      } else {
 #pragma unroll
         for (int e = 0; e < E; e++)
-          if (dr > dc + e && dc + e >= walk.row0 && dc + e < walk.row1)
+          if (dr > dc + e)
             a[dr * ld + dc + e] = v[e];
       }
     }
@@ -510,36 +494,32 @@ extern "C" cudaError_t tpla_launch_sumsq(float *sumsq, float *partials, tpla_mat
 
 /* One of the two mirror kernels for element word W. */
 template <typename W>
-cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int64_t row0, int64_t row1,
-                          int max_blocks, cudaStream_t stream) {
+cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int max_blocks,
+                          cudaStream_t stream) {
   constexpr int E = 16 / (int)sizeof(W);
   const bool chunks = n % E == 0 && row_aligned16(a.data, a.ld, sizeof(W));
   const int64_t edge = chunks ? 8 * E : kTile;
   const int64_t tiles = (n + edge - 1) / edge;
-  const mirror_walk walk = {tiles, walk_from(tiles, (row1 + edge - 1) / edge),
-                            walk_from(tiles, row0 / edge), row0, row1};
-  const int64_t count = walk.end - walk.begin;
-  const int blocks = (int)(count < max_blocks ? count : max_blocks);
+  const int64_t tri = tiles * (tiles + 1) / 2;
+  const int blocks = (int)(tri < max_blocks ? tri : max_blocks);
   if (chunks)
-    mirror_upper_chunks_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, walk);
+    mirror_upper_chunks_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri);
   else
-    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, walk);
+    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int64_t row0, int64_t row1,
-                                                int max_blocks, cudaStream_t stream) {
+extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks,
+                                                cudaStream_t stream) {
   const int64_t n = a.rows < a.cols ? a.rows : a.cols;
-  row0 = row0 < 0 ? 0 : row0;
-  row1 = row1 > n - 1 ? n - 1 : row1; /* the last row has nothing to the right */
-  if (row0 >= row1)
+  if (n <= 1)
     return cudaSuccess;
   (void)cudaGetLastError();
   switch (tpla_dtype_size(a.dtype)) {
-  case 1: return launch_mirror<uint8_t>(a, n, row0, row1, max_blocks, stream);
-  case 2: return launch_mirror<uint16_t>(a, n, row0, row1, max_blocks, stream);
-  case 4: return launch_mirror<uint32_t>(a, n, row0, row1, max_blocks, stream);
-  case 8: return launch_mirror<uint64_t>(a, n, row0, row1, max_blocks, stream);
+  case 1: return launch_mirror<uint8_t>(a, n, max_blocks, stream);
+  case 2: return launch_mirror<uint16_t>(a, n, max_blocks, stream);
+  case 4: return launch_mirror<uint32_t>(a, n, max_blocks, stream);
+  case 8: return launch_mirror<uint64_t>(a, n, max_blocks, stream);
   default: return cudaErrorNotSupported;
   }
 }

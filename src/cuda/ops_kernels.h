@@ -47,11 +47,9 @@ cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const fl
                                       float safety, float eps, int max_blocks,
                                       cudaStream_t stream);
 
-/* a(i, j) = a(j, i) for i > j and row0 <= j < row1 (the transposes of
- * upper rows [row0, row1)) over the leading min(rows, cols) square; any
- * dtype (elements are moved as raw 1/2/4/8-byte words). */
-cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int64_t row0, int64_t row1,
-                                     int max_blocks, cudaStream_t stream);
+/* a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
+ * any dtype (elements are moved as raw 1/2/4/8-byte words). */
+cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

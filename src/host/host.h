@@ -140,8 +140,7 @@ tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, flo
 tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
 tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                    const float *sumsq, float safety, float eps, void *stream);
-tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, int64_t row0, int64_t row1,
-                                  void *stream);
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 void *host_side_stream(tpla_ctx_t ctx, int i);
 tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
 
@@ -196,6 +195,6 @@ tpla_status_t host_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float be
 tpla_status_t host_sumsq(float *sumsq, tpla_matrix_t x);
 tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
                                  float safety, float eps);
-tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t row0, int64_t row1);
+tpla_status_t host_mirror_upper(tpla_matrix_t a);
 
 #endif /* TPLA_HOST_H */

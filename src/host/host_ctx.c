@@ -84,9 +84,8 @@ tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_
   return host_scale_by_norm(y, x, sumsq, safety, eps);
 }
 
-tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, int64_t row0, int64_t row1,
-                                  void *stream) {
-  return host_mirror_upper(a, row0, row1);
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
+  return host_mirror_upper(a);
 }
 
 /* Host calls complete before they return: there is nothing to overlap or

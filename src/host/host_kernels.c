@@ -78,12 +78,13 @@ tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *
   return TPLA_SUCCESS;
 }
 
-tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t row0, int64_t row1) {
-  int64_t n = a.rows < a.cols ? a.rows : a.cols;
+tpla_status_t host_mirror_upper(tpla_matrix_t a) {
+  if (a.rows == 0 || a.cols == 0)
+    return TPLA_SUCCESS;
   size_t es = tpla_dtype_size(a.dtype);
   char *base = a.data;
-  for (int64_t j = row0 < 0 ? 0 : row0; j < row1 && j < n; j++)
-    for (int64_t i = j + 1; i < n; i++)
+  for (int64_t i = 1; i < a.rows; i++)
+    for (int64_t j = 0; j < i && j < a.cols; j++)
       memcpy(base + (size_t)(i * a.ld + j) * es, base + (size_t)(j * a.ld + i) * es, es);
   return TPLA_SUCCESS;
 }
