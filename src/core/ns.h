@@ -58,6 +58,7 @@ typedef struct {
   double latency;       /* seconds per collective call                      */
   int64_t sym_min_block; /* symmetric products: smallest block-row height   */
   double pull_latency;  /* seconds a pulled transfer adds past its bytes (flags) */
+  double mirror_bw;     /* bytes/s of a mirror pass (s^2 elements read or written) */
 } ns_machine_t;
 
 const ns_machine_t *ns_machine(const tpla_ctx_t ctx);

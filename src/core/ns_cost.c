@@ -13,21 +13,24 @@
 /* H200-class GPU on NVLink: ~650 TFLOP/s bf16 GEMM at these sizes, fp32
  * without tensor cores ~8x slower, TF32 ~2x; NCCL all-reduce bus bandwidth
  * ~250 GB/s, all-to-all ~350 GB/s per rank (copy-engine pulls too), ~20 us
- * per collective, ~10 us of flags per pulled product. The symmetric products
- * use block rows of >= 1024 so each GEMM stays large. */
-static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024, 10e-6};
+ * per collective, ~10 us of flags per pulled product, a mirror at ~2 TB/s
+ * (run 50: ~17 us for 4096^2 bf16). The symmetric products use block rows
+ * of >= 1024 so each GEMM stays large. */
+static const ns_machine_t cuda_machine = {650e12, 8.0, 2.0, 250e9, 350e9, 20e-6, 1024, 10e-6,
+                                          2e12};
 
 /* The most block rows of a symmetric product: more save FLOPs (nb(nb+1)/2 of
  * nb^2 blocks), fewer keep each GEMM's waves full. A build-time constant
  * (-DTPLA_NS_SYM_MAX_BLOCKS=n), not a run-time one: every rank must split
- * the same way, since the packed Gram all-reduce is sized by it. */
+ * the same way, since the packed Gram all-reduce is sized by it. Eight
+ * measured faster than four at 8192^2 and 16384^2 (run 55). */
 #ifndef TPLA_NS_SYM_MAX_BLOCKS
 #define TPLA_NS_SYM_MAX_BLOCKS 8
 #endif
 
 /* The host executor (BLAS on a few cores, shared-memory collectives). Small
  * blocks, so that the blocked symmetric code runs in the tests. */
-static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16, 5e-6};
+static const ns_machine_t host_machine = {5e9, 1.0, 1.0, 2e9, 4e9, 5e-6, 16, 5e-6, 4e9};
 
 const ns_machine_t *ns_machine(const tpla_ctx_t ctx) {
   return ctx->executor == TPLA_EXECUTOR_CUDA ? &cuda_machine : &host_machine;
@@ -64,6 +67,14 @@ static double square_weight(const ns_machine_t *mach, tpla_dtype_t in, tpla_dtyp
   return in == TPLA_FLOAT32 ? mach->fp32_factor : mach->tf32_factor;
 }
 
+static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
+
+/* Seconds of one mirror of an s x s symmetric product (the lower triangle
+ * written from the upper), a memory-bound pass after every product. */
+static double mirror_time(const ns_machine_t *mach, int64_t s, tpla_dtype_t t) {
+  return (double)s * (double)s * esize(t) / mach->mirror_bw;
+}
+
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
                     tpla_dtype_t gram_dtype, ns_update_t *update) {
   int nb = ns_sym_blocks(mach, s);
@@ -76,7 +87,9 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
   ns_update_t u = (l == 0 || chain < square) ? NS_UPDATE_CHAIN : NS_UPDATE_SQUARE;
   if (update)
     *update = u;
-  return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops;
+  /* the Gram's mirror, and the square's (P in the Gram dtype) */
+  double mirrors = mirror_time(mach, s, gram_dtype) * (u == NS_UPDATE_CHAIN ? 1 : 2);
+  return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
 }
 
 /* Per segment: the Gram of X and the update of X (one each), and in the s x s
@@ -92,7 +105,8 @@ double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int ste
   int products = gram_products(steps);
   double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
   double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
-  return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops;
+  return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops +
+         (seg + products) * mirror_time(mach, s, gram_dtype);
 }
 
 /* All steps on an s x l matrix (a rank's part), per the shape's iteration. */
@@ -124,8 +138,6 @@ static double alltoall_time(const ns_machine_t *mach, int P, double bytes) {
 }
 
 /* ---- algorithms ------------------------------------------------------------ */
-
-static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
 
 /* The sum of a g x g Gram: its packed upper block rows, all-reduced. By
  * pulls (two ranks, ns_pull.c) each block row's partial travels while the
@@ -218,9 +230,10 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
       in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
   return allreduce_time(mach, P, 4.0) +
-         grams_formed(sh) * (most_of(local, P) / mach->flops +
+         grams_formed(sh) * (most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
                              gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l))) +
-         products * split_product_time(mach, sh, gemm, in);
+         products * (split_product_time(mach, sh, gemm, in) +
+                     mirror_time(mach, g, sh->gram_iter ? sh->gram_dtype : sh->dtype));
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {

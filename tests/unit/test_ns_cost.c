@@ -120,6 +120,12 @@ static void test_auto_iteration_choices(void) {
       {2, 16384, 4096, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, true, true}, /* 3.81 vs 4.12 */
       {2, 4096, 14336, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, true, true}, /* 4.01 vs X 4.32 */
       {2, 8192, 8192, TPLA_BFLOAT16, TPLA_NS_ALGO_GRAM_SHARDED, false, true}, /* 11.26 vs 10.42 */
+      /* pulled, fp32 Gram: the fastest pair of runs 57 and 59 (bench/ns_auto_check.py; the
+       * Gram iteration's fp32 products and mirrors outweigh its FLOPs) */
+      {2, 16384, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, true}, /* 4.72 vs 4.98 */
+      {2, 14336, 4096, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, true}, /* 4.54 vs 5.01 */
+      {2, 4096, 14336, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_SHARDED, false, true}, /* 4.94 vs 5.35 */
+      {2, 8192, 8192, TPLA_FLOAT32, TPLA_NS_ALGO_GRAM_ALLREDUCE, false, true}, /* 12.83 vs GS 13.74 */
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     int64_t rows[2] = {cases[i].m / cases[i].P, cases[i].m / cases[i].P};
