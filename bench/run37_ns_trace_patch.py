@@ -63,13 +63,20 @@ patch(root + "/src/core/ns.h", [
      "tpla_status_t ns_shard_poly("),
 ])
 
+# the execute's end: ns_dist_run's result at 68ce933 (run 37), then ns_pull_settle since 2d5f8cb
+normalize = ("  TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps,"
+             " stream));\n")
+settled = "ns_pull_settle" in open(root + "/src/core/ns_plan.c").read()
+run_end = ("  TPLA_TRY(ns_dist_run(p, out, start, stream));\n"
+           "  return ns_pull_settle(p->ctx, p->iter.pull, stream);\n" if settled else
+           "  return ns_dist_run(p, out, start, stream);\n")
+run_traced = ("  tpla_status_t st = ns_dist_run(p, out, start, stream);\n" +
+              ("  if (st == TPLA_SUCCESS)\n"
+               "    st = ns_pull_settle(p->ctx, p->iter.pull, stream);\n" if settled else ""))
 patch(root + "/src/core/ns_plan.c", [
-    ("  TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));\n"
-     "  return ns_dist_run(p, out, start, stream);\n",
-     "  run37_begin(stream);\n"
-     "  TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));\n"
-     "  run37_mark(stream, \"normalized\");\n"
-     "  tpla_status_t st = ns_dist_run(p, out, start, stream);\n"
+    (normalize + run_end,
+     "  run37_begin(stream);\n" + normalize +
+     "  run37_mark(stream, \"normalized\");\n" + run_traced +
      "  run37_end(stream, p->ctx->rank);\n"
      "  return st;\n"),
 ])
