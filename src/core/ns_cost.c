@@ -229,9 +229,9 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
     for (int q = 0; q < P; q++)
       in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
-  return allreduce_time(mach, P, 4.0) +
-         grams_formed(sh) * (most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
-                             gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l))) +
+  double per_gram = most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
+                    gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
+  return allreduce_time(mach, P, 4.0) + grams_formed(sh) * per_gram +
          products * (split_product_time(mach, sh, gemm, in) +
                      mirror_time(mach, g, sh->gram_iter ? sh->gram_dtype : sh->dtype));
 }
