@@ -6,11 +6,16 @@
 # the peer's last round 15-28 later, mirror ~17, closing 10-21)? (2) bench/run_ns.sh, the table
 # of record (the cost model's mirrors, 10ff703, move the fp32-Gram 16384x4096 choice to
 # GRAM_SHARDED's X iteration); (3) bench/ns_auto_check.py on the four 2-GPU shapes, bf16 and
-# fp32 Gram, one rep each. About 7 minutes. The suite under load is bench/device_run54.sh.
+# fp32 Gram, one rep each; (4) tpla_mirror_bench: the mirror kernel alone against a copy of the
+# same bytes (runs 37/50 saw ~17 us at 4096^2 bf16 inside calls, ~1 TB/s: is the kernel slow, or
+# was it waiting?). About 7 minutes. The suite under load is bench/device_run54.sh.
 set -u
 . bench/device_lib.sh 60
 ROOT=$PWD
-gpu_build tpla_tool
+gpu_build tpla_tool tpla_mirror_bench
+bounded 60 "$L/mirror_bench.log" build-gpu/tpla_mirror_bench 50
+say "mirror_bench: exit $? ($(el))"
+grep -vE "^#|done" "$L/mirror_bench.log" >> "$S"
 patched_build /tmp/s60x "$ROOT/bench/run50_pull_trace_patch.py"
 trace() { # name args...
   local name=$1; shift
