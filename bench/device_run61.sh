@@ -9,6 +9,9 @@
 # valgrind. 1. test_gpu_ns on 2 GPUs and memcheck (X and Gram iteration) of the branch;
 # 2. tpla ns -g 2, main against the branch, alternated twice, the four 2-GPU shapes.
 # About 4 minutes. If the branch wins on every shape: merge it.
+# Prepare: git archive HEAD -o snap/run61.tar && git archive exp-direct-own-rows -o snap/run61_exp.tar;
+# run (carry ["snap"]): mkdir -p /tmp/s61/snap && tar xf snap/run61.tar -C /tmp/s61 &&
+#   cp snap/run61_exp.tar /tmp/s61/snap/ && cd /tmp/s61 && bash bench/device_run61.sh
 set -u
 . bench/device_lib.sh 61
 ROOT=$PWD

@@ -6,6 +6,9 @@
 # are idle by then. 1. test_gpu_overlap on 2 GPUs with the branch; memcheck and racecheck of
 # one branch gemm-ar call; 2. tpla gemm-ar -g 2 -d bf16 on DESIGN.md's three AR shapes, main
 # against the branch, alternated twice (each line has eff). About 4 minutes.
+# Prepare: git archive HEAD -o snap/run62.tar && git archive exp-sm-tail-pull -o snap/run62_exp.tar;
+# run (carry ["snap"]): mkdir -p /tmp/s62/snap && tar xf snap/run62.tar -C /tmp/s62 &&
+#   cp snap/run62_exp.tar /tmp/s62/snap/ && cd /tmp/s62 && bash bench/device_run62.sh
 set -u
 . bench/device_lib.sh 62
 ROOT=$PWD
