@@ -428,7 +428,8 @@ static void test_mirror_upper(void) {
   NEED_CTX();
   /* ld = n + 5: the element kernel; n a multiple of 16 bytes' elements with
    * ld = n or n + 16: the chunk kernel, whole and partial tiles */
-  static const int64_t sizes[] = {1, 2, 7, 8, 16, 31, 32, 33, 64, 100, 136, 1000, 1025};
+  /* 3000: more tiles than the grid's blocks, so blocks walk several tiles */
+  static const int64_t sizes[] = {1, 2, 7, 8, 16, 31, 32, 33, 64, 100, 136, 1000, 1025, 3000};
   const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64};
   for (int t = 0; t < 4; t++)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
