@@ -14,6 +14,8 @@
 #                     build tpla_tool into DIR/build-exp (an experiment, not the library);
 #                     with REUSE_BUILD=1 an existing DIR/build-exp/tpla is used as it is
 #   gpu_build TARGET...          configure build-gpu (Release, TPLA_CUDA=ON), build the targets
+#   tar_build DIR TAR NAME TARGET...  unpack TAR (another commit's `git archive`, for an A/B)
+#                     into a fresh DIR and build the targets in DIR/build-gpu (logs *_NAME.log)
 #   load_start CMD...  a neighbour load: CMD run again and again in its own process group,
 #                     each invocation bounded to 60 s (stacks kept on a timeout), exits in
 #                     $L/load.log; load_stop ends it (at most 65 s, then killed) and says
@@ -70,6 +72,15 @@ gpu_build() {
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/configure.log" 2>&1
   cmake --build build-gpu -j "$(nproc)" --target "$@" > "$L/build.log" 2>&1
   say "build: exit $? ($(el)), warnings: $(grep -c warning "$L/build.log")"
+}
+
+tar_build() {
+  local dir=$1 tar=$2 name=$3; shift 3
+  rm -rf "$dir" && mkdir -p "$dir" && tar xf "$tar" -C "$dir"
+  (cd "$dir" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON \
+    > "$L/configure_$name.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target "$@" \
+    > "$L/build_$name.log" 2>&1)
+  say "build $name: exit $? ($(el)), warnings: $(grep -c warning "$L/build_$name.log")"
 }
 
 load_start() {

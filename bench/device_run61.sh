@@ -17,11 +17,7 @@ set -u
 ROOT=$PWD
 gpu_build tpla_tool
 EXP=/tmp/s61exp
-rm -rf "$EXP" && mkdir -p "$EXP" && tar xf "$ROOT/snap/run61_exp.tar" -C "$EXP"
-(cd "$EXP" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON \
-  > "$L/configure_exp.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target tpla_tool \
-  test_gpu_ns > "$L/build_exp.log" 2>&1)
-say "build exp-direct-own-rows: exit $? ($(el)), warnings: $(grep -c warning "$L/build_exp.log")"
+tar_build "$EXP" "$ROOT/snap/run61_exp.tar" exp-direct-own-rows tpla_tool test_gpu_ns
 CUDA_VISIBLE_DEVICES=0,1 bounded 150 "$L/test_gpu_ns_exp.log" "$EXP/build-gpu/tests/test_gpu_ns"
 say "test_gpu_ns (exp), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns_exp.log")"
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -14,11 +14,7 @@ set -u
 ROOT=$PWD
 gpu_build tpla_tool
 EXP=/tmp/s62exp
-rm -rf "$EXP" && mkdir -p "$EXP" && tar xf "$ROOT/snap/run62_exp.tar" -C "$EXP"
-(cd "$EXP" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON \
-  > "$L/configure_exp.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target tpla_tool \
-  test_gpu_overlap > "$L/build_exp.log" 2>&1)
-say "build exp-sm-tail-pull: exit $? ($(el)), warnings: $(grep -c warning "$L/build_exp.log")"
+tar_build "$EXP" "$ROOT/snap/run62_exp.tar" exp-sm-tail-pull tpla_tool test_gpu_overlap
 CUDA_VISIBLE_DEVICES=0,1 bounded 240 "$L/test_gpu_overlap_exp.log" \
   "$EXP/build-gpu/tests/test_gpu_overlap"
 say "test_gpu_overlap (exp), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_overlap_exp.log")"

@@ -15,11 +15,7 @@ set -u
 ROOT=$PWD
 gpu_build tpla_tool tpla_mirror_bench
 EXP=/tmp/s63exp
-rm -rf "$EXP" && mkdir -p "$EXP" && tar xf "$ROOT/snap/run63_exp.tar" -C "$EXP"
-(cd "$EXP" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON \
-  > "$L/configure_exp.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target tpla_tool \
-  tpla_mirror_bench test_gpu_ops test_gpu_ns > "$L/build_exp.log" 2>&1)
-say "build exp-mirror-pipelined: exit $? ($(el)), warnings: $(grep -c warning "$L/build_exp.log")"
+tar_build "$EXP" "$ROOT/snap/run63_exp.tar" exp-mirror-pipelined tpla_tool tpla_mirror_bench test_gpu_ops test_gpu_ns
 bounded 120 "$L/test_gpu_ops_exp.log" "$EXP/build-gpu/tests/test_gpu_ops"
 say "test_gpu_ops (exp): exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ops_exp.log")"
 CUDA_VISIBLE_DEVICES=0,1 bounded 150 "$L/test_gpu_ns_exp.log" "$EXP/build-gpu/tests/test_gpu_ns"
