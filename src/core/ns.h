@@ -193,6 +193,8 @@ typedef struct {
                                     g3 and pk for GRAM_SHARDED) */
   ns_pull_t *pull;               /* non-NULL: the Gram is summed by pulls, not arp,
                                     and GRAM_SHARDED's products are pulled */
+  bool poly_in_window;           /* GRAM_SHARDED's X iteration, pulled: P is
+                                    computed in the pulls' window, no g3 */
 } ns_iter_t;
 
 /* How the ranks' partial Grams are summed: not at all (one rank's whole
@@ -274,10 +276,11 @@ tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t p
 /* The Gram iteration's steps from X at place[at] (ns_gram_iter.c). */
 tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
                               const float *table, int steps, void *stream);
-/* Step op SHARD_POLY (ns_shard.c): g3 = b g1 + c g1^2 in the input dtype
- * from this rank's block rows and everyone else's. */
+/* Step op SHARD_POLY (ns_shard.c): *p = b g1 + c g1^2 in the input dtype
+ * from this rank's block rows and everyone else's; p is g3, or with pulls
+ * this exchange's window (it->poly_in_window), valid until the next one. */
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,
-                            void *stream);
+                            tpla_matrix_t *p, void *stream);
 /* d = alpha x y + beta c for commuting symmetric s x s matrices in the Gram
  * dtype, from this rank's block rows and everyone else's, mirrored (the
  * Gram iteration's products under GRAM_SHARDED; ns_shard.c). */
@@ -331,8 +334,11 @@ tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
 void *ns_pull_lane(const ns_pull_t *p, int lane);
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
-                            size_t from_offset);
+                            size_t from_offset, int64_t from_ld);
 tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
+/* Close the exchange now, on after_lane (finish then closes nothing): once
+ * the lane passes it, the peer has read this rank's window. */
+tpla_status_t ns_pull_close(ns_pull_t *p, int done_flag, int after_lane);
 tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
                              tpla_status_t st);
 /* At the end of an execute (collective; accepts NULL): with two windows,

@@ -327,6 +327,7 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
   tpla_matrix_t g1 = ns_dense(it->g1, s, s, it->gram_dtype);
   tpla_matrix_t g2 = ns_dense(it->g2, s, s, it->gram_dtype);
   tpla_matrix_t g3 = ns_dense(it->g3, s, s, it->dtype);
+  tpla_matrix_t p = update_operand(it); /* SHARD_POLY may put it elsewhere */
   /* The two places X can be; `at` indexes the current one. */
   ns_opmat_t place[2] = {x, ns_iter_temp(it, x)};
   int at = start == NS_IN_TEMP;
@@ -365,13 +366,13 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_axpby(ctx, g3, g1, 1.0f, 0.0f, stream));
         break;
       case NS_OP_SHARD_POLY:
-        TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, stream));
+        TPLA_TRY(ns_shard_poly(ctx, it, b, c, tf32, &p, stream));
         break;
       case NS_OP_UPDATE_SQUARE:
-        TPLA_TRY(ns_update_square(ctx, it, place, &at, update_operand(it), a, stream));
+        TPLA_TRY(ns_update_square(ctx, it, place, &at, p, a, stream));
         break;
       case NS_OP_UPDATE_CHAIN:
-        TPLA_TRY(update_chunks(ctx, it, place[at], update_operand(it), a, b, c, stream));
+        TPLA_TRY(update_chunks(ctx, it, place[at], p, a, b, c, stream));
         break;
       }
     }

@@ -63,6 +63,7 @@ struct ns_pull {
   int windows; /* 1, or 2 used in turn by odd and even exchanges */
   size_t half; /* bytes from one window to the next */
   bool pulled; /* this exchange waited for a piece of the peer's */
+  bool closed; /* this exchange was closed before its finish (ns_pull_close) */
   bool open;   /* the last exchange ended without closing (ns_pull_settle) */
 };
 
@@ -81,11 +82,13 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
   const struct tpla_xport_ops *x = ctx->backend->xport;
   if (ctx->nranks != 2 || !it->allreduce || x == NULL)
     return TPLA_SUCCESS;
-  /* a window holds the packed partial Gram, or (GRAM_SHARDED) this rank's
-   * rows of a product at their packed offsets; flags: one per block row or
-   * round, and the closing one */
+  /* a window holds the packed partial Gram, or (GRAM_SHARDED) a product:
+   * the X iteration's whole polynomial (ns_shard.c), the Gram iteration's
+   * rows at their packed offsets; flags: one per block row or round, and
+   * the closing one */
   size_t gram = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
-  size_t rows = it->split.total * tpla_dtype_size(it->split.dtype);
+  size_t rows = (it->poly_in_window ? (size_t)(it->s * it->s) : it->split.total) *
+                tpla_dtype_size(it->split.dtype);
   size_t half = ((rows > gram ? rows : gram) + 255) / 256 * 256; /* the next one aligned */
   int nflags = it->nblocks + 1 > NS_PULL_PRODUCT_FLAGS ? it->nblocks + 1 : NS_PULL_PRODUCT_FLAGS;
   ovl_xport_desc_t desc = {OVL_XPORT_AUTO, half * (size_t)windows, nflags, fn};
@@ -100,7 +103,7 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
     free(p);
     return st;
   }
-  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, half, false, false};
+  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, half, false, false, false};
   *out = p;
   return TPLA_SUCCESS;
 }
@@ -124,7 +127,7 @@ static tpla_status_t zero(tpla_ctx_t ctx, tpla_matrix_t m, void *stream) {
 /* With no peer traffic the rehearsal's pulls never arrive, so what they
  * would fill is zeroed first (no read of uninitialised memory): G, whose
  * fold adds the own rows to what G held, and GRAM_SHARDED's products, whose
- * peer rows stay unwritten. */
+ * peer rows stay unwritten (in the windows for the X iteration's). */
 static tpla_status_t zero_pulled_destinations(tpla_ctx_t ctx, const ns_iter_t *it,
                                               void *stream) {
   const int64_t s = it->s;
@@ -132,8 +135,13 @@ static tpla_status_t zero_pulled_destinations(tpla_ctx_t ctx, const ns_iter_t *i
   TPLA_TRY(zero(ctx, ns_dense(it->g1, s, s, gt), stream));
   if (it->split.nranks == 0)
     return TPLA_SUCCESS;
-  if (!it->gram_iter)
-    return zero(ctx, ns_dense(it->g3, s, s, it->dtype), stream);
+  if (it->poly_in_window) {
+    const ns_pull_t *p = it->pull;
+    for (int w = 0; w < p->windows; w++)
+      TPLA_TRY(zero(ctx, ns_dense((char *)p->x->window(p->xp) + (size_t)w * p->half, s, s,
+                                  it->dtype), stream));
+    return TPLA_SUCCESS;
+  }
   TPLA_TRY(zero(ctx, ns_dense(it->g2, s, s, gt), stream));
   TPLA_TRY(zero(ctx, ns_dense(it->g4, s, s, gt), stream));
   return zero(ctx, ns_dense(it->g5, s, s, gt), stream);
@@ -191,18 +199,19 @@ tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
                      ctx->rank, p->seq);
   p->seq++;
   p->pulled = false;
+  p->closed = false;
   tpla_status_t st = p->x->begin(p->xp, p->seq, stream, k_fn);
   p->broken = st != TPLA_SUCCESS;
   return st;
 }
 
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
-                            size_t from_offset) {
+                            size_t from_offset, int64_t from_ld) {
   ovl_step_t step = {.to = publish ? p->peer : -1, .send = {p->x->window(p->xp), 0, 1, 1,
                                                              recv.dtype},
                      .from = recv.rows > 0 && recv.cols > 0 ? p->peer : -1, .recv = recv,
                      .from_offset = window_offset(p) + from_offset, .pull = 1, .flag = flag,
-                     .after = OVL_LANE_COMPUTE0};
+                     .after = OVL_LANE_COMPUTE0, .from_ld = from_ld};
   p->pulled = p->pulled || step.from >= 0;
   return p->x->step(p->xp, &step, p->seq);
 }
@@ -213,8 +222,9 @@ tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag) {
 
 /* Done reading the peer's window (a step with no rows, after every pull):
  * the peer may overwrite it once this call completed on this rank. */
-static tpla_status_t close_exchange(ns_pull_t *p, int done_flag, int after_lane) {
+tpla_status_t ns_pull_close(ns_pull_t *p, int done_flag, int after_lane) {
   const struct tpla_xport_ops *X = p->x;
+  p->closed = true;
   TPLA_TRY(X->sync_lanes(p->xp, after_lane));
   tpla_matrix_t none = {X->window(p->xp), 0, 1, 1, TPLA_UINT8};
   ovl_step_t done = {.to = p->peer, .send = none, .from = p->peer, .recv = none, .pull = 1,
@@ -230,9 +240,9 @@ static tpla_status_t close_exchange(ns_pull_t *p, int done_flag, int after_lane)
  * The call's last exchange is closed by ns_pull_settle. */
 tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
                              tpla_status_t st) {
-  p->open = st == TPLA_SUCCESS && p->windows == 2 && p->pulled;
-  if (st == TPLA_SUCCESS && !p->open)
-    st = close_exchange(p, done_flag, after_lane);
+  p->open = st == TPLA_SUCCESS && p->windows == 2 && p->pulled && !p->closed;
+  if (st == TPLA_SUCCESS && !p->open && !p->closed)
+    st = ns_pull_close(p, done_flag, after_lane);
   tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
   if (st == TPLA_SUCCESS)
     st = ended;
@@ -262,7 +272,7 @@ static tpla_status_t gram_rows(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns
   for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
     int64_t h = s - i0 < t ? s - i0 : t;
     TPLA_TRY(ns_gram_row(ctx, ns_dense(win + at * es, h, s - i0, g.dtype), x, i0, h, lane0));
-    TPLA_TRY(ns_pull_piece(p, flag, true, ns_sub(g, i0, h, i0, s - i0), at * es));
+    TPLA_TRY(ns_pull_piece(p, flag, true, ns_sub(g, i0, h, i0, s - i0), at * es, 0));
     at += (size_t)(h * (s - i0));
   }
   at = 0;

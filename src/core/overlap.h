@@ -68,7 +68,8 @@ typedef struct {
  *     waits with arrival().
  *   PEER pull (pull == 1): this rank sets `to`'s flag (its piece, which
  *     must be in this rank's window, is ready) and, once `from` set ours,
- *     copies `from`'s window at from_offset (dense) into `recv`.
+ *     copies `from`'s window at from_offset (rows from_ld elements apart;
+ *     0: dense) into `recv`.
  *   SENDRECV: `send` to `to` and `recv` from `from` as one point-to-point
  *     exchange; both views dense.
  * The step runs on a lane of the transport's choice after the work already
@@ -90,6 +91,7 @@ typedef struct {
   const float *scale_send;
   size_t scale_to_offset;
   float *scale_recv;
+  int64_t from_ld; /* PEER pull: the source's row pitch (elements); 0: recv.cols */
 } ovl_step_t;
 
 /* y = beta * y + s + bias and, when y2.data != NULL, y2 = s, where

@@ -165,7 +165,8 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        peer ? -1 : OVL_LANE_COPY,
                        NULL,
                        0,
-                       NULL};
+                       NULL,
+                       0};
       if (p->fp8 && ci == my_first && sn > 0) { /* after set_scale */
         st.scale_send = scale_of(p, r);
         st.scale_to_offset = p->scales_off + (size_t)r * TPLA_FP8_SCALE_STRIDE * sizeof(float);
@@ -268,7 +269,8 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
                        lane,
                        NULL,
                        0,
-                       NULL};
+                       NULL,
+                       0};
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
   }
@@ -326,7 +328,8 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
                      lane,
                      NULL,
                      0,
-                     NULL};
+                     NULL,
+                     0};
     TPLA_TRY(p->ops->step(p->xp, &st, p->seq));
   }
   return TPLA_SUCCESS;

@@ -219,7 +219,8 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
     const tpla_matrix_t *v = &s->recv;
     TPLA_TRY(xp_wait(xp, st, xp_step_word(xp, r, s->flag), seq, "wait for a published slice"));
     TPLA_TRY(copy_status(copy2d(v->data, v->ld, xp_window_of(xp, s->from) + s->from_offset,
-                                v->cols, v->rows, v->cols, tpla_dtype_size(v->dtype), st),
+                                s->from_ld > 0 ? s->from_ld : v->cols, v->rows, v->cols,
+                                tpla_dtype_size(v->dtype), st),
                          xp, "pull from", s->from, v->rows, v->cols));
   }
   CUDA_TRY(xp->fn, cudaEventRecord(xp->flag_events[s->flag], st));

@@ -273,8 +273,8 @@ static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t s
   if (s->from >= 0) {
     TPLA_TRY(wait_flag(xp, step_of(xp, xp->flags, s->flag), seq, "a published slice", s->from));
     const char *src = (const char *)xp->peer_window[s->from] + s->from_offset;
-    copy_rows(s->recv.data, s->recv.ld, src, s->recv.cols, s->recv.rows, s->recv.cols,
-              tpla_dtype_size(s->recv.dtype));
+    copy_rows(s->recv.data, s->recv.ld, src, s->from_ld > 0 ? s->from_ld : s->recv.cols,
+              s->recv.rows, s->recv.cols, tpla_dtype_size(s->recv.dtype));
   }
   return TPLA_SUCCESS;
 }

@@ -265,7 +265,8 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
  * all-reduce: both sums are fp32 sums of the two partials rounded once, so
  * the results are the same bits, for every algorithm that all-reduces the
  * Gram, both iterations, even shards and a rank with no rows; the pulls'
- * windows show in the workspace. */
+ * windows show in the workspace (GRAM_SHARDED's X iteration computes P in
+ * them). */
 static void test_gram_sum_by_pulls(void) {
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                               TPLA_NS_ALGO_GRAM_SHARDED};
@@ -301,7 +302,11 @@ static void test_gram_sum_by_pulls(void) {
         unsetenv("TPLA_NS_GRAM_SUM");
         ASSERT_EQ_INT(failed, 0);
         ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
-        ASSERT_TRUE(ws_two > ws_one && ws_one > run.ws[0]);
+        ASSERT_TRUE(ws_two > ws_one);
+        if (a == 1 && !it) /* a window holds the whole 24 x 24 P, which needs no g3 then */
+          ASSERT_TRUE(ws_two - ws_one >= 24 * 24 * 2);
+        else
+          ASSERT_TRUE(ws_one > run.ws[0]);
         ASSERT_TRUE(memcmp(one, nccl, sizeof(double) * 40 * 24) == 0);
         ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
         free(one);
