@@ -322,14 +322,15 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
 /* One exchange (a transport call) inside an execute, as GRAM_SHARDED's
  * products use it (ns_shard.c): begin on `stream`; compute this rank's
  * pieces into the window on lane 0 (lanes: overlap.h's OVL_LANE_*); per
- * flag, publish them and pull the peer's (recv with no rows: publish only);
- * a lane waits for a flag's pulls with arrived; finish closes the exchange
- * (the peer has read this rank's window: flag done_flag, after the work on
- * after_lane; with two windows, which exchanges use in turn, no closing is
- * needed) and joins the lanes into `stream`, also after a failure `st`,
- * which marks the plan broken. A failed begin needs no finish. ns_pull_window
- * is this exchange's window (call it after begin). */
-#define NS_PULL_PRODUCT_FLAGS 3 /* round 0, round 1, closing */
+ * flag (0 <= flag < the larger of it->nblocks and split.nbk), publish them
+ * after lane 0's work and/or pull the peer's (recv with no rows: publish
+ * only; publish false: a pull that waits for the peer only); a lane waits
+ * for a flag's pulls with arrived; finish closes the exchange (the peer has
+ * read this rank's window: the last flag, after the work on after_lane; with
+ * two windows, which exchanges use in turn, no closing is needed) and joins
+ * the lanes into `stream`, also after a failure `st`, which marks the plan
+ * broken. A failed begin needs no finish. ns_pull_window is this exchange's
+ * window (call it after begin). */
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
 void *ns_pull_lane(const ns_pull_t *p, int lane);
@@ -338,9 +339,8 @@ tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t 
 tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
 /* Close the exchange now, on after_lane (finish then closes nothing): once
  * the lane passes it, the peer has read this rank's window. */
-tpla_status_t ns_pull_close(ns_pull_t *p, int done_flag, int after_lane);
-tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
-                             tpla_status_t st);
+tpla_status_t ns_pull_close(ns_pull_t *p, int after_lane);
+tpla_status_t ns_pull_finish(ns_pull_t *p, int after_lane, void *stream, tpla_status_t st);
 /* At the end of an execute (collective; accepts NULL): with two windows,
  * close the call's last exchange if it ended open, so that a completed call
  * still means the peer has read this rank's windows (the plan may go). */

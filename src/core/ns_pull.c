@@ -61,6 +61,7 @@ struct ns_pull {
   uint32_t seq;
   bool broken; /* a Gram failed after it started: the ranks' calls may be out of step */
   int windows; /* 1, or 2 used in turn by odd and even exchanges */
+  int nflags;  /* the last one closes exchanges */
   size_t half; /* bytes from one window to the next */
   bool pulled; /* this exchange waited for a piece of the peer's */
   bool closed; /* this exchange was closed before its finish (ns_pull_close) */
@@ -84,13 +85,13 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
     return TPLA_SUCCESS;
   /* a window holds the packed partial Gram, or (GRAM_SHARDED) a product:
    * the X iteration's whole polynomial (ns_shard.c), the Gram iteration's
-   * rows at their packed offsets; flags: one per block row or round, and
-   * the closing one */
+   * rows at their packed offsets; flags: one per block row (of the Gram or
+   * of a product), and the closing one */
   size_t gram = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
   size_t rows = (it->poly_in_window ? (size_t)(it->s * it->s) : it->split.total) *
                 tpla_dtype_size(it->split.dtype);
   size_t half = ((rows > gram ? rows : gram) + 255) / 256 * 256; /* the next one aligned */
-  int nflags = it->nblocks + 1 > NS_PULL_PRODUCT_FLAGS ? it->nblocks + 1 : NS_PULL_PRODUCT_FLAGS;
+  int nflags = (it->nblocks > it->split.nbk ? it->nblocks : it->split.nbk) + 1;
   ovl_xport_desc_t desc = {OVL_XPORT_AUTO, half * (size_t)windows, nflags, fn};
   ns_pull_t *p = calloc(1, sizeof *p);
   tpla_xport_t *xp = NULL;
@@ -103,7 +104,7 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
     free(p);
     return st;
   }
-  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, half, false, false, false};
+  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, nflags, half, false, false, false};
   *out = p;
   return TPLA_SUCCESS;
 }
@@ -211,7 +212,7 @@ tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t 
                                                              recv.dtype},
                      .from = recv.rows > 0 && recv.cols > 0 ? p->peer : -1, .recv = recv,
                      .from_offset = window_offset(p) + from_offset, .pull = 1, .flag = flag,
-                     .after = OVL_LANE_COMPUTE0, .from_ld = from_ld};
+                     .after = publish ? OVL_LANE_COMPUTE0 : -1, .from_ld = from_ld};
   p->pulled = p->pulled || step.from >= 0;
   return p->x->step(p->xp, &step, p->seq);
 }
@@ -222,8 +223,9 @@ tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag) {
 
 /* Done reading the peer's window (a step with no rows, after every pull):
  * the peer may overwrite it once this call completed on this rank. */
-tpla_status_t ns_pull_close(ns_pull_t *p, int done_flag, int after_lane) {
+tpla_status_t ns_pull_close(ns_pull_t *p, int after_lane) {
   const struct tpla_xport_ops *X = p->x;
+  const int done_flag = p->nflags - 1;
   p->closed = true;
   TPLA_TRY(X->sync_lanes(p->xp, after_lane));
   tpla_matrix_t none = {X->window(p->xp), 0, 1, 1, TPLA_UINT8};
@@ -238,11 +240,11 @@ tpla_status_t ns_pull_close(ns_pull_t *p, int done_flag, int after_lane) {
  * exchange had ended, its pulls from this rank's other window included, and
  * this rank writes that window again only after this exchange has ended.
  * The call's last exchange is closed by ns_pull_settle. */
-tpla_status_t ns_pull_finish(ns_pull_t *p, int done_flag, int after_lane, void *stream,
+tpla_status_t ns_pull_finish(ns_pull_t *p, int after_lane, void *stream,
                              tpla_status_t st) {
   p->open = st == TPLA_SUCCESS && p->windows == 2 && p->pulled && !p->closed;
   if (st == TPLA_SUCCESS && !p->open && !p->closed)
-    st = ns_pull_close(p, done_flag, after_lane);
+    st = ns_pull_close(p, after_lane);
   tpla_status_t ended = p->x->end(p->xp, stream); /* joins the lanes whatever happened */
   if (st == TPLA_SUCCESS)
     st = ended;
@@ -254,7 +256,7 @@ tpla_status_t ns_pull_settle(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
   if (p == NULL || !p->open)
     return TPLA_SUCCESS;
   TPLA_TRY(ns_pull_begin(ctx, p, stream)); /* an exchange of no pieces: finish closes it */
-  return ns_pull_finish(p, NS_PULL_PRODUCT_FLAGS - 1, OVL_LANE_COMPUTE0, stream, TPLA_SUCCESS);
+  return ns_pull_finish(p, OVL_LANE_COMPUTE0, stream, TPLA_SUCCESS);
 }
 
 /* ---- the Gram's sum ----------------------------------------------------- */
@@ -291,5 +293,5 @@ static tpla_status_t gram_rows(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns
 tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x, int nb,
                            void *stream) {
   TPLA_TRY(ns_pull_begin(ctx, p, stream));
-  return ns_pull_finish(p, nb, OVL_LANE_COMPUTE1, stream, gram_rows(ctx, p, g, x, nb));
+  return ns_pull_finish(p, OVL_LANE_COMPUTE1, stream, gram_rows(ctx, p, g, x, nb));
 }

@@ -164,35 +164,41 @@ static tpla_matrix_t row_slot(const ns_split_t *sh, void *packed, tpla_matrix_t 
   return ns_dense(elem(packed, (size_t)sh->row_at[i], sh->dtype), br.h, br.w, sh->dtype);
 }
 
-/* This rank's block rows of round r, each into its row_slot. *scratch walks
- * the own rows' gram-dtype scratch (g2) when the packed dtype differs. */
-static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
-                              int r, int tf32, void *packed, size_t *scratch, void *stream) {
+/* This rank's block row i into its row_slot. *scratch walks the own rows'
+ * gram-dtype scratch (g2) when the packed dtype differs. */
+static tpla_status_t own_row(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
+                             int i, int tf32, void *packed, size_t *scratch, void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
   bool cast = it->gram_dtype != sh->dtype;
-  for (int i = 0; i < sh->nbk; i++) {
-    if (ns_shard_round(i, sh->nbk) != r || ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
-      continue;
-    block_row_t br = block_row(sh, s, i);
-    if (br.h == 0)
-      continue;
-    tpla_matrix_t slot = row_slot(sh, packed, pr->d, i, br);
-    tpla_matrix_t S = cast ? ns_dense(elem(it->g2, *scratch, it->gram_dtype), br.h, br.w,
-                                      it->gram_dtype)
-                           : slot;
-    *scratch += (size_t)(br.h * br.w);
-    tpla_matrix_t Cb = ns_sub(pr->c, br.o, br.h, br.o, br.w); /* this block row's C */
-    if (pr->alpha != 0.0f) /* S = alpha X Y^T + beta C, C as the GEMM's */
-      TPLA_TRY(ns_gemm_c(ctx, (ns_opmat_t){S, false},
-                         (ns_opmat_t){ns_sub(pr->x, br.o, br.h, 0, s), false},
-                         (ns_opmat_t){ns_sub(pr->y, br.o, br.w, 0, s), true},
-                         (ns_opmat_t){Cb, false}, pr->alpha, pr->beta, tf32, stream));
-    else /* no product (the X iteration's cubic: P = b A) */
-      TPLA_TRY(ns_axpby(ctx, S, Cb, pr->beta, 0.0f, stream));
-    if (cast)
-      TPLA_TRY(ns_axpby(ctx, slot, S, 1.0f, 0.0f, stream));
-  }
+  block_row_t br = block_row(sh, s, i);
+  if (br.h == 0)
+    return TPLA_SUCCESS;
+  tpla_matrix_t slot = row_slot(sh, packed, pr->d, i, br);
+  tpla_matrix_t S = cast ? ns_dense(elem(it->g2, *scratch, it->gram_dtype), br.h, br.w,
+                                    it->gram_dtype)
+                         : slot;
+  *scratch += (size_t)(br.h * br.w);
+  tpla_matrix_t Cb = ns_sub(pr->c, br.o, br.h, br.o, br.w); /* this block row's C */
+  if (pr->alpha != 0.0f) /* S = alpha X Y^T + beta C, C as the GEMM's */
+    TPLA_TRY(ns_gemm_c(ctx, (ns_opmat_t){S, false},
+                       (ns_opmat_t){ns_sub(pr->x, br.o, br.h, 0, s), false},
+                       (ns_opmat_t){ns_sub(pr->y, br.o, br.w, 0, s), true},
+                       (ns_opmat_t){Cb, false}, pr->alpha, pr->beta, tf32, stream));
+  else /* no product (the X iteration's cubic: P = b A) */
+    TPLA_TRY(ns_axpby(ctx, S, Cb, pr->beta, 0.0f, stream));
+  if (cast)
+    TPLA_TRY(ns_axpby(ctx, slot, S, 1.0f, 0.0f, stream));
+  return TPLA_SUCCESS;
+}
+
+/* This rank's block rows of round r, in order. */
+static tpla_status_t own_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
+                              int r, int tf32, void *packed, size_t *scratch, void *stream) {
+  const ns_split_t *sh = &it->split;
+  for (int i = 0; i < sh->nbk; i++)
+    if (ns_shard_round(i, sh->nbk) == r && ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank)
+      TPLA_TRY(own_row(ctx, it, pr, i, tf32, packed, scratch, stream));
   return TPLA_SUCCESS;
 }
 
@@ -236,45 +242,41 @@ static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matr
   return TPLA_SUCCESS;
 }
 
-/* Round r by pulls (two ranks): this rank's rows into its window on lane 0
- * (packed, or in place when d is the window), published; the peer's pulled
- * into their place in d. */
-static tpla_status_t pull_round(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
-                                int r, int tf32, size_t *scratch) {
-  const ns_split_t *sh = &it->split;
-  ns_pull_t *p = it->pull;
-  bool in_place = it->poly_in_window;
-  TPLA_TRY(own_rows(ctx, it, pr, r, tf32, in_place ? NULL : ns_pull_window(p), scratch,
-                    ns_pull_lane(p, OVL_LANE_COMPUTE0)));
-  bool published = false;
-  for (int i = 0; i < sh->nbk; i++) {
-    block_row_t br = block_row(sh, it->s, i);
-    if (ns_shard_round(i, sh->nbk) != r || br.h == 0 ||
-        ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank)
-      continue;
-    size_t at = in_place ? (size_t)(br.o * it->s + br.o) : (size_t)sh->row_at[i];
-    TPLA_TRY(ns_pull_piece(p, r, !published, ns_sub(pr->d, br.o, br.h, br.o, br.w),
-                           at * tpla_dtype_size(sh->dtype), in_place ? it->s : 0));
-    published = true;
-  }
-  if (published)
-    return TPLA_SUCCESS;
-  tpla_matrix_t none = {NULL, 0, 1, 1, sh->dtype}; /* the peer has no rows in this round */
-  return ns_pull_piece(p, r, true, none, 0, 0);
-}
-
+/* By pulls (two ranks), block row by block row: this rank's into its
+ * window on lane 0 (packed, or in place when d is the window), each
+ * published under its own flag once its GEMM is done; the peer's pulled into
+ * their place in d once published. Each rank computes its rows in index
+ * order, so the peer's become ready in that order too, and only the last
+ * row's pull follows the GEMMs, not a round's (run 60, 8192^2: the peer's
+ * round 1 arrived 88 us after the own round's GEMMs). */
 static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
                                  int tf32) {
-  void *lane0 = ns_pull_lane(it->pull, OVL_LANE_COMPUTE0), *win = ns_pull_window(it->pull);
+  const ns_split_t *sh = &it->split;
+  ns_pull_t *p = it->pull;
+  void *lane0 = ns_pull_lane(p, OVL_LANE_COMPUTE0), *win = ns_pull_window(p);
+  const bool in_place = it->poly_in_window;
+  const tpla_matrix_t none = {NULL, 0, 1, 1, sh->dtype};
   size_t scratch = 0;
-  TPLA_TRY(pull_round(ctx, it, pr, 0, tf32, &scratch));
-  TPLA_TRY(pull_round(ctx, it, pr, 1, tf32, &scratch)); /* behind round 0's pulls */
-  for (int r = 0; r < 2 && !it->poly_in_window; r++)
+  for (int i = 0; i < sh->nbk; i++) {
+    block_row_t br = block_row(sh, it->s, i);
+    if (br.h == 0)
+      continue;
+    if (ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank) {
+      TPLA_TRY(own_row(ctx, it, pr, i, tf32, in_place ? NULL : win, &scratch, lane0));
+      TPLA_TRY(ns_pull_piece(p, i, true, none, 0, 0));
+      continue;
+    }
+    size_t at = in_place ? (size_t)(br.o * it->s + br.o) : (size_t)sh->row_at[i];
+    TPLA_TRY(ns_pull_piece(p, i, false, ns_sub(pr->d, br.o, br.h, br.o, br.w),
+                           at * tpla_dtype_size(sh->dtype), in_place ? it->s : 0));
+  }
+  for (int r = 0; r < 2 && !in_place; r++)
     TPLA_TRY(unpack_round(ctx, it, pr->d, r, win, true, lane0));
-  for (int r = 0; r < 2; r++)
-    TPLA_TRY(ns_pull_arrived(it->pull, OVL_LANE_COMPUTE0, r));
-  if (it->poly_in_window) /* the peer has read the own diagonal blocks */
-    TPLA_TRY(ns_pull_close(it->pull, NS_PULL_PRODUCT_FLAGS - 1, OVL_LANE_COMPUTE0));
+  for (int i = 0; i < sh->nbk; i++)
+    if (block_row(sh, it->s, i).h > 0 && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
+      TPLA_TRY(ns_pull_arrived(p, OVL_LANE_COMPUTE0, i));
+  if (in_place) /* the peer has read the own diagonal blocks */
+    TPLA_TRY(ns_pull_close(p, OVL_LANE_COMPUTE0));
   return ctx->backend->mirror_upper(ctx, pr->d, lane0);
 }
 
@@ -292,7 +294,7 @@ static tpla_status_t pulled_product(tpla_ctx_t ctx, const ns_iter_t *it, shard_p
                    tpla_dtype_name(it->split.dtype));
   if (st == TPLA_SUCCESS)
     st = pulled_rows(ctx, it, &pr, tf32);
-  return ns_pull_finish(it->pull, NS_PULL_PRODUCT_FLAGS - 1, OVL_LANE_COMPUTE0, stream, st);
+  return ns_pull_finish(it->pull, OVL_LANE_COMPUTE0, stream, st);
 }
 
 /* *d: where the product is (pr->d, or the pulls' window). */

@@ -69,7 +69,8 @@ typedef struct {
  *   PEER pull (pull == 1): this rank sets `to`'s flag (its piece, which
  *     must be in this rank's window, is ready) and, once `from` set ours,
  *     copies `from`'s window at from_offset (rows from_ld elements apart;
- *     0: dense) into `recv`.
+ *     0: dense) into `recv`. A step that only publishes (from = -1) runs on
+ *     lane `after` itself, so that no pull queued before it delays it.
  *   SENDRECV: `send` to `to` and `recv` from `from` as one point-to-point
  *     exchange; both views dense.
  * The step runs on a lane of the transport's choice after the work already

@@ -188,6 +188,8 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
   const int P = xp->nranks, r = xp->rank;
   int dist = s->to >= 0 ? (s->to - r + P) % P : s->from >= 0 ? (r - s->from + P) % P : 1;
   cudaStream_t st = step_stream(xp, dist, s->pull);
+  if (s->pull && s->from < 0 && s->after >= 0) /* a publication only: its flag follows the */
+    st = xp_lane_stream(xp, s->after);         /* data there, never queued behind a pull   */
   if (s->after >= 0)
     TPLA_TRY(follow(xp, st, s->after));
   if (xp->kind == OVL_XPORT_SENDRECV) {
