@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bench/device_run66.sh - prepared in session 11 for the next one, after runs 64/65 changed
+# GRAM_SHARDED's pulled products (P computed in the window; rows published one by one) and
+# the CUDA transport (a publication alone runs on its compute lane, which GEMM+AllReduce's
+# steps with no piece to pull use too). 1. the whole GPU suite (1 and 2 GPUs), quiet: run 65
+# ran only test_gpu_ns, test_gpu_overlap and memcheck; 2. tpla gemm-ar on DESIGN.md's three
+# AR shapes, this tree against snap/run66_base.tar (c9b6206, before both changes), alternated
+# twice: the transport change was not timed; 3. timelines of the pulled products and sums
+# (bench/run66_pull_trace_patch.py; call 8 of each rank) at 8192^2 and 16384x4096: what is
+# left past the GEMMs now. About 7 minutes. The AUTO checks are bench/device_run67.sh.
+# Prepare: git archive HEAD -o snap/run66.tar && git archive c9b6206 -o snap/run66_base.tar;
+# run (carry ["snap"]): mkdir -p /tmp/s66/snap && tar xf snap/run66.tar -C /tmp/s66 &&
+#   cp snap/run66_base.tar /tmp/s66/snap/ && cd /tmp/s66 && bash bench/device_run66.sh
+set -u
+. bench/device_lib.sh 66
+ROOT=$PWD
+gpu_build tpla_tool
+BASE=/tmp/s66base
+tar_build "$BASE" "$ROOT/snap/run66_base.tar" base tpla_tool
+OUT=$L/gpu-tests timeout 330 bash tests/gpu/run.sh --no-clean > "$L/gpu_tests.log" 2>&1
+say "suite, quiet: exit $? ($(el)) $(tail -n 1 "$L/gpu_tests.log")"
+grep -E "FAIL|HANG|Failed|not checked" "$L/gpu_tests.log" | head -10 >> "$S"
+pack
+ar() { # name tpla
+  CUDA_VISIBLE_DEVICES=0,1 bounded 120 "$L/$1.log" "$2" gemm-ar -g 2 -d bf16 -n 20 -w 5 -s 1234
+  say "$1: exit $? ($(el))"
+  grep -E "^  gemm-ar " "$L/$1.log" | sed "s/^/$1 /" >> "$S"
+}
+for rep in 1 2; do
+  ar "ar_base_$rep" "$BASE/build-gpu/tpla"
+  ar "ar_main_$rep" build-gpu/tpla
+  pack
+done
+patched_build /tmp/s66x "$ROOT/bench/run66_pull_trace_patch.py"
+trace() { # name args...
+  local name=$1; shift
+  CUDA_VISIBLE_DEVICES=0,1 TPLA_TRACE_NS=8 bounded 60 "$L/$name.log" build-exp/tpla ns -g 2 \
+    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
+  say "$name: exit $? ($(el)) $(grep -cE '^TRACE_NS' "$L/$name.log") trace lines"
+  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" >> "$S"
+}
+trace square_auto 8192x8192
+trace tall_auto 16384x4096
+cd "$ROOT" || exit 1
+pack
+cat "$S"
