@@ -5,10 +5,8 @@
 # steps with no piece to pull use too). 1. the whole GPU suite (1 and 2 GPUs), quiet: run 65
 # ran only test_gpu_ns, test_gpu_overlap and memcheck; 2. tpla gemm-ar on DESIGN.md's three
 # AR shapes, this tree against snap/run66_base.tar (c9b6206, before both changes), alternated
-# twice: the transport change was not timed; 3. timelines of the pulled products and sums
-# (bench/run66_pull_trace_patch.py; call 8 of each rank) at 8192^2 and 16384x4096: what is
-# left past the GEMMs now; 2b. GEMM+AR and GEMM+RS (8192, 4096, 8192) at 2, 3 and 4
-# chunks. About 8 minutes. The AUTO checks are bench/device_run67.sh.
+# twice: the transport change was not timed; 3. GEMM+AR and GEMM+RS (8192, 4096, 8192) at
+# 2, 3 and 4 chunks. About 7 minutes. The AUTO checks and the timelines: device_run67.sh.
 # Prepare: git archive HEAD -o snap/run66.tar && git archive c9b6206 -o snap/run66_base.tar;
 # run (carry ["snap"]): mkdir -p /tmp/s66/snap && tar xf snap/run66.tar -C /tmp/s66 &&
 #   cp snap/run66_base.tar /tmp/s66/snap/ && cd /tmp/s66 && bash bench/device_run66.sh
@@ -32,7 +30,7 @@ for rep in 1 2; do
   ar "ar_main_$rep" build-gpu/tpla
   pack
 done
-# 2b. chunk counts below the automatic minimum of 4, never measured for GEMM+RS/AR (runs 9
+# 3. chunk counts below the automatic minimum of 4, never measured for GEMM+RS/AR (runs 9
 # and 11 tried 6 and 8): the misses GEMM+AR bf16 and FP8 GEMM+RS (8192, 4096, 8192) are
 # the chunk GEMMs' own cost (run 30: 10-24% slower than the unchunked GEMM) plus the tail.
 sweep() { # name op args...
@@ -46,17 +44,5 @@ sweep() { # name op args...
 sweep ar_bf16 gemm-ar -d bf16
 sweep rs_e4m3_opT gemm-rs -d e4m3 -t NT
 sweep rs_bf16 gemm-rs -d bf16
-pack
-patched_build /tmp/s66x "$ROOT/bench/run66_pull_trace_patch.py"
-trace() { # name args...
-  local name=$1; shift
-  CUDA_VISIBLE_DEVICES=0,1 TPLA_TRACE_NS=8 bounded 60 "$L/$name.log" build-exp/tpla ns -g 2 \
-    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
-  say "$name: exit $? ($(el)) $(grep -cE '^TRACE_NS' "$L/$name.log") trace lines"
-  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" >> "$S"
-}
-trace square_auto 8192x8192
-trace tall_auto 16384x4096
-cd "$ROOT" || exit 1
 pack
 cat "$S"

@@ -3,11 +3,14 @@
 # (AUTO against every forced algorithm and iteration, one rep) on the four 2-GPU shapes with
 # a bf16 and an fp32 Gram, after runs 64/65 made GRAM_SHARDED's pulled products cheaper
 # than the cost model (unchanged) counts them. Run 60's bf16 check hit its 150 s limit after
-# two shapes; each gets its own limit here. About 7 minutes.
+# two shapes; each gets its own limit here. Then the timelines of the pulled products and
+# sums (bench/run66_pull_trace_patch.py; call 8 of each rank) at 8192^2 and 16384x4096:
+# what is left past the GEMMs after runs 64/65. About 8 minutes.
 # Prepare: git archive HEAD -o snap/run67.tar; run (carry ["snap"]):
 #   mkdir -p /tmp/s67 && tar xf snap/run67.tar -C /tmp/s67 && cd /tmp/s67 && bash bench/device_run67.sh
 set -u
 . bench/device_lib.sh 67
+ROOT=$PWD
 gpu_build tpla_tool
 for gram in input fp32; do
   for shape in 8192x8192 16384x4096 4096x14336 14336x4096; do
@@ -18,4 +21,16 @@ for gram in input fp32; do
     pack
   done
 done
+patched_build /tmp/s67x "$ROOT/bench/run66_pull_trace_patch.py"
+trace() { # name args...
+  local name=$1; shift
+  CUDA_VISIBLE_DEVICES=0,1 TPLA_TRACE_NS=8 bounded 60 "$L/$name.log" build-exp/tpla ns -g 2 \
+    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
+  say "$name: exit $? ($(el)) $(grep -cE '^TRACE_NS' "$L/$name.log") trace lines"
+  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" >> "$S"
+}
+trace square_auto 8192x8192
+trace tall_auto 16384x4096
+cd "$ROOT" || exit 1
+pack
 cat "$S"
