@@ -281,8 +281,11 @@ static int body_batch(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   }
   tpla_ns_batch_plan_t plan = NULL;
   RCHECK_OK(tpla_ns_batch_plan_create(&plan, ctx, 3, descs));
-  for (int k = 0; k < 3; k++)
-    RCHECK_OK(tpla_ns_batch_plan_owner(plan, k, &b->owners[k]));
+  for (int k = 0, owner; k < 3; k++) { /* rank 0 reports (the ranks agree by design) */
+    RCHECK_OK(tpla_ns_batch_plan_owner(plan, k, &owner));
+    if (rank == 0)
+      b->owners[k] = owner;
+  }
   RCHECK_OK(tpla_ns_batch_execute(plan, xs, NULL));
   tpla_ns_batch_plan_destroy(plan);
   for (int k = 0; k < 3; k++) {
@@ -347,7 +350,8 @@ static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ag_gemm_plan_t ag = NULL;
   RCHECK_OK(tpla_ag_gemm_plan_create(&ag, ctx, &ad));
   RCHECK_OK(tpla_ag_gemm_plan_get_info(ag, &info));
-  out->ag_transport = info.transport;
+  if (rank == 0) /* every rank's plan has the same transport */
+    out->ag_transport = info.transport;
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.bias = bias;
   tpla_matrix_t d = {out->ag[rank], m_ag, OV_N, OV_N, TPLA_FLOAT32}, g;
@@ -367,7 +371,8 @@ static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_gemm_rs_plan_t rs = NULL;
   RCHECK_OK(tpla_gemm_rs_plan_create(&rs, ctx, &rd));
   RCHECK_OK(tpla_gemm_rs_plan_get_info(rs, &info));
-  out->rs_transport = info.transport;
+  if (rank == 0)
+    out->rs_transport = info.transport;
   tpla_matrix_t am = {rsa, OV_M, k, 16, TPLA_FLOAT32}, bm = {b, k, OV_N, OV_N, TPLA_FLOAT32};
   RCHECK_OK(tpla_gemm_rs(rs, (tpla_matrix_t){out->rs + ro * OV_N, lr, OV_N, OV_N, TPLA_FLOAT32},
                          am, bm, NULL, NULL));

@@ -28,7 +28,7 @@ typedef struct {
   tpla_ns_iteration_t iteration;
   int64_t sizes[MAXM][8];
   double *x[MAXM], *out[MAXM];
-  int owner[MAXM];
+  int owner[8][MAXM]; /* per rank (each rank's answer; run_batch checks they agree) */
   int loops;            /* execute this many times (memory test) */
   size_t ctx_ws[8][2], plan_ws[8][2]; /* per rank: after the first and the last call */
 } batch_t;
@@ -64,7 +64,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ns_batch_plan_t plan = NULL;
   tpla_status_t s = tpla_ns_batch_plan_create(&plan, ctx, b->count, d);
   for (int i = 0; i < b->count && s == TPLA_SUCCESS; i++)
-    s = tpla_ns_batch_plan_owner(plan, i, &b->owner[i]);
+    s = tpla_ns_batch_plan_owner(plan, i, &b->owner[rank][i]);
   int loops = b->loops > 0 ? b->loops : 1;
   for (int k = 0; k < loops && s == TPLA_SUCCESS; k++) {
     s = tpla_ns_batch_execute(plan, xs, NULL);
@@ -86,6 +86,19 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   }
   tpla_ns_batch_plan_destroy(plan);
   return s != TPLA_SUCCESS;
+}
+
+/* The ranks' batch bodies; every rank must report the same owners. */
+static int run_batch(int P, batch_t *b) {
+  int failed = run_host_ranks(P, batch_body, b);
+  for (int r = 1; r < P && !failed; r++)
+    for (int i = 0; i < b->count; i++)
+      if (b->owner[r][i] != b->owner[0][i]) {
+        fprintf(stderr, "  matrix %d: rank %d says owner %d, rank 0 %d\n", i, r, b->owner[r][i],
+                b->owner[0][i]);
+        failed = 1;
+      }
+  return failed;
 }
 
 static uint64_t seed;
@@ -153,11 +166,11 @@ static void test_batch_matches_single_rank(void) {
       batch_t b;
       setup(&b, P, 7, mixed);
       b.algo = modes[mode];
-      ASSERT_EQ_INT(run_host_ranks(P, batch_body, &b), 0);
+      ASSERT_EQ_INT(run_batch(P, &b), 0);
       for (int i = 0; i < b.count; i++) { /* LOCAL: whole matrices on ranks */
         bool owned = modes[mode] == TPLA_NS_ALGO_LOCAL && P > 1;
-        if (owned ? b.owner[i] < 0 || b.owner[i] >= P
-                  : modes[mode] != TPLA_NS_ALGO_AUTO && b.owner[i] != -1)
+        if (owned ? b.owner[0][i] < 0 || b.owner[0][i] >= P
+                  : modes[mode] != TPLA_NS_ALGO_AUTO && b.owner[0][i] != -1)
           ASSERT_TRUE(!"unexpected owner");
       }
       double half, e = worst_vs_single(&b, &half);
@@ -179,7 +192,7 @@ static void test_batch_gram_iteration(void) {
       setup(&b, P, 7, mixed);
       b.algo = modes[mode];
       b.iteration = TPLA_NS_ITERATE_GRAM;
-      ASSERT_EQ_INT(run_host_ranks(P, batch_body, &b), 0);
+      ASSERT_EQ_INT(run_batch(P, &b), 0);
       double half, e = worst_vs_single(&b, &half);
       printf("  P=%d mode %d, Gram iteration: fp32 %.2e, half %.2e\n", P, modes[mode], e, half);
       teardown(&b);
@@ -197,11 +210,11 @@ static void test_batch_auto_choice(void) {
                        TPLA_NS_MUON, 5};
   batch_t b;
   setup(&b, 4, 12, small);
-  ASSERT_EQ_INT(run_host_ranks(4, batch_body, &b), 0);
+  ASSERT_EQ_INT(run_batch(4, &b), 0);
   int per_rank[4] = {0};
   for (int i = 0; i < 12; i++) {
-    ASSERT_TRUE(b.owner[i] >= 0 && b.owner[i] < 4);
-    per_rank[b.owner[i]]++;
+    ASSERT_TRUE(b.owner[0][i] >= 0 && b.owner[0][i] < 4);
+    per_rank[b.owner[0][i]]++;
   }
   for (int q = 0; q < 4; q++)
     ASSERT_TRUE(per_rank[q] >= 2);
@@ -210,8 +223,8 @@ static void test_batch_auto_choice(void) {
   ASSERT_LE(e, 2e-5);
   mat_t big = {96, 96, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5};
   setup(&b, 2, 1, &big);
-  ASSERT_EQ_INT(run_host_ranks(2, batch_body, &b), 0);
-  ASSERT_EQ_INT(b.owner[0], -1);
+  ASSERT_EQ_INT(run_batch(2, &b), 0);
+  ASSERT_EQ_INT(b.owner[0][0], -1);
   e = worst_vs_single(&b, &half);
   teardown(&b);
   ASSERT_LE(e, 2e-5);
@@ -226,7 +239,7 @@ static void test_batch_memory_is_stable(void) {
     setup(&b, 2, 3, mixed);
     b.algo = modes[mode];
     b.loops = 1000;
-    ASSERT_EQ_INT(run_host_ranks(2, batch_body, &b), 0);
+    ASSERT_EQ_INT(run_batch(2, &b), 0);
     teardown(&b);
     for (int r = 0; r < 2; r++) {
       printf("  mode %d rank %d: context scratch %zu -> %zu bytes, plan workspace %zu -> %zu "
