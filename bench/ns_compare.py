@@ -6,7 +6,9 @@ per GPU count, with a PASS/MISS per target:
           with an error no worse than PyTorch's by more than 10%;
   2 GPUs  tpla <= 0.65x the better PyTorch variant (Gram all-reduce, or gather
           + NS on every rank) for each shape, and >= 1.8x faster than tpla on
-          1 GPU for 8192x8192 and 16384x4096.
+          1 GPU for 8192x8192 and 16384x4096;
+  4, 8    (issue #7) the same columns, no targets: docs/PERFORMANCE.md compares
+          them with bench/predict_tp.py's predictions.
 
 The error compared is polar_rel (against the exact polar factor U V^T) where
 both sides have it, else orth_max (max |Y Y^T - I|). tpla's float64 check rows
@@ -154,38 +156,40 @@ def one_gpu_table(tpla, torch, shapes, summary, md):
     print_table("1 GPU: tpla ns vs PyTorch Muon NS5 (torch_1gpu)", head, rows, md)
 
 
-def two_gpu_table(tpla, torch, shapes, summary, md):
+def multi_gpu_table(tpla, torch, shapes, P, summary, md):
+    """P GPUs, rows sharded; issue #3's targets at P = 2 only."""
     head = ("shape", "gram", "algo", "tpla_ms", "gram_ar_ms", "gather_ms", "ratio", "vs_torch",
             "1gpu_ms", "speedup", "vs_1gpu", "ws_MiB", "orth_max")
     rows = []
+    targets = P == 2
     for shape in shapes:
-        ar = num(torch.get((shape, 2, "torch_gram_ar"), {}).get("time_ms"))
-        ga = num(torch.get((shape, 2, "torch_gather"), {}).get("time_ms"))
+        ar = num(torch.get((shape, P, "torch_gram_ar"), {}).get("time_ms"))
+        ga = num(torch.get((shape, P, "torch_gather"), {}).get("time_ms"))
         best = min([v for v in (ar, ga) if v is not None], default=None)
         for (s, g, gram), t in fp32_first(tpla.items()):
-            if s != shape or g != 2:
+            if s != shape or g != P:
                 continue
             tm = num(t.get("time_ms"))
             one = num(tpla.get((shape, 1, gram), {}).get("time_ms"))
             ratio = tm / best if tm is not None and best else None
             speed = one / tm if tm and one is not None else None
             v1 = v2 = "-"
-            if ratio is not None and shape in TWO_GPU_SHAPES:
+            if targets and ratio is not None and shape in TWO_GPU_SHAPES:
                 v1 = verdict(ratio <= TWO_GPU_TARGET, f"{ratio:.2f}x (<= {TWO_GPU_TARGET}x)")
-            if shape in SPEEDUP_TARGET and speed is not None:
+            if targets and shape in SPEEDUP_TARGET and speed is not None:
                 goal = SPEEDUP_TARGET[shape]
                 v2 = verdict(speed >= goal, f"{speed:.2f}x (>= {goal}x)")
-            elif shape in SPEEDUP_TARGET:
+            elif targets and shape in SPEEDUP_TARGET:
                 v2 = "n/a (no 1-GPU tpla row)"
-            if shape in TWO_GPU_SHAPES:
+            if targets and shape in TWO_GPU_SHAPES:
                 summary.append((f"2 GPUs {shape} ({gram} Gram) vs PyTorch", v1))
                 if shape in SPEEDUP_TARGET:
                     summary.append((f"2 GPUs {shape} ({gram} Gram) vs tpla 1 GPU", v2))
             rows.append((shape, gram, algo_of(t), fmt(tm, ".3f"), fmt(ar, ".3f"),
                          fmt(ga, ".3f"), fmt(ratio, ".2f"), v1, fmt(one, ".3f"),
                          fmt(speed, ".2f"), v2, mib(t), fmt(num(t.get("orth_max")), ".3e")))
-    print_table("2 GPUs, rows sharded: tpla ns -g 2 vs PyTorch (torch_gram_ar, torch_gather)",
-                head, rows, md)
+    print_table(f"{P} GPUs, rows sharded: tpla ns -g {P} vs PyTorch (torch_gram_ar, "
+                "torch_gather)" + ("" if targets else "; no targets (issue #7)"), head, rows, md)
 
 
 def print_table(title, head, rows, md):
@@ -230,12 +234,13 @@ def main():
           f"{', '.join(check_files) or 'none'}; PyTorch: {', '.join(torch_files) or 'none'}")
     # the DESIGN.md shapes first, then any other shape in the files (no targets there);
     # a 1-GPU row of a 2-GPU shape is the speed-up baseline, shown in the 2-GPU table
-    two = unique(TWO_GPU_SHAPES + [s for (s, g, _) in tpla if g == 2]
-                 + [s for (s, g, _) in torch if g == 2])
+    two = unique(TWO_GPU_SHAPES + [s for (s, g, _) in list(tpla) + list(torch) if g > 1])
     one = unique(ONE_GPU_SHAPES + [s for (s, g, _) in list(tpla) + list(torch)
                                    if g == 1 and s not in two])
     one_gpu_table(tpla, torch, one, summary, args.markdown)
-    two_gpu_table(tpla, torch, two, summary, args.markdown)
+    counts = sorted({2} | {g for (_, g, _) in list(tpla) + list(torch) if g > 1})
+    for P in counts:
+        multi_gpu_table(tpla, torch, two, P, summary, args.markdown)
     print("\n## Targets, per Gram dtype\n")
     for what, text in summary:
         print(f"  {what:46s} {text}")

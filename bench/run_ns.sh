@@ -14,7 +14,8 @@
 #           fp32 and bf16 Gram, orth_max from an fp32 GEMM (--svd-max=0: no host SVD);
 #           then the PyTorch Muon NS5 anchor (its SVD errors up to 14336)
 #   2 GPUs  tpla ns -g 2 and torchrun --nproc_per_node=2 bench/ns_torch.py (Gram all-reduce
-#           and gather variants) on the 2-GPU shapes
+#           and gather variants) on the 2-GPU shapes; the same at every P of NS_TP (default
+#           "2 4 8") that the machine has GPUs for (issue #7: TP = 4 and 8)
 #   check   tpla ns -c 1 on 4096x4096 with the float64 host SVD (polar_rel), last and under
 #           NS_CHECK_TIMEOUT seconds: its speed depends on the machine's LAPACK
 #   compare python3 bench/ns_compare.py --out $OUT (also in $OUT/compare.txt)
@@ -40,6 +41,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 SHAPES_1GPU="${SHAPES_1GPU-4096x4096 4096x14336 8192x8192}"
 SHAPES_BIG="${SHAPES_BIG-16384x16384}" # fewer iterations
 SHAPES_2GPU="${SHAPES_2GPU-8192x8192 16384x4096 4096x14336 14336x4096}"
+NS_TP="${NS_TP-2 4 8}" # GPU counts for the multi-GPU steps (those the machine has)
 CHECK_SHAPE="${CHECK_SHAPE-4096x4096}"
 read -r -a FLAGS <<< "${TPLA_NS_FLAGS:-}"
 BASELINE="" # 2-GPU shapes that also run on 1 GPU, for the speed-up
@@ -124,23 +126,27 @@ if [ "$HAVE_TORCH" -eq 1 ] && [ -n "${SHAPES_BIG// }" ]; then
     --shapes "$(commas "$SHAPES_BIG")" --iters 10 --warmup 3 --error-max-dim 0
 fi
 
-# ---- 2 GPUs --------------------------------------------------------------------------------
-if [ -z "${SHAPES_2GPU// }" ]; then
-  echo "== 2 GPUs: no shapes"
-elif [ "$GPUS" -ge 2 ]; then
-  # shellcheck disable=SC2086
-  step "tpla ns, 2 GPUs" tpla_2gpu.log 300 "$TPLA" ns -g 2 -s "$SEED" -n 20 -w 5 --gram=both \
-    --svd-max=0 --json="$OUT/tpla_2gpu.jsonl" "${FLAGS[@]}" $SHAPES_2GPU
-  if [ "$HAVE_TORCH" -eq 1 ]; then
-    step "PyTorch, 2 GPUs" torch_2gpu.log 300 "$PY" -m torch.distributed.run --standalone \
-      --nproc_per_node=2 "$ROOT/bench/ns_torch.py" --shapes "$(commas "$SHAPES_2GPU")" \
-      --iters 20 --warmup 3 --error-max-dim "${TORCH_ERROR_MAX_2GPU:-0}" \
-      --json "$OUT/torch_2gpu.jsonl"
+# ---- 2 GPUs (and 4, 8 where the machine has them) ------------------------------------------
+for P in $NS_TP; do
+  if [ -z "${SHAPES_2GPU// }" ]; then
+    echo "== $P GPUs: no shapes"
+  elif [ "$GPUS" -ge "$P" ]; then
+    # shellcheck disable=SC2086
+    step "tpla ns, $P GPUs" "tpla_${P}gpu.log" 300 "$TPLA" ns -g "$P" -s "$SEED" -n 20 -w 5 \
+      --gram=both --svd-max=0 --json="$OUT/tpla_${P}gpu.jsonl" "${FLAGS[@]}" $SHAPES_2GPU
+    if [ "$HAVE_TORCH" -eq 1 ]; then
+      step "PyTorch, $P GPUs" "torch_${P}gpu.log" 300 "$PY" -m torch.distributed.run \
+        --standalone --nproc_per_node="$P" "$ROOT/bench/ns_torch.py" \
+        --shapes "$(commas "$SHAPES_2GPU")" --iters 20 --warmup 3 \
+        --error-max-dim "${TORCH_ERROR_MAX_2GPU:-0}" --json "$OUT/torch_${P}gpu.jsonl"
+    fi
+  elif [ "$P" -eq 2 ]; then
+    echo "== 2 GPUs: skipped ($GPUS GPU visible)"
+    FAILED+=("2-GPU steps: only $GPUS GPU visible")
+  else
+    echo "== $P GPUs: skipped ($GPUS GPU visible)"
   fi
-else
-  echo "== 2 GPUs: skipped ($GPUS GPU visible)"
-  FAILED+=("2-GPU steps: only $GPUS GPU visible")
-fi
+done
 
 # ---- float64 check -----------------------------------------------------------------------------
 # shellcheck disable=SC2086
