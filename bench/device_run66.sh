@@ -5,8 +5,9 @@
 # steps with no piece to pull use too). 1. the whole GPU suite (1 and 2 GPUs), quiet: run 65
 # ran only test_gpu_ns, test_gpu_overlap and memcheck; 2. tpla gemm-ar on DESIGN.md's three
 # AR shapes, this tree against snap/run66_base.tar (c9b6206, before both changes), alternated
-# twice: the transport change was not timed; 3. GEMM+AR and GEMM+RS (8192, 4096, 8192) at
-# 2, 3 and 4 chunks. About 7 minutes. The AUTO checks and the timelines: device_run67.sh.
+# twice: the transport change was not timed; 3. GEMM+AR (bf16) and FP8 GEMM+RS (8192, 4096,
+# 8192) at 2, 3 and 4 chunks, and 3 and 4 with a tapered last chunk. About 8 minutes.
+# The AUTO checks and the timelines: device_run67.sh.
 # Prepare: git archive HEAD -o snap/run66.tar && git archive c9b6206 -o snap/run66_base.tar;
 # run (carry ["snap"]): mkdir -p /tmp/s66/snap && tar xf snap/run66.tar -C /tmp/s66 &&
 #   cp snap/run66_base.tar /tmp/s66/snap/ && cd /tmp/s66 && bash bench/device_run66.sh
@@ -32,17 +33,19 @@ for rep in 1 2; do
 done
 # 3. chunk counts below the automatic minimum of 4, never measured for GEMM+RS/AR (runs 9
 # and 11 tried 6 and 8): the misses GEMM+AR bf16 and FP8 GEMM+RS (8192, 4096, 8192) are
-# the chunk GEMMs' own cost (run 30: 10-24% slower than the unchunked GEMM) plus the tail.
+# the chunk GEMMs' own cost (run 30: 10-24% slower than the unchunked GEMM) plus the tail
+# (tail: TPLA_OVERLAP_TAIL, the last chunk 1/tail of the others; run 11: bf16 AR at 4 chunks
+# 833 us with tail 2 against 851 with 1)
 sweep() { # name op args...
   local name=$1 op=$2; shift 2
-  for c in 2 3 4; do
-    CUDA_VISIBLE_DEVICES=0,1 bounded 60 "$L/${name}_c$c.log" build-gpu/tpla $op -g 2 -n 20 -w 5 \
-      -s 1234 --chunks=$c "$@" 8192 4096 8192
-    say "${name} chunks $c: exit $? $(grep -E "^  $op " "$L/${name}_c$c.log")"
+  for ct in 2:1 3:1 4:1 3:2 4:2; do
+    local c=${ct%%:*} t=${ct##*:}
+    TPLA_OVERLAP_TAIL=$t CUDA_VISIBLE_DEVICES=0,1 bounded 60 "$L/${name}_c${c}t$t.log" \
+      build-gpu/tpla $op -g 2 -n 20 -w 5 -s 1234 --chunks=$c "$@" 8192 4096 8192
+    say "${name} chunks $c tail $t: exit $? $(grep -E "^  $op " "$L/${name}_c${c}t$t.log")"
   done
 }
 sweep ar_bf16 gemm-ar -d bf16
 sweep rs_e4m3_opT gemm-rs -d e4m3 -t NT
-sweep rs_bf16 gemm-rs -d bf16
 pack
 cat "$S"
