@@ -16,6 +16,9 @@
 #   gpu_build TARGET...          configure build-gpu (Release, TPLA_CUDA=ON), build the targets
 #   tar_build DIR TAR NAME TARGET...  unpack TAR (another commit's `git archive`, for an A/B)
 #                     into a fresh DIR and build the targets in DIR/build-gpu (logs *_NAME.log)
+#   ns_trace NAME ARGS...  tpla ns -g 2 of a patched_build's copy (build-exp) with the run 37
+#                     timeline on (TPLA_TRACE_NS=8: call 8 of each rank), bf16 Gram, into
+#                     $L/NAME.log; its table lines go to the summary
 #   load_start CMD...  a neighbour load: CMD run again and again in its own process group,
 #                     each invocation bounded to 60 s (stacks kept on a timeout), exits in
 #                     $L/load.log; load_stop ends it (at most 65 s, then killed) and says
@@ -81,6 +84,14 @@ tar_build() {
     > "$L/configure_$name.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target "$@" \
     > "$L/build_$name.log" 2>&1)
   say "build $name: exit $? ($(el)), warnings: $(grep -c warning "$L/build_$name.log")"
+}
+
+ns_trace() {
+  local name=$1; shift
+  CUDA_VISIBLE_DEVICES=0,1 TPLA_TRACE_NS=8 bounded 60 "$L/$name.log" build-exp/tpla ns -g 2 \
+    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
+  say "$name: exit $? ($(el)) $(grep -cE '^TRACE_NS' "$L/$name.log") trace lines"
+  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" >> "$S"
 }
 
 load_start() {

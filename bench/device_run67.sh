@@ -22,15 +22,8 @@ for gram in input fp32; do
   done
 done
 patched_build /tmp/s67x "$ROOT/bench/run66_pull_trace_patch.py"
-trace() { # name args...
-  local name=$1; shift
-  CUDA_VISIBLE_DEVICES=0,1 TPLA_TRACE_NS=8 bounded 60 "$L/$name.log" build-exp/tpla ns -g 2 \
-    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
-  say "$name: exit $? ($(el)) $(grep -cE '^TRACE_NS' "$L/$name.log") trace lines"
-  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" >> "$S"
-}
-trace square_auto 8192x8192
-trace tall_auto 16384x4096
+ns_trace square_auto 8192x8192
+ns_trace tall_auto 16384x4096
 cd "$ROOT" || exit 1
 pack
 cat "$S"

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from patch_util import patch
+from patch_util import PULLED_GRAM_MARKS, patch
 
 root = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -46,20 +46,5 @@ patch(root + "/src/core/ns_shard.c", [
      "  return TPLA_SUCCESS;\n"),
 ])
 
-patch(root + "/src/core/ns_pull.c", [
-    ("    TPLA_TRY(ns_gram_row(ctx, ns_dense(win + at * es, h, s - i0, g.dtype), x, i0, h, lane0));\n",
-     "    TPLA_TRY(ns_gram_row(ctx, ns_dense(win + at * es, h, s - i0, g.dtype), x, i0, h, lane0));\n"
-     "    run37_mark(lane0, \"    pulled gram row %d GEMM done\", flag);\n"),
-    ("    TPLA_TRY(p->x->fold(p->xp, OVL_LANE_COMPUTE1, &fold));\n",
-     "    TPLA_TRY(p->x->fold(p->xp, OVL_LANE_COMPUTE1, &fold));\n"
-     "    run37_mark(ns_pull_lane(p, OVL_LANE_COMPUTE1), \"    pulled gram row %d folded (lane 1)\","
-     " flag);\n"),
-    ("  TPLA_TRY(X->sync_lanes(p->xp, after_lane));\n",
-     "  TPLA_TRY(X->sync_lanes(p->xp, after_lane));\n"
-     "  run37_mark(X->stream(p->xp, after_lane), \"    exchange: lanes synced, closing\");\n"),
-    ("  return X->arrival(p->xp, after_lane, done_flag, p->seq);\n}\n",
-     "  TPLA_TRY(X->arrival(p->xp, after_lane, done_flag, p->seq));\n"
-     "  run37_mark(X->stream(p->xp, after_lane), \"    exchange: peer done\");\n"
-     "  return TPLA_SUCCESS;\n}\n"),
-])
+patch(root + "/src/core/ns_pull.c", PULLED_GRAM_MARKS)
 print("patched")
