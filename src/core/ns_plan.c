@@ -12,6 +12,7 @@
  * every rank.
  */
 #include "ns.h"
+#include "overlap.h" /* OVL_LANE_COMPUTE0: the pulls' lane a call runs on */
 
 #include <inttypes.h>
 #include <math.h>
@@ -447,7 +448,7 @@ tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
   return TPLA_SUCCESS;
 }
 
-tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream) {
+static tpla_status_t run_on(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream) {
   /* Into the update temp when the iteration then ends in out without a copy. */
   ns_where_t start = ns_dist_start(p);
   tpla_matrix_t first =
@@ -455,6 +456,21 @@ tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, 
   TPLA_TRY(ns_normalize(p->ctx, first, x, p->sumsq, p->nranks > 1, p->safety, p->eps, stream));
   TPLA_TRY(ns_dist_run(p, out, start, stream));
   return ns_pull_settle(p->ctx, p->iter.pull, stream);
+}
+
+/* With pulls the whole call runs on the transport's compute lane 0, which
+ * follows the caller's stream once and which the caller's stream follows
+ * once: each exchange (up to 14 a call) then begins and ends on its own
+ * lane, instead of forking from the caller's stream and joining into it. */
+tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream) {
+  void *home = p->iter.pull != NULL ? ns_pull_lane(p->iter.pull, OVL_LANE_COMPUTE0) : stream;
+  if (home == stream)
+    return run_on(p, out, x, stream);
+  tpla_ctx_t ctx = p->ctx;
+  TPLA_TRY(ctx->backend->stream_wait(ctx, home, stream));
+  tpla_status_t st = run_on(p, out, x, home);
+  tpla_status_t joined = ctx->backend->stream_wait(ctx, stream, home); /* also after a failure */
+  return st != TPLA_SUCCESS ? st : joined;
 }
 
 tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_matrix_t x,
