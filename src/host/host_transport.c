@@ -15,7 +15,14 @@
  *     thread, which the schedules are written to allow;
  *   - the plan-time rehearsal exists only so that CI runs the plans' code of
  *     it (the host has no lazy loading): zeroed scratch and window, and
- *     begin, step, arrival and wait_ready touch no peer until it ends.
+ *     begin, step, arrival and wait_ready touch no peer until it ends;
+ *   - with TPLA_HOST_LAZY_PULLS=1 (tests) a pull copies nothing when it is
+ *     issued: its destination turns to NaN bytes (0xff) and the copy is made
+ *     when a lane waits for its flag (arrival), when the lanes are synced or
+ *     when the exchange ends, the latest a GPU copy may complete. So code
+ *     that reads pulled rows before waiting for them, or overwrites a source
+ *     the peer may still be reading, fails here as it could on a GPU, where
+ *     lanes are not run in program order.
  * GEMMs go to the host backend's GEMM; bias and the fold of received
  * partials are loops here (fp32 math, like the CUDA kernel).
  */
@@ -42,6 +49,18 @@ struct tpla_xport {
   flag_t **peer_flags; /* every rank's flags */
   const char *fn;      /* the public function of the call in progress */
   bool rehearsal;      /* between rehearse_begin and rehearse_end: no peer is touched */
+  bool lazy;           /* TPLA_HOST_LAZY_PULLS=1: pulls copied when waited for */
+  struct pending_pull *pending;
+  int npending, pending_cap;
+};
+
+/* A pull issued but not copied yet (lazy pulls). */
+struct pending_pull {
+  int flag, from;
+  uint32_t seq;
+  tpla_matrix_t recv;
+  const char *src;
+  int64_t src_ld;
 };
 
 /* Fixed layout, no padding: status, then pointers as integers, then text. */
@@ -67,6 +86,7 @@ static void host_destroy(tpla_xport_t *xp) {
   free((void *)xp->flags);
   free(xp->peer_window);
   free(xp->peer_flags);
+  free(xp->pending);
   free(xp);
 }
 
@@ -117,6 +137,8 @@ static tpla_status_t host_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc,
     xp->nflags = desc->nflags;
     xp->window_bytes = desc->window_bytes;
     xp->fn = fn;
+    const char *lazy = getenv("TPLA_HOST_LAZY_PULLS");
+    xp->lazy = lazy != NULL && strcmp(lazy, "1") == 0;
     st = create_local(xp, &mine);
   }
   mine.status = (int32_t)st;
@@ -212,7 +234,10 @@ static tpla_status_t host_begin(tpla_xport_t *xp, uint32_t seq, void *stream, co
   return TPLA_SUCCESS;
 }
 
-static tpla_status_t host_end(tpla_xport_t *xp, void *stream) { return TPLA_SUCCESS; }
+static tpla_status_t complete_pulls(tpla_xport_t *xp, int flag);
+
+/* Every pull has completed when the exchange ends. */
+static tpla_status_t host_end(tpla_xport_t *xp, void *stream) { return complete_pulls(xp, -1); }
 
 /* ---- data movement ------------------------------------------------------------ */
 
@@ -249,6 +274,43 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s) {
                                     TPLA_UINT8, NULL);
 }
 
+static tpla_status_t pull_now(tpla_xport_t *xp, const struct pending_pull *p) {
+  TPLA_TRY(wait_flag(xp, step_of(xp, xp->flags, p->flag), p->seq, "a published slice", p->from));
+  copy_rows(p->recv.data, p->recv.ld, p->src, p->src_ld, p->recv.rows, p->recv.cols,
+            tpla_dtype_size(p->recv.dtype));
+  return TPLA_SUCCESS;
+}
+
+static tpla_status_t defer_pull(tpla_xport_t *xp, const struct pending_pull *p) {
+  if (xp->npending == xp->pending_cap) {
+    int cap = xp->pending_cap > 0 ? 2 * xp->pending_cap : 16;
+    struct pending_pull *grown = realloc(xp->pending, sizeof *grown * (size_t)cap);
+    if (grown == NULL)
+      return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, xp->fn, "out of host memory (lazy pulls)");
+    xp->pending = grown;
+    xp->pending_cap = cap;
+  }
+  size_t es = tpla_dtype_size(p->recv.dtype);
+  for (int64_t i = 0; i < p->recv.rows; i++) /* NaN in every float type */
+    memset((char *)p->recv.data + (size_t)(i * p->recv.ld) * es, 0xff, (size_t)p->recv.cols * es);
+  xp->pending[xp->npending++] = *p;
+  return TPLA_SUCCESS;
+}
+
+/* The pending pulls of `flag` (-1: all), in the order they were issued. */
+static tpla_status_t complete_pulls(tpla_xport_t *xp, int flag) {
+  int kept = 0;
+  tpla_status_t st = TPLA_SUCCESS;
+  for (int i = 0; i < xp->npending; i++) {
+    if (st == TPLA_SUCCESS && (flag < 0 || xp->pending[i].flag == flag))
+      st = pull_now(xp, &xp->pending[i]);
+    else if (st == TPLA_SUCCESS)
+      xp->pending[kept++] = xp->pending[i];
+  }
+  xp->npending = st == TPLA_SUCCESS ? kept : 0; /* after a failure the call is over */
+  return st;
+}
+
 static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
   if (xp->rehearsal)
     return TPLA_SUCCESS;
@@ -270,18 +332,18 @@ static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t s
   }
   if (s->to >= 0) /* our piece (in our window) is ready for `to` to read */
     set_flag(step_of(xp, xp->peer_flags[s->to], s->flag), seq);
-  if (s->from >= 0) {
-    TPLA_TRY(wait_flag(xp, step_of(xp, xp->flags, s->flag), seq, "a published slice", s->from));
-    const char *src = (const char *)xp->peer_window[s->from] + s->from_offset;
-    copy_rows(s->recv.data, s->recv.ld, src, s->from_ld > 0 ? s->from_ld : s->recv.cols,
-              s->recv.rows, s->recv.cols, tpla_dtype_size(s->recv.dtype));
-  }
-  return TPLA_SUCCESS;
+  if (s->from < 0)
+    return TPLA_SUCCESS;
+  struct pending_pull pull = {s->flag, s->from, seq, s->recv,
+                              (const char *)xp->peer_window[s->from] + s->from_offset,
+                              s->from_ld > 0 ? s->from_ld : s->recv.cols};
+  return xp->lazy ? defer_pull(xp, &pull) : pull_now(xp, &pull);
 }
 
 static tpla_status_t host_arrival(tpla_xport_t *xp, int lane, int flag, uint32_t seq) {
   if (xp->kind != OVL_XPORT_PEER || xp->rehearsal) /* SENDRECV steps complete before returning */
     return TPLA_SUCCESS;
+  TPLA_TRY(complete_pulls(xp, flag));
   return wait_flag(xp, step_of(xp, xp->flags, flag), seq, "a chunk", -1);
 }
 
@@ -291,7 +353,7 @@ static tpla_status_t host_wait_ready(tpla_xport_t *xp, int lane, int peer, uint3
   return wait_flag(xp, ready_of(xp->flags, peer), seq, "the ready signal", peer);
 }
 
-static tpla_status_t host_sync_lanes(tpla_xport_t *xp, int lane) { return TPLA_SUCCESS; }
+static tpla_status_t host_sync_lanes(tpla_xport_t *xp, int lane) { return complete_pulls(xp, -1); }
 
 static tpla_status_t host_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, void **scratch) {
   *scratch = NULL;
