@@ -134,7 +134,7 @@ static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *tab
 /* The first field in which rank r differs from rank 0, described in msg. */
 static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   const char *what = NULL;
-  char v[64] = "", v0[64] = "";
+  char v[32] = "", v0[32] = ""; /* the longest: "table hash " and 16 hex digits */
   int64_t keep = s->shard == TPLA_SHARD_ROWS ? s->local_cols : s->local_rows;
   int64_t keep0 = s0->shard == TPLA_SHARD_ROWS ? s0->local_cols : s0->local_rows;
   if (s->shard != s0->shard) {
