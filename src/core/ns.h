@@ -195,6 +195,9 @@ typedef struct {
                                     and GRAM_SHARDED's products are pulled */
   bool poly_in_window;           /* GRAM_SHARDED's X iteration, pulled: P is
                                     computed in the pulls' window, no g3 */
+  bool grams_mapped;             /* GRAM_SHARDED's Gram iteration, pulled: g1,
+                                    g2, g4, g5 live in the pulls' transport
+                                    memory (ns_pull_mapped), not the workspace */
 } ns_iter_t;
 
 /* How the ranks' partial Grams are summed: not at all (one rank's whole
@@ -287,6 +290,20 @@ tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float 
 tpla_status_t ns_shard_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                                tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t c, float alpha,
                                float beta, int tf32, void *stream);
+/* GRAM_SHARDED's Gram iteration on two ranks with pulls and
+ * it->grams_mapped (ns_rowsplit.c): the products of a segment split by
+ * halves of rows, published in NS_ROWSPLIT_CHUNKS row chunks. */
+#define NS_ROWSPLIT_CHUNKS 2
+typedef struct {
+  tpla_matrix_t g, s1, s2, s3; /* G (whole on entry), and the scratch matrices */
+} ns_rowsplit_t;
+/* Whether s gives every chunk of both ranks a row. */
+bool ns_rowsplit_fits(int64_t s);
+/* One segment's products from G (t1 NULL: a one-step segment); *w: the
+ * matrix the update multiplies by (whole on return, on `stream`). */
+tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_rowsplit_t *m,
+                                  const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
+                                  void *stream);
 /* g (s x s) = X X^T for op(x.v) s x k, its upper block rows, summed over the
  * ranks when the iteration all-reduces (by it->pull, else by NCCL through
  * it->arp); the caller mirrors. */
@@ -323,19 +340,27 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
  * products use it (ns_shard.c): begin on `stream`; compute this rank's
  * pieces into the window on lane 0 (lanes: overlap.h's OVL_LANE_*); per
  * flag (0 <= flag < the larger of it->nblocks and split.nbk), publish them
- * after lane 0's work and/or pull the peer's (recv with no rows: publish
- * only; publish false: a pull that waits for the peer only); a lane waits
- * for a flag's pulls with arrived; finish closes the exchange (the peer has
- * read this rank's window: the last flag, after the work on after_lane; with
- * two windows, which exchanges use in turn, no closing is needed) and joins
- * the lanes into `stream`, also after a failure `st`, which marks the plan
- * broken. A failed begin needs no finish. ns_pull_window is this exchange's
- * window (call it after begin). */
+ * and/or pull the peer's (recv with no rows: publish only; `from`: where the
+ * piece lies in this rank's transport memory, the same place in the peer's,
+ * rows from_ld elements apart, 0: dense), after the work
+ * enqueued on lane `after` (-1: none; publish after the pieces' lane); a
+ * lane waits for a flag's pulls with arrived; finish closes the exchange
+ * (the peer has read this rank's window: the last flag, after the work on
+ * after_lane; with two windows, which exchanges use in turn, no closing is
+ * needed) and joins the lanes into `stream`, also after a failure `st`,
+ * which marks the plan broken. A failed begin needs no finish.
+ * ns_pull_window is this exchange's window (call it after begin). */
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
 void *ns_pull_lane(const ns_pull_t *p, int lane);
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
-                            size_t from_offset, int64_t from_ld);
+                            const void *from, int64_t from_ld, int after);
+/* Whether `ptr` lies in this rank's transport memory, which the peer maps
+ * (the windows, and with it->grams_mapped the Gram iteration's matrices). */
+bool ns_pull_maps(const ns_pull_t *p, const void *ptr);
+/* The Gram iteration's s x s matrix i (0..3: g1, g2, g4, g5) in the
+ * transport memory, with it->grams_mapped. */
+void *ns_pull_mapped(const ns_pull_t *p, int i);
 tpla_status_t ns_pull_arrived(ns_pull_t *p, int lane, int flag);
 /* Close the exchange now, on after_lane (finish then closes nothing): once
  * the lane passes it, the peer has read this rank's window. */

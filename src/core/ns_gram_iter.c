@@ -69,21 +69,26 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   /* products of an fp32 Gram for a half input may use TF32, as the X
    * iteration's square */
   int tf32 = gt == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  const bool row_split = it->grams_mapped && it->pull != NULL && ns_rowsplit_fits(s);
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
     const float *t0 = table + 3 * k, *t1 = t0 + 3;
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
     TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
-    TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
     tpla_matrix_t w = S1;
-    float alpha = t0[0];
-    if (k + 1 < steps) {
+    float alpha = k + 1 < steps ? t0[0] * t1[0] : t0[0];
+    if (row_split) {
+      const ns_rowsplit_t m = {G, S1, S2, S3};
+      TPLA_TRY(ns_rowsplit_segment(ctx, it, &m, t0, k + 1 < steps ? t1 : NULL, tf32, &w, stream));
+    } else {
+      TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
+    }
+    if (k + 1 < steps && !row_split) {
       TPLA_TRY(sym_mul(ctx, it, S2, G, S1, G, 1.0f, t0[0], tf32, stream));  /* H */
       TPLA_TRY(sym_mul(ctx, it, G, S1, S2, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
       TPLA_TRY(poly(ctx, it, S2, G, t1[1], t1[2], tf32, stream));           /* Z_1 */
       TPLA_TRY(sym_mul(ctx, it, S3, S1, S2, S1, 1.0f, t1[0], tf32, stream)); /* W */
       TPLA_TRY(ns_axpby(ctx, S3, S2, t0[0], 1.0f, stream));
       w = S3;
-      alpha = t0[0] * t1[0];
     }
     if (gt != it->dtype) {
       TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));

@@ -254,6 +254,12 @@ void ns_iter_bind(ns_iter_t *it, void *base, void *temp) {
   it->pk = ns_at(base, it->off_pk);
   it->arp = ns_at(base, it->off_arp);
   it->temp = temp;
+  if (it->grams_mapped && it->pull != NULL) { /* ns_pull_create placed them */
+    it->g1 = ns_pull_mapped(it->pull, 0);
+    it->g2 = ns_pull_mapped(it->pull, 1);
+    it->g4 = ns_pull_mapped(it->pull, 2);
+    it->g5 = ns_pull_mapped(it->pull, 3);
+  }
 }
 
 /* The SQUARE update alternates X and the temp when the temp holds all of X. */

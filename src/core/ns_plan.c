@@ -373,6 +373,8 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   ns_plan_bind(p, ws);
   if (p->pulls_planned) /* collective; NULL: NCCL sums */
     st = ns_pull_create(ctx, &p->iter, p->pull_windows, fn, &p->iter.pull);
+  if (st == TPLA_SUCCESS && p->iter.pull != NULL)
+    ns_plan_bind(p, ws); /* again: some matrices may live in the pulls' memory */
   *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL;
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
     st = ns_pull_rehearse(p, fn);

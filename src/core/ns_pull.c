@@ -63,6 +63,8 @@ struct ns_pull {
   int windows; /* 1, or 2 used in turn by odd and even exchanges */
   int nflags;  /* the last one closes exchanges */
   size_t half; /* bytes from one window to the next */
+  size_t grams; /* with it->grams_mapped: where g1, g2, g4, g5 begin, s^2 apart */
+  size_t gram_bytes; /* one of them */
   bool pulled; /* this exchange waited for a piece of the peer's */
   bool closed; /* this exchange was closed before its finish (ns_pull_close) */
   bool open;   /* the last exchange ended without closing (ns_pull_settle) */
@@ -88,11 +90,20 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
    * rows at their packed offsets; flags: one per block row (of the Gram or
    * of a product), and the closing one */
   size_t gram = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
-  size_t rows = (it->poly_in_window ? (size_t)(it->s * it->s) : it->split.total) *
-                tpla_dtype_size(it->split.dtype);
+  size_t rows = it->grams_mapped     ? 0 /* computed in place */
+                : it->poly_in_window ? (size_t)(it->s * it->s) * tpla_dtype_size(it->split.dtype)
+                                     : it->split.total * tpla_dtype_size(it->split.dtype);
   size_t half = ((rows > gram ? rows : gram) + 255) / 256 * 256; /* the next one aligned */
-  int nflags = (it->nblocks > it->split.nbk ? it->nblocks : it->split.nbk) + 1;
-  ovl_xport_desc_t desc = {OVL_XPORT_AUTO, half * (size_t)windows, nflags, fn};
+  int nflags = it->nblocks > it->split.nbk ? it->nblocks : it->split.nbk;
+  if (it->grams_mapped && nflags < 3 * NS_ROWSPLIT_CHUNKS) /* ns_rowsplit.c's three matrices */
+    nflags = 3 * NS_ROWSPLIT_CHUNKS;
+  nflags++; /* the closing one */
+  /* past the windows, the Gram iteration's four s x s matrices: its
+   * products are computed in place there and pulled from there (ns_shard.c) */
+  size_t gram_bytes = it->grams_mapped ? (size_t)(it->s * it->s) * tpla_dtype_size(it->gram_dtype)
+                                       : 0;
+  gram_bytes = (gram_bytes + 255) / 256 * 256;
+  ovl_xport_desc_t desc = {OVL_XPORT_AUTO, half * (size_t)windows + 4 * gram_bytes, nflags, fn};
   ns_pull_t *p = calloc(1, sizeof *p);
   tpla_xport_t *xp = NULL;
   tpla_status_t st = x->create(ctx, &desc, &xp); /* collective: every rank calls it */
@@ -104,7 +115,8 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
     free(p);
     return st;
   }
-  *p = (ns_pull_t){x, xp, 1 - ctx->rank, 0, false, windows, nflags, half, false, false, false};
+  *p = (ns_pull_t){x,     xp,   1 - ctx->rank, 0,     false, windows, nflags,
+                   half,  half * (size_t)windows, gram_bytes, false, false, false};
   *out = p;
   return TPLA_SUCCESS;
 }
@@ -117,6 +129,15 @@ void ns_pull_destroy(ns_pull_t *p) {
 }
 
 size_t ns_pull_bytes(const ns_pull_t *p) { return p != NULL ? p->x->bytes(p->xp) : 0; }
+
+bool ns_pull_maps(const ns_pull_t *p, const void *ptr) {
+  const char *base = p->x->window(p->xp), *c = ptr;
+  return c >= base && c < base + p->grams + 4 * p->gram_bytes;
+}
+
+void *ns_pull_mapped(const ns_pull_t *p, int i) {
+  return (char *)p->x->window(p->xp) + p->grams + (size_t)i * p->gram_bytes;
+}
 
 /* m = 0 by a GEMM with k = 0 and beta 0, which writes zeros without reading. */
 static tpla_status_t zero(tpla_ctx_t ctx, tpla_matrix_t m, void *stream) {
@@ -207,12 +228,14 @@ tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
 }
 
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
-                            size_t from_offset, int64_t from_ld) {
+                            const void *from, int64_t from_ld, int after) {
+  size_t from_offset = from != NULL ? (size_t)((const char *)from - (char *)p->x->window(p->xp))
+                                    : 0;
   ovl_step_t step = {.to = publish ? p->peer : -1, .send = {p->x->window(p->xp), 0, 1, 1,
                                                              recv.dtype},
                      .from = recv.rows > 0 && recv.cols > 0 ? p->peer : -1, .recv = recv,
-                     .from_offset = window_offset(p) + from_offset, .pull = 1, .flag = flag,
-                     .after = publish ? OVL_LANE_COMPUTE0 : -1, .from_ld = from_ld};
+                     .from_offset = from_offset, .pull = 1, .flag = flag,
+                     .after = after, .from_ld = from_ld};
   p->pulled = p->pulled || step.from >= 0;
   return p->x->step(p->xp, &step, p->seq);
 }
@@ -274,7 +297,8 @@ static tpla_status_t gram_rows(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns
   for (int64_t i0 = 0; i0 < s; i0 += t, flag++) {
     int64_t h = s - i0 < t ? s - i0 : t;
     TPLA_TRY(ns_gram_row(ctx, ns_dense(win + at * es, h, s - i0, g.dtype), x, i0, h, lane0));
-    TPLA_TRY(ns_pull_piece(p, flag, true, ns_sub(g, i0, h, i0, s - i0), at * es, 0));
+    TPLA_TRY(ns_pull_piece(p, flag, true, ns_sub(g, i0, h, i0, s - i0), win + at * es, 0,
+                           OVL_LANE_COMPUTE0));
     at += (size_t)(h * (s - i0));
   }
   at = 0;

@@ -264,9 +264,11 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
  * TPLA_NS_PULL_WINDOWS=1, one) or, with TPLA_NS_GRAM_SUM=nccl, by the executor's
  * all-reduce: both sums are fp32 sums of the two partials rounded once, so
  * the results are the same bits, for every algorithm that all-reduces the
- * Gram, both iterations, even shards and a rank with no rows; the pulls'
- * windows show in the workspace (GRAM_SHARDED's X iteration computes P in
- * them). */
+ * Gram, both iterations, even shards and a rank with no rows, except
+ * GRAM_SHARDED's Gram iteration, whose pulled products are split by rows
+ * (ns_rowsplit.c) and agree to bf16 rounding; one window or two, the same
+ * bits; the pulls' windows show in the workspace (GRAM_SHARDED's X
+ * iteration computes P in them). */
 static void test_gram_sum_by_pulls(void) {
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                               TPLA_NS_ALGO_GRAM_SHARDED};
@@ -307,8 +309,11 @@ static void test_gram_sum_by_pulls(void) {
           ASSERT_TRUE(ws_two - ws_one >= 24 * 24 * 2);
         else
           ASSERT_TRUE(ws_one > run.ws[0]);
-        ASSERT_TRUE(memcmp(one, nccl, sizeof(double) * 40 * 24) == 0);
-        ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
+        ASSERT_TRUE(memcmp(one, two, sizeof(double) * 40 * 24) == 0);
+        if (a == 1 && it) /* pulled: products by halves of rows, not mirrored triangles */
+          ASSERT_TRUE(rel_diff(two, nccl, 40 * 24) < 6e-2);
+        else
+          ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
         free(one);
         free(nccl);
         free(two);
