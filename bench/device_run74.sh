@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench/device_run74.sh - GRAM_SHARDED's Gram iteration with pulls, its products split by
+# halves of whole rows (ns_rowsplit.c, this tree, branch exp-full-rows) against main:
+# 1. test_gpu_ns and test_gpu_ns_api on 2 GPUs, memcheck of the Gram iteration;
+# 2. tpla ns -g 2 on the four 2-GPU shapes, main and rowsplit, three rounds, tpla ns -g 1
+#    (8192^2, 16384x4096) before each; 3. bench/run_ns.sh (PyTorch in the same run) in
+#    rowsplit when its sum of medians is the smaller. About 5 minutes.
+# Prepare: git archive main -o snap/run74_main.tar && git archive HEAD -o snap/run74.tar;
+# run (carry ["snap"]): mkdir -p /tmp/s74/snap && tar xf snap/run74.tar -C /tmp/s74 &&
+#   cp snap/run74_main.tar /tmp/s74/snap/ && cd /tmp/s74 && bash bench/device_run74.sh
+set -u
+. bench/device_lib.sh 74
+ROOT=$PWD
+tar_build /tmp/s74main "$ROOT/snap/run74_main.tar" main tpla_tool &
+gpu_build tpla_tool test_gpu_ns test_gpu_ns_api
+wait
+pack
+CUDA_VISIBLE_DEVICES=0,1 bounded 150 "$L/test_gpu_ns.log" build-gpu/tests/test_gpu_ns
+say "test_gpu_ns (rowsplit), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns.log")"
+grep -E "Gram iteration|GRAM_SHARDED|FAIL" "$L/test_gpu_ns.log" | head -8 >> "$S"
+CUDA_VISIBLE_DEVICES=0,1 bounded 150 "$L/test_gpu_ns_api.log" build-gpu/tests/test_gpu_ns_api
+say "test_gpu_ns_api (rowsplit): exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns_api.log")"
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+CUDA_MODULE_LOADING=EAGER bounded 150 "$L/memcheck_gram.log" "$SAN" --tool memcheck \
+  --report-api-errors no --error-exitcode 99 build-gpu/tpla ns -g 2 -n 2 -w 0 -c 0 \
+  --gram=both --algo=gram_sharded --iterate=gram 1024x512 96x1000
+say "memcheck (rowsplit) GRAM_SHARDED gram: exit $? $(grep 'ERROR SUMMARY' "$L/memcheck_gram.log")"
+pack
+tool_of() { [ "$1" = rowsplit ] && echo build-gpu/tpla || echo "/tmp/s74$1/build-gpu/tpla"; }
+ns() { # name build gpus shapes...
+  local name=$1 b=$2 g=$3; shift 3
+  CUDA_VISIBLE_DEVICES=0,1 bounded 90 "$L/$name.log" "$(tool_of "$b")" ns -g "$g" -s 1234 -n 20 \
+    -w 5 --gram=input --svd-max=0 "$@"
+  say "$name: exit $? ($(el))"
+  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" | sed "s/^/$name /" >> "$S"
+}
+for rep in 1 2 3; do
+  ns "one_$rep" main 1 8192x8192 16384x4096
+  for b in main rowsplit; do
+    ns "${b}_$rep" "$b" 2 8192x8192 16384x4096 4096x14336 14336x4096
+  done
+  pack
+done
+sum() { cat "$L"/"$1"_?.log | awk '/^ *[0-9]+x[0-9]+ +2 tpla/ {t += $4} END {print t}'; }
+main=$(sum main) new=$(sum rowsplit)
+say "sums of medians: main $main, rowsplit $new ms"
+if awk "BEGIN {exit !($new < $main)}"; then
+  (OUT=$L/run_ns timeout 240 bash bench/run_ns.sh > "$L/run_ns.log" 2>&1)
+  say "run_ns (rowsplit): exit $? ($(el))"
+  grep -E "^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/run_ns/compare.txt" >> "$S"
+fi
+pack
+cat "$S"
