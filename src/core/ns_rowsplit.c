@@ -55,19 +55,21 @@ static void rows_of(const rs_t *rs, int q, int j, int n, int64_t *r0, int64_t *r
 
 bool ns_rowsplit_fits(int64_t s) { return s / 2 >= NS_ROWSPLIT_CHUNKS; }
 
-/* Rows [r0, r1) of d = alpha x[:, k0:k1] y[k0:k1, :] + beta c. y is symmetric, so
- * its rows k0..k1 are the transpose of its columns k0..k1: the GEMM reads y
- * as the triangle's GEMMs do (B transposed). */
+/* Rows [r0, r1) of d = alpha x[:, k0:k1] y[k0:k1, :] + beta c. y is symmetric:
+ * when all of it is here (y_whole), its rows k0..k1 are read as the
+ * transpose of its columns k0..k1, as the triangle's GEMMs read it (B
+ * transposed); otherwise as rows, since its columns cross the peer's rows. */
 static tpla_status_t rows_gemm(const rs_t *rs, const rs_product_t *pr, tpla_matrix_t c,
-                               float beta, int64_t r0, int64_t r1, int64_t k0, int64_t k1) {
-  int64_t s = rs->s, h = r1 - r0;
+                               float beta, int64_t r0, int64_t r1, int64_t k0, int64_t k1,
+                               bool y_whole) {
+  int64_t s = rs->s, h = r1 - r0, k = k1 - k0;
   tpla_matrix_t D = ns_sub(pr->d, r0, h, 0, s), C = ns_sub(c, r0, h, 0, s);
-  if (pr->alpha == 0.0f || k1 <= k0)
+  if (pr->alpha == 0.0f || k <= 0)
     return ns_axpby(rs->ctx, D, C, beta, 0.0f, rs->lane);
-  return ns_gemm_c(rs->ctx, (ns_opmat_t){D, false},
-                   (ns_opmat_t){ns_sub(pr->x, r0, h, k0, k1 - k0), false},
-                   (ns_opmat_t){ns_sub(pr->y, 0, s, k0, k1 - k0), true}, (ns_opmat_t){C, false},
-                   pr->alpha, beta, rs->tf32, rs->lane);
+  ns_opmat_t y = y_whole ? (ns_opmat_t){ns_sub(pr->y, 0, s, k0, k), true}
+                         : (ns_opmat_t){ns_sub(pr->y, k0, k, 0, s), false};
+  return ns_gemm_c(rs->ctx, (ns_opmat_t){D, false}, (ns_opmat_t){ns_sub(pr->x, r0, h, k0, k), false},
+                   y, (ns_opmat_t){C, false}, pr->alpha, beta, rs->tf32, rs->lane);
 }
 
 /* This rank's rows of the product; flag >= 0: published chunk by chunk
@@ -78,7 +80,7 @@ static tpla_status_t product(const rs_t *rs, const rs_product_t *pr, int flag) {
   for (int j = 0; j < n; j++) {
     int64_t r0, r1, p0, p1;
     rows_of(rs, rs->rank, j, n, &r0, &r1);
-    TPLA_TRY(rows_gemm(rs, pr, pr->c, pr->beta, r0, r1, 0, rs->s));
+    TPLA_TRY(rows_gemm(rs, pr, pr->c, pr->beta, r0, r1, 0, rs->s, true));
     if (pr->gamma != 0.0f)
       TPLA_TRY(ns_axpby(rs->ctx, ns_sub(pr->d, r0, r1 - r0, 0, rs->s),
                         ns_sub(pr->e, r0, r1 - r0, 0, rs->s), pr->gamma, 1.0f, rs->lane));
@@ -120,9 +122,9 @@ static tpla_status_t segment(const rs_t *rs, const ns_rowsplit_t *m, const float
   int64_t o0, o1, p0, p1;
   rows_of(rs, rs->rank, 0, 1, &o0, &o1);
   rows_of(rs, 1 - rs->rank, 0, 1, &p0, &p1);
-  TPLA_TRY(rows_gemm(rs, &z1, G, t1[1], o0, o1, o0, o1));
+  TPLA_TRY(rows_gemm(rs, &z1, G, t1[1], o0, o1, o0, o1, false));
   TPLA_TRY(arrived(rs, FLAG_G1));
-  TPLA_TRY(rows_gemm(rs, &z1, Z1, 1.0f, o0, o1, p0, p1));
+  TPLA_TRY(rows_gemm(rs, &z1, Z1, 1.0f, o0, o1, p0, p1, true));
   const rs_product_t wp = {W, Z1, Z0, Z0, Z1, 1.0f, t1[0], t0[0]};
   TPLA_TRY(product(rs, &wp, FLAG_W));
   *w = W;
