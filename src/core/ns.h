@@ -290,18 +290,20 @@ tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float 
 tpla_status_t ns_shard_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                                tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t c, float alpha,
                                float beta, int tf32, void *stream);
+/* The Gram iteration's s x s matrices (ns_gram_iter.c): G, whole when a
+ * segment's products begin, and three scratch matrices. */
+typedef struct {
+  tpla_matrix_t g, s1, s2, s3;
+} ns_gram_mats_t;
 /* GRAM_SHARDED's Gram iteration on two ranks with pulls and
  * it->grams_mapped (ns_rowsplit.c): the products of a segment split by
  * halves of rows, published in NS_ROWSPLIT_CHUNKS row chunks. */
 #define NS_ROWSPLIT_CHUNKS 2
-typedef struct {
-  tpla_matrix_t g, s1, s2, s3; /* G (whole on entry), and the scratch matrices */
-} ns_rowsplit_t;
 /* Whether s gives every chunk of both ranks a row. */
 bool ns_rowsplit_fits(int64_t s);
 /* One segment's products from G (t1 NULL: a one-step segment); *w: the
  * matrix the update multiplies by (whole on return, on `stream`). */
-tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_rowsplit_t *m,
+tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
                                   const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
                                   void *stream);
 /* g (s x s) = X X^T for op(x.v) s x k, its upper block rows, summed over the

@@ -23,7 +23,9 @@
  *
  * Buffers (ns_iter_setup): G in g1, scratch S1 = g2 (also the all-reduce's
  * packed rows, free once G is in), S2 = g4, S3 = g5, all in the Gram dtype,
- * and g3 for the update operand in the input dtype when they differ.
+ * and g3 for the update operand in the input dtype when they differ. On two
+ * ranks with pulls (GRAM_SHARDED) ns_rowsplit.c computes a segment's
+ * products by halves of rows instead.
  */
 #include "ns.h"
 
@@ -59,41 +61,51 @@ static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z, 
   return sym_mul(ctx, it, z, g, g, g, c, b, tf32, stream);
 }
 
+/* One segment's products from G, triangle by triangle (each mirrored):
+ * *w and *alpha for the update X' = W X + alpha X (t1 NULL: one step). */
+static tpla_status_t products(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
+                              const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
+                              void *stream) {
+  const tpla_matrix_t G = m->g, S1 = m->s1, S2 = m->s2, S3 = m->s3;
+  TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
+  *w = S1;
+  if (t1 == NULL)
+    return TPLA_SUCCESS;
+  TPLA_TRY(sym_mul(ctx, it, S2, G, S1, G, 1.0f, t0[0], tf32, stream));  /* H */
+  TPLA_TRY(sym_mul(ctx, it, G, S1, S2, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
+  TPLA_TRY(poly(ctx, it, S2, G, t1[1], t1[2], tf32, stream));           /* Z_1 */
+  TPLA_TRY(sym_mul(ctx, it, S3, S1, S2, S1, 1.0f, t1[0], tf32, stream)); /* W */
+  *w = S3;
+  return ns_axpby(ctx, S3, S2, t0[0], 1.0f, stream);
+}
+
 tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
                               const float *table, int steps, void *stream) {
   int64_t s = it->s;
   tpla_dtype_t gt = it->gram_dtype;
-  tpla_matrix_t G = ns_dense(it->g1, s, s, gt), S1 = ns_dense(it->g2, s, s, gt);
-  tpla_matrix_t S2 = ns_dense(it->g4, s, s, gt), S3 = ns_dense(it->g5, s, s, gt);
+  tpla_matrix_t G = ns_dense(it->g1, s, s, gt);
+  const ns_gram_mats_t m = {G, ns_dense(it->g2, s, s, gt), ns_dense(it->g4, s, s, gt),
+                            ns_dense(it->g5, s, s, gt)};
   tpla_matrix_t cast = ns_dense(it->g3, s, s, it->dtype);
   /* products of an fp32 Gram for a half input may use TF32, as the X
    * iteration's square */
   int tf32 = gt == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  /* two ranks with pulls: the products by halves of rows (ns_rowsplit.c) */
   const bool row_split = it->grams_mapped && it->pull != NULL && ns_rowsplit_fits(s);
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
-    const float *t0 = table + 3 * k, *t1 = t0 + 3;
+    const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
     TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
-    tpla_matrix_t w = S1;
-    float alpha = k + 1 < steps ? t0[0] * t1[0] : t0[0];
-    if (row_split) {
-      const ns_rowsplit_t m = {G, S1, S2, S3};
-      TPLA_TRY(ns_rowsplit_segment(ctx, it, &m, t0, k + 1 < steps ? t1 : NULL, tf32, &w, stream));
-    } else {
-      TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
-    }
-    if (k + 1 < steps && !row_split) {
-      TPLA_TRY(sym_mul(ctx, it, S2, G, S1, G, 1.0f, t0[0], tf32, stream));  /* H */
-      TPLA_TRY(sym_mul(ctx, it, G, S1, S2, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
-      TPLA_TRY(poly(ctx, it, S2, G, t1[1], t1[2], tf32, stream));           /* Z_1 */
-      TPLA_TRY(sym_mul(ctx, it, S3, S1, S2, S1, 1.0f, t1[0], tf32, stream)); /* W */
-      TPLA_TRY(ns_axpby(ctx, S3, S2, t0[0], 1.0f, stream));
-      w = S3;
-    }
+    tpla_matrix_t w;
+    if (row_split)
+      TPLA_TRY(ns_rowsplit_segment(ctx, it, &m, t0, t1, tf32, &w, stream));
+    else
+      TPLA_TRY(products(ctx, it, &m, t0, t1, tf32, &w, stream));
     if (gt != it->dtype) {
       TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
       w = cast;
     }
+    float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
     TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */
   }
   return TPLA_SUCCESS;

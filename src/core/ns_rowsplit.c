@@ -104,7 +104,7 @@ static tpla_status_t arrived(const rs_t *rs, int flag) {
 
 enum { FLAG_Z0 = 0, FLAG_G1 = NS_ROWSPLIT_CHUNKS, FLAG_W = 2 * NS_ROWSPLIT_CHUNKS };
 
-static tpla_status_t segment(const rs_t *rs, const ns_rowsplit_t *m, const float *t0,
+static tpla_status_t segment(const rs_t *rs, const ns_gram_mats_t *m, const float *t0,
                              const float *t1, tpla_matrix_t *w) {
   const tpla_matrix_t G = m->g, Z0 = m->s1, H = m->s2, Z1 = m->s2, W = m->s3;
   const rs_product_t z0 = {Z0, G, G, G, G, t0[2], t0[1], 0.0f};
@@ -131,7 +131,7 @@ static tpla_status_t segment(const rs_t *rs, const ns_rowsplit_t *m, const float
   return arrived(rs, FLAG_W);
 }
 
-tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_rowsplit_t *m,
+tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
                                   const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
                                   void *stream) {
   ns_pull_t *p = it->pull;
