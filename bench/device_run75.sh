@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/device_run75.sh - run 74's row-split products (ns_rowsplit.c, branch exp-full-rows)
-# after the fix of Z_1's first half (98499f1: it read G_1's columns, which cross the peer's
-# rows, before they arrived; run 74's test_gpu_ns failed every uneven Gram-iteration case on
-# 2 GPUs, and its timings are of that racy build). Host: test_ns_dist and the host stand-in
-# of test_gpu_ns pass with lazy pulls (TPLA_HOST_LAZY_PULLS=1), which catch the bug.
+# after the fix of Z_1's first half (commit "ns_rowsplit.c: Z_1's first half reads G_1's own
+# rows as rows"; 98499f1 before rebases, kept on branch exp-full-rows-run74): it read G_1's
+# columns, which cross the peer's rows, before they arrived; run 74's test_gpu_ns failed 38
+# uneven Gram-iteration cases on 2 GPUs, and its timings are of that racy build. Host:
+# test_ns_dist and the host stand-in of test_gpu_ns pass with lazy pulls
+# (TPLA_HOST_LAZY_PULLS=1), which catch the bug.
 # 1. test_gpu_ns and test_gpu_ns_api on 2 GPUs, memcheck of the Gram iteration;
 # 2. tpla ns -g 2 on the four 2-GPU shapes, main and rowsplit, three rounds, tpla ns -g 1
 #    (8192^2, 16384x4096) before each; 3. bench/run_ns.sh (PyTorch in the same run) in
