@@ -61,8 +61,8 @@ static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z, 
   return sym_mul(ctx, it, z, g, g, g, c, b, tf32, stream);
 }
 
-/* One segment's products from G, triangle by triangle (each mirrored):
- * *w and *alpha for the update X' = W X + alpha X (t1 NULL: one step). */
+/* One segment's products from G, triangle by triangle (each mirrored); *w:
+ * the W of the update X' = W X + alpha X (t1 NULL: a one-step segment). */
 static tpla_status_t products(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
                               const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
                               void *stream) {

@@ -27,7 +27,8 @@
  * rows are placed after the GEMMs (run 60, 8192^2 bf16: 43 us a product).
  * The Gram iteration's products likewise, in its four s x s matrices, which
  * then live in the transport memory past the windows (ns_pull_create; run
- * 60, 16384x4096: 17-19 us of placing a product). The mirror rewrites the
+ * 60, 16384x4096: 17-19 us of placing a product), where s is too small for
+ * ns_rowsplit.c's split by halves of rows, which they take otherwise. The mirror rewrites the
  * lower part of the own diagonal blocks, which the peer pulls, so it waits
  * until the peer has read them (the exchange is closed first). Whatever
  * writes such a matrix again (the update reads P in the window first) comes
