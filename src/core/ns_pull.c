@@ -85,10 +85,11 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
   const struct tpla_xport_ops *x = ctx->backend->xport;
   if (ctx->nranks != 2 || !it->allreduce || x == NULL)
     return TPLA_SUCCESS;
-  /* a window holds the packed partial Gram, or (GRAM_SHARDED) a product:
-   * the X iteration's whole polynomial (ns_shard.c), the Gram iteration's
-   * rows at their packed offsets; flags: one per block row (of the Gram or
-   * of a product), and the closing one */
+  /* a window holds the packed partial Gram, or (GRAM_SHARDED) the X
+   * iteration's whole polynomial (ns_shard.c); the Gram iteration's products
+   * are computed in place in its matrices, past the windows; flags: one per
+   * block row (of the Gram or of a product) or per row chunk of the row
+   * split (ns_rowsplit.c), and the closing one */
   size_t gram = ns_iter_allreduce_bytes(it->s, it->nblocks, it->gram_dtype);
   size_t rows = it->grams_mapped     ? 0 /* computed in place */
                 : it->poly_in_window ? (size_t)(it->s * it->s) * tpla_dtype_size(it->split.dtype)
