@@ -274,6 +274,11 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
                              float beta, void *stream);
 /* X' = P X + a X (P s x s, input dtype) for X at place[*at]: into the other
  * place when the iteration ping-pongs (*at flips), else in place by chunks. */
+bool ns_update_pingpong(const ns_iter_t *it);
+/* Rows [r0, r0 + h) of the ping-pong update into place[!at]: they read only
+ * rows [r0, r0 + h) of P (the caller flips at after the last rows). */
+tpla_status_t ns_update_rows(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
+                             tpla_matrix_t p, float a, int64_t r0, int64_t h, void *stream);
 tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int *at,
                                tpla_matrix_t p, float a, void *stream);
 /* The Gram iteration's steps from X at place[at] (ns_gram_iter.c). */
@@ -301,10 +306,12 @@ typedef struct {
 #define NS_ROWSPLIT_CHUNKS 2
 /* Whether s gives every chunk of both ranks a row. */
 bool ns_rowsplit_fits(int64_t s);
-/* One segment's products from G (t1 NULL: a one-step segment); *w: the
- * matrix the update multiplies by (whole on return, on `stream`). */
+/* One segment from G (t1 NULL: a one-step segment): its products and the
+ * update X' = W X + alpha X of X at place[*at] (cast: W in the input dtype
+ * when it differs from the Gram's, else data NULL). */
 tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
-                                  const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
+                                  tpla_matrix_t cast, const float *t0, const float *t1,
+                                  float alpha, int tf32, ns_opmat_t place[2], int *at,
                                   void *stream);
 /* g (s x s) = X X^T for op(x.v) s x k, its upper block rows, summed over the
  * ranks when the iteration all-reduces (by it->pull, else by NCCL through

@@ -96,16 +96,19 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
     const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
     TPLA_TRY(ctx->backend->mirror_upper(ctx, G, stream));
+    float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
+    if (row_split) { /* the update too, by halves of W where it can */
+      tpla_matrix_t in_dtype = gt != it->dtype ? cast : (tpla_matrix_t){NULL, 0, 0, 1, gt};
+      TPLA_TRY(ns_rowsplit_segment(ctx, it, &m, in_dtype, t0, t1, alpha, tf32, place, &at,
+                                   stream));
+      continue;
+    }
     tpla_matrix_t w;
-    if (row_split)
-      TPLA_TRY(ns_rowsplit_segment(ctx, it, &m, t0, t1, tf32, &w, stream));
-    else
-      TPLA_TRY(products(ctx, it, &m, t0, t1, tf32, &w, stream));
+    TPLA_TRY(products(ctx, it, &m, t0, t1, tf32, &w, stream));
     if (gt != it->dtype) {
       TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
       w = cast;
     }
-    float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
     TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */
   }
   return TPLA_SUCCESS;

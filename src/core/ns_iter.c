@@ -312,6 +312,14 @@ static tpla_status_t update_chunks(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat
   return TPLA_SUCCESS;
 }
 
+bool ns_update_pingpong(const ns_iter_t *it) { return pingpong(it); }
+
+tpla_status_t ns_update_rows(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
+                             tpla_matrix_t p, float a, int64_t r0, int64_t h, void *stream) {
+  return ns_gemm_c(ctx, op_rows(place[!at], r0, h), plain(ns_sub(p, r0, h, 0, it->s)), place[at],
+                   op_rows(place[at], r0, h), 1.0f, a, 0, stream);
+}
+
 tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int *at,
                                tpla_matrix_t p, float a, void *stream) {
   if (!pingpong(it))

@@ -104,14 +104,17 @@ static tpla_status_t arrived(const rs_t *rs, int flag) {
 
 enum { FLAG_Z0 = 0, FLAG_G1 = NS_ROWSPLIT_CHUNKS, FLAG_W = 2 * NS_ROWSPLIT_CHUNKS };
 
+/* The products; *w: W (Z_0 for a one-step segment), whose peer rows are
+ * pulled under flags *flag.. */
 static tpla_status_t segment(const rs_t *rs, const ns_gram_mats_t *m, const float *t0,
-                             const float *t1, tpla_matrix_t *w) {
+                             const float *t1, tpla_matrix_t *w, int *flag) {
   const tpla_matrix_t G = m->g, Z0 = m->s1, H = m->s2, Z1 = m->s2, W = m->s3;
   const rs_product_t z0 = {Z0, G, G, G, G, t0[2], t0[1], 0.0f};
   TPLA_TRY(product(rs, &z0, FLAG_Z0));
   *w = Z0;
-  if (t1 == NULL) /* a one-step segment: the update reads all of Z_0 */
-    return arrived(rs, FLAG_Z0);
+  *flag = FLAG_Z0;
+  if (t1 == NULL)
+    return TPLA_SUCCESS;
   const rs_product_t h = {H, Z0, G, G, G, 1.0f, t0[0], 0.0f};
   TPLA_TRY(product(rs, &h, -1));
   TPLA_TRY(arrived(rs, FLAG_Z0));
@@ -128,14 +131,52 @@ static tpla_status_t segment(const rs_t *rs, const ns_gram_mats_t *m, const floa
   const rs_product_t wp = {W, Z1, Z0, Z0, Z1, 1.0f, t1[0], t0[0]};
   TPLA_TRY(product(rs, &wp, FLAG_W));
   *w = W;
-  return arrived(rs, FLAG_W);
+  *flag = FLAG_W;
+  return TPLA_SUCCESS;
+}
+
+/* X' = W X + alpha X by halves of W's rows (the ping-pong update): rows of
+ * X' from the own rows of W while the peer's arrive, then the rest. */
+static tpla_status_t update_by_halves(const rs_t *rs, const ns_iter_t *it, tpla_matrix_t w,
+                                      int flag, tpla_matrix_t cast, float alpha,
+                                      ns_opmat_t place[2], int at) {
+  for (int half = 0; half < 2; half++) {
+    int64_t r0, r1;
+    rows_of(rs, half == 0 ? rs->rank : 1 - rs->rank, 0, 1, &r0, &r1);
+    if (half == 1)
+      TPLA_TRY(arrived(rs, flag));
+    tpla_matrix_t p = w;
+    if (cast.data != NULL) { /* W in the input dtype, these rows */
+      TPLA_TRY(ns_axpby(rs->ctx, ns_sub(cast, r0, r1 - r0, 0, rs->s),
+                        ns_sub(w, r0, r1 - r0, 0, rs->s), 1.0f, 0.0f, rs->lane));
+      p = cast;
+    }
+    TPLA_TRY(ns_update_rows(rs->ctx, it, place, at, p, alpha, r0, r1 - r0, rs->lane));
+  }
+  return TPLA_SUCCESS;
 }
 
 tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
-                                  const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
+                                  tpla_matrix_t cast, const float *t0, const float *t1,
+                                  float alpha, int tf32, ns_opmat_t place[2], int *at,
                                   void *stream) {
   ns_pull_t *p = it->pull;
   const rs_t rs = {ctx, p, ns_pull_lane(p, OVL_LANE_COMPUTE0), it->s, ctx->rank, tf32};
+  const bool halves = ns_update_pingpong(it);
+  tpla_matrix_t w;
+  int flag;
   TPLA_TRY(ns_pull_begin(ctx, p, stream));
-  return ns_pull_finish(p, OVL_LANE_COMPUTE0, stream, segment(&rs, m, t0, t1, w));
+  tpla_status_t st = segment(&rs, m, t0, t1, &w, &flag);
+  if (st == TPLA_SUCCESS)
+    st = halves ? update_by_halves(&rs, it, w, flag, cast, alpha, place, *at) : arrived(&rs, flag);
+  TPLA_TRY(ns_pull_finish(p, OVL_LANE_COMPUTE0, stream, st));
+  if (halves) {
+    *at = !*at;
+    return TPLA_SUCCESS;
+  }
+  if (cast.data != NULL) {
+    TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
+    w = cast;
+  }
+  return ns_update_square(ctx, it, place, at, w, alpha, stream);
 }
