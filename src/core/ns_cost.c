@@ -205,6 +205,15 @@ static double split_product_time(const ns_machine_t *mach, const ns_shape_t *sh,
   return t;
 }
 
+/* One s x s product of the Gram iteration split by halves of rows on two
+ * ranks with pulls (ns_rowsplit.c): the larger half's GEMMs, no mirror, and
+ * the flags; the pulls hide behind the next product or the update's first
+ * half (run 75, 16384x4096 bf16: ~112 us a product, ~613 TFLOP/s). */
+static double row_split_product_time(const ns_machine_t *mach, int64_t s, double ws) {
+  double rows = (double)(s - s / 2);
+  return 2.0 * rows * (double)s * (double)s * ws / mach->flops + mach->pull_latency;
+}
+
 /* GRAM_SHARDED: per Gram formed, rank q's Gram and X update on its l_q
  * columns and the Gram all-reduce; per s x s product (the X iteration's
  * polynomial, or the Gram iteration's products), the block rows (ns_shard.c)
@@ -231,9 +240,11 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
   double per_gram = most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
                     gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
-  return allreduce_time(mach, P, 4.0) + grams_formed(sh) * per_gram +
-         products * (split_product_time(mach, sh, gemm, in) +
-                     mirror_time(mach, g, sh->gram_iter ? sh->gram_dtype : sh->dtype));
+  double per_product = split_product_time(mach, sh, gemm, in) +
+                       mirror_time(mach, g, sh->gram_iter ? sh->gram_dtype : sh->dtype);
+  if (sh->gram_iter && sh->pulled && P == 2 && ns_rowsplit_fits(g))
+    per_product = row_split_product_time(mach, g, ws);
+  return allreduce_time(mach, P, 4.0) + grams_formed(sh) * per_gram + products * per_product;
 }
 
 double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm_t a) {
