@@ -15,7 +15,7 @@ pack
 for gram in input fp32; do
   for shape in 16384x4096 8192x8192 4096x14336 14336x4096; do
     [ "$(( $(date +%s) - t0 ))" -lt 500 ] || { say "ns_auto_check $gram $shape: not run (time)"; continue; }
-    timeout 60 python3 bench/ns_auto_check.py --tpla build-gpu/tpla -g 2 --reps 1 --gram $gram \
+    timeout 90 python3 bench/ns_auto_check.py --tpla build-gpu/tpla -g 2 --reps 1 --gram $gram \
       --out "$L/auto_${gram}_$shape" "$shape" > "$L/auto_${gram}_$shape.log" 2>&1
     say "ns_auto_check $gram Gram $shape: exit $? ($(el))"
     grep -E "PASS|MISS" "$L/auto_${gram}_$shape.log" >> "$S"
