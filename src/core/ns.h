@@ -302,8 +302,12 @@ typedef struct {
 } ns_gram_mats_t;
 /* GRAM_SHARDED's Gram iteration on two ranks with pulls and
  * it->grams_mapped (ns_rowsplit.c): the products of a segment split by
- * halves of rows, published in NS_ROWSPLIT_CHUNKS row chunks. */
-#define NS_ROWSPLIT_CHUNKS 2
+ * halves of rows, published in NS_ROWSPLIT_CHUNKS row chunks. A build-time
+ * constant (-DTPLA_NS_ROWSPLIT_CHUNKS=n), the same on every rank. */
+#ifndef TPLA_NS_ROWSPLIT_CHUNKS
+#define TPLA_NS_ROWSPLIT_CHUNKS 2
+#endif
+#define NS_ROWSPLIT_CHUNKS TPLA_NS_ROWSPLIT_CHUNKS
 /* Whether s gives every chunk of both ranks a row. */
 bool ns_rowsplit_fits(int64_t s);
 /* One segment from G (t1 NULL: a one-step segment): its products and the
