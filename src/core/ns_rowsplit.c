@@ -21,8 +21,10 @@
  *   W   = Z_1 Z_0 + a_1 Z_0 + a_0 Z_1   published; the update waits for it
  * The matrices live in the pulls' transport memory (ns_pull_mapped): each
  * rank's rows are pulled from their place into the same place on the peer.
- * A published matrix is published in NS_ROWSPLIT_CHUNKS row chunks, so only
- * the last chunk's pull follows the GEMMs. One exchange per segment.
+ * A published matrix is published in NS_ROWSPLIT_CHUNKS row chunks (one by
+ * default: each pull has a GEMM to hide behind, Z_0's H, G_1's the first half
+ * of Z_1, W's the first half of the update, and a single GEMM of the half
+ * runs faster than two; run 77). One exchange per segment.
  *
  * Why it is safe to write a matrix again: the peer's pulls of a segment end
  * before its exchange ends, and this rank writes any of these matrices
