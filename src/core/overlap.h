@@ -228,8 +228,9 @@ static inline int64_t ovl_rows(const ovl_plan_t *p, int r) { return p->offs[r + 
  * `chunks` pieces, the last about 1/tail of the others (the same on every
  * rank for a given slice). */
 void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *nr);
-/* The tail AUTO chooses (TPLA_OVERLAP_TAIL overrides; see overlap_plan.c). */
-int ovl_auto_tail(ovl_kind_t kind);
+/* The tail AUTO chooses from agreed values (TPLA_OVERLAP_TAIL overrides;
+ * see overlap_plan.c). */
+int ovl_auto_tail(ovl_kind_t kind, int nranks, int64_t k, int64_t n, tpla_dtype_t dtype);
 /* The chunk count AUTO chooses from agreed values (see overlap_plan.c). */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype);

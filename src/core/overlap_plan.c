@@ -263,17 +263,22 @@ void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *
 /* Transfer time over GEMM time for one slice, with H200-class constants
  * (GEMM 700 TFLOP/s, copy engine 350 GB/s): AG moves a slice (k columns)
  * to every peer while each receiver multiplies it by n columns; RS/AR send
- * an n-column partial per peer computed over k. Above 1/2 the transfer is
- * chunked, so a GEMM waits only for its own chunk (about 4 chunks per unit
- * of the ratio, at most 8, never below 128 rows); GEMM+RS/AR and FP8
- * AllGather+GEMM take at least 4. */
+ * an n-column partial per peer computed over k. */
+static double transfer_ratio(ovl_kind_t kind, int nranks, int64_t k, int64_t n,
+                             tpla_dtype_t dtype) {
+  double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
+  return kind == OVL_AG ? e * (nranks - 1) * flops / (2.0 * (double)(n > 0 ? n : 1) * bw)
+                        : e * flops / (2.0 * (double)(k > 0 ? k : 1) * bw);
+}
+
+/* Above a ratio of 1/2 the transfer is chunked, so a GEMM waits only for its
+ * own chunk (about 4 chunks per unit of the ratio, at most 8, never below
+ * 128 rows); GEMM+RS/AR and FP8 AllGather+GEMM take at least 4. */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype) {
   if (nranks < 2 || max_rows < 256)
     return 1;
-  double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
-  double ratio = kind == OVL_AG ? e * (nranks - 1) * flops / (2.0 * (double)(n > 0 ? n : 1) * bw)
-                                : e * flops / (2.0 * (double)(k > 0 ? k : 1) * bw);
+  double ratio = transfer_ratio(kind, nranks, k, n, dtype);
   /* GEMM+RS/AR always gain: the own rows' GEMM of chunk c waits only for the
    * peers' partials of chunk c (not a whole slice), and GEMM+AllReduce's
    * all-gather half reads each reduced chunk while the next one is computed.
@@ -290,9 +295,15 @@ int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, in
   return c > 1 ? c : 1;
 }
 
-int ovl_auto_tail(ovl_kind_t kind) {
-  (void)kind;
-  return 1;
+/* GEMM+AllReduce's last chunk half the others where the GEMM outlasts the
+ * transfer: after the last GEMM only that chunk's reduced rows still travel
+ * to the peers (run 78, 2 H200s, (8192, 4096, 8192): 844.0-852.0 us against
+ * 866.7-867.6, three rounds; runs 11 and 71 alike). Where the transfer
+ * dominates, the larger other chunks cost more than the tail saves
+ * ((16384, 1024, 8192): 930-936 us against 915-922); GEMM+RS measured no
+ * gain (run 11; FP8 op(B) T 491 us against 454, run 71). */
+int ovl_auto_tail(ovl_kind_t kind, int nranks, int64_t k, int64_t n, tpla_dtype_t dtype) {
+  return kind == OVL_AR && nranks > 1 && transfer_ratio(kind, nranks, k, n, dtype) < 1.0 ? 2 : 1;
 }
 
 static size_t align_up(size_t x) { return (x + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN; }
@@ -479,7 +490,7 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   else /* agreed values only, so every rank picks the same */
     p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
                                 p->kind == OVL_AG ? max_n : p->n, p->dtype);
-  p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind);
+  p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind, p->nranks, max_k, p->n, p->dtype);
   double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)

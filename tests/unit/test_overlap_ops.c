@@ -180,6 +180,17 @@ static void test_auto_chunks(void) {
   ASSERT_EQ_INT(ovl_auto_chunks(OVL_AG, 2, 300, 8192, 4096, TPLA_FLOAT8_E4M3), 2);
 }
 
+/* GEMM+AllReduce's half last chunk where the GEMM outlasts the transfer
+ * (run 78), equal chunks elsewhere and for every other operation. */
+static void test_auto_tail(void) {
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_AR, 2, 4096, 8192, TPLA_BFLOAT16), 2);
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_AR, 2, 14336, 8192, TPLA_BFLOAT16), 2);
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_AR, 2, 1024, 8192, TPLA_BFLOAT16), 1);
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_AR, 1, 4096, 8192, TPLA_BFLOAT16), 1);
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_RS, 2, 4096, 8192, TPLA_BFLOAT16), 1);
+  ASSERT_EQ_INT(ovl_auto_tail(OVL_AG, 2, 8192, 4096, TPLA_BFLOAT16), 1);
+}
+
 int main(void) {
   seed = fresh_seed("test_overlap_ops");
   TEST(test_ag_gemm);
@@ -188,5 +199,6 @@ int main(void) {
   TEST(test_info_reports_choices);
   TEST(test_chunks_tile_slices);
   TEST(test_auto_chunks);
+  TEST(test_auto_tail);
   return test_summary();
 }
