@@ -295,9 +295,14 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
  * won by 7% with pulls (run 47, 16384x4096: 3.81 ms against GRAM_ALLREDUCE's
  * Gram iteration, 4.12) and lost by 24% with NCCL's all-gathers (5.12 ms,
  * whose kernels stall the GEMMs beside them, which this model does not
- * describe; run 36 too). */
+ * describe; run 36 too). Past two ranks (never pulled) the X iteration's
+ * split polynomial fares as badly: on 4 H200s (run 80, bf16) 5.19 ms at
+ * 14336x4096 and 5.34 at 4096x14336, ~1.7x the model's 2.99 / 3.16 and no
+ * faster than one GPU, where GRAM_ALLREDUCE's Gram iteration at 16384x4096
+ * measured 3.30 against 3.18 predicted. At two ranks by NCCL it measured
+ * the fastest at 8192^2 (run 23), so it stays there. */
 static bool auto_excludes(tpla_ns_algorithm_t a, const ns_shape_t *sh, bool gram_iter) {
-  return a == TPLA_NS_ALGO_GRAM_SHARDED && gram_iter && !sh->pulled;
+  return a == TPLA_NS_ALGO_GRAM_SHARDED && !sh->pulled && (gram_iter || sh->nranks > 2);
 }
 
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost) {

@@ -205,6 +205,20 @@ static void test_cost_model_choices(void) {
         printf(" | %7.2f %7.2f %s\n", 1e3 * ns_cost(mach, &gi_one, TPLA_NS_ALGO_LOCAL),
                1e3 * best, ns_algorithm_name(pick));
       }
+  /* past two ranks (no pulls) AUTO leaves GRAM_SHARDED out: on 4 H200s it ran
+   * ~1.7x its modelled time, no faster than one GPU (run 80) */
+  for (int P = 4; P <= 8; P *= 2)
+    for (int d = 0; d < 4; d++)
+      for (int g = 0; g < 2; g++) {
+        int64_t parts[8], m = dims[d][0];
+        for (int q = 0; q < P; q++)
+          parts[q] = m / P + (q < m % P);
+        ns_shape_t sh = {P, m, dims[d][1], parts, TPLA_BFLOAT16,
+                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false, false};
+        ASSERT_TRUE(ns_choose(mach, &sh, NULL) != TPLA_NS_ALGO_GRAM_SHARDED);
+        sh.gram_iter = true;
+        ASSERT_TRUE(ns_choose(mach, &sh, NULL) != TPLA_NS_ALGO_GRAM_SHARDED);
+      }
   /* the update that avoids the redundant square on a short shard */
   ns_update_t u;
   ns_step_time(mach, 8192, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
