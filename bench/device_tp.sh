@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# bench/device_tp.sh - issue #7 on a 4- or 8-GPU machine (nvidia-h200-x4 / -x8), in two device
-# calls of at most 10 minutes each (prepared in session 11; no such machine was lent yet):
-#   bash bench/device_tp.sh 1   tpla ns and the PyTorch anchors at 1, 2, 4 (and 8) GPUs
-#                               (bench/run_ns.sh, NS_TP), then the overlap benchmark at the
-#                               largest TP (bench/run_overlap.sh, TP)
-#   bash bench/device_tp.sh 2   the whole GPU suite (tests/gpu/run.sh), then AUTO against every
-#                               forced algorithm at 4 (and 8) GPUs (bench/ns_auto_check.py)
-# Compare with docs/PERFORMANCE.md's predictions (bench/predict_tp.py). Logs: $OUT/logs.tgz.
-# Prepare: git archive HEAD -o snap/tp.tar; run (carry ["snap"], kind nvidia-h200-x4 or -x8):
-#   mkdir -p /tmp/tp && tar xf snap/tp.tar -C /tmp/tp && cd /tmp/tp && bash bench/device_tp.sh 1
+# bench/device_tp.sh - issue #7 on a 4- or 8-GPU machine (nvidia-h200-x4 / -x8), in device calls
+# of at most 10 minutes each. Run 80 (the first 4-GPU machine, 5 minutes) ran the GPU tests on
+# 4 GPUs (12 passed), tpla's AG+GEMM and GEMM+RS at TP = 4 (run_overlap.sh timed out before
+# GEMM+AR and the PyTorch anchors) and run_ns.sh at 4 GPUs; what it left:
+#   bash bench/device_tp.sh 1   the whole GPU suite (tests/gpu/run.sh: 1 GPU, all GPUs, MPI),
+#                               then AUTO against every forced algorithm at the largest TP
+#                               (bench/ns_auto_check.py, bf16 Gram, the four shapes): checks
+#                               fd615e9, which leaves GRAM_SHARDED out past two ranks
+#   bash bench/device_tp.sh 2   bench/run_ns.sh at the largest TP (NS_TP; AUTO after fd615e9),
+#                               then bench/run_overlap.sh at that TP with the PEER transport
+#                               and the PyTorch anchors, then tpla's three operations with
+#                               TPLA_OVERLAP_TRANSPORT=sendrecv: at TP = 4 the copy-engine
+#                               pushes received 185 GB/s per rank where NCCL's all-gather
+#                               moved ~307 (run 80, AG (16384, 8192, 1024))
+# Compare with docs/PERFORMANCE.md's predictions and run 80. Logs: $OUT/logs.tgz.
+# Run in the repository root of main (no carry), kind nvidia-h200-x4 or -x8:
+#   bash bench/device_tp.sh 1
 set -u
 part=${1:?usage: bash bench/device_tp.sh 1|2}
 . bench/device_lib.sh "tp$part"
@@ -16,27 +23,36 @@ gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 say "part $part on $gpus GPU(s)"
 tp=2
 for p in 4 8; do [ "$gpus" -ge "$p" ] && tp=$p; done
-gpu_build tpla_tool
+nvidia-smi topo -m > "$L/topo.log" 2>&1
 if [ "$part" = 1 ]; then
-  OUT=$L/run_ns NS_TP="2 4 8" timeout 330 bash bench/run_ns.sh > "$L/run_ns.log" 2>&1
-  say "run_ns (NS_TP 2 4 8): exit $? ($(el))"
-  grep -E "^## |^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/run_ns/compare.txt" >> "$S"
-  pack
-  OUT=$L/overlap_tp$tp TP=$tp timeout 200 bash bench/run_overlap.sh > "$L/overlap_tp$tp.log" 2>&1
-  say "run_overlap TP=$tp: exit $? ($(el))"
-  cat "$L/overlap_tp$tp/compare.txt" >> "$S" 2>/dev/null
-else
-  OUT=$L/gpu-tests timeout 360 bash tests/gpu/run.sh --no-clean > "$L/gpu_tests.log" 2>&1
+  OUT=$L/gpu-tests timeout 330 bash tests/gpu/run.sh --no-clean > "$L/gpu_tests.log" 2>&1
   say "suite: exit $? ($(el)) $(tail -n 1 "$L/gpu_tests.log")"
   grep -E "FAIL|HANG|Failed|not checked" "$L/gpu_tests.log" | head -10 >> "$S"
   pack
-  for p in 4 8; do
-    [ "$gpus" -ge "$p" ] || continue
-    timeout 100 python3 bench/ns_auto_check.py --tpla build-gpu/tpla -g $p --reps 1 \
-      --out "$L/auto_g$p" 8192x8192 16384x4096 > "$L/auto_g$p.log" 2>&1
-    say "ns_auto_check -g $p: exit $? ($(el))"
-    grep -E "PASS|MISS|AUTO check" "$L/auto_g$p.log" >> "$S"
+  for shape in 14336x4096 4096x14336 16384x4096 8192x8192; do
+    [ "$(( $(date +%s) - t0 ))" -lt 520 ] || { say "ns_auto_check $shape: not run (time)"; continue; }
+    timeout 70 python3 bench/ns_auto_check.py --tpla build-gpu/tpla -g $tp --reps 1 \
+      --out "$L/auto_g${tp}_$shape" "$shape" > "$L/auto_g${tp}_$shape.log" 2>&1
+    say "ns_auto_check -g $tp $shape: exit $? ($(el))"
+    grep -E "PASS|MISS" "$L/auto_g${tp}_$shape.log" >> "$S"
     pack
+  done
+else
+  gpu_build tpla_tool
+  OUT=$L/run_ns NS_TP="$tp" timeout 150 bash bench/run_ns.sh > "$L/run_ns.log" 2>&1
+  say "run_ns (NS_TP $tp): exit $? ($(el))"
+  grep -E "^## |^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/run_ns/compare.txt" >> "$S"
+  pack
+  OUT=$L/overlap_tp$tp TP=$tp timeout 280 bash bench/run_overlap.sh > "$L/overlap_tp$tp.log" 2>&1
+  say "run_overlap TP=$tp: exit $? ($(el))"
+  cat "$L/overlap_tp$tp/compare.txt" >> "$S" 2>/dev/null
+  pack
+  for op in ag-gemm gemm-rs gemm-ar; do
+    [ "$(( $(date +%s) - t0 ))" -lt 540 ] || { say "sendrecv $op: not run (time)"; continue; }
+    TPLA_OVERLAP_TRANSPORT=sendrecv bounded 60 "$L/sendrecv_$op.log" build-gpu/tpla $op -g $tp \
+      -d bf16 -n 20 -w 5 -s 1234
+    say "sendrecv $op: exit $? ($(el))"
+    grep -E "^  $op " "$L/sendrecv_$op.log" >> "$S"
   done
 fi
 pack
