@@ -3,11 +3,15 @@
 # of at most 10 minutes each. Run 80 (the first 4-GPU machine, 5 minutes) ran the GPU tests on
 # 4 GPUs (12 passed), tpla's AG+GEMM and GEMM+RS at TP = 4 (run_overlap.sh timed out before
 # GEMM+AR and the PyTorch anchors) and run_ns.sh at 4 GPUs; what it left:
-#   bash bench/device_tp.sh 1   the whole GPU suite (tests/gpu/run.sh: 1 GPU, all GPUs, MPI),
+#   bash bench/device_tp.sh 1   the whole GPU suite (tests/gpu/run.sh: 1 GPU, all GPUs, MPI;
+#                               test_gpu_ns and test_gpu_overlap now also run every GPU as
+#                               one group),
 #                               then AUTO against every forced algorithm at the largest TP
 #                               (bench/ns_auto_check.py, bf16 Gram, the four shapes): checks
 #                               fd615e9, which leaves GRAM_SHARDED out past two ranks
-#   bash bench/device_tp.sh 2   bench/run_ns.sh at the largest TP (NS_TP; AUTO after fd615e9),
+#   bash bench/device_tp.sh 2   tpla gemm-ar at the largest TP, bounded (run 80's printed no
+#                               row in ~70 s: stacks on a timeout), tail 1 and automatic;
+#                               bench/run_ns.sh at the largest TP (NS_TP; AUTO after fd615e9),
 #                               then bench/run_overlap.sh at that TP with the PEER transport
 #                               and the PyTorch anchors, then tpla's three operations with
 #                               TPLA_OVERLAP_TRANSPORT=sendrecv: at TP = 4 the copy-engine
@@ -39,6 +43,15 @@ if [ "$part" = 1 ]; then
   done
 else
   gpu_build tpla_tool
+  # run 80's GEMM+AR at TP = 4 printed no row in ~70 s (2 GPUs: 13-19 s for all three
+  # shapes): a hang or a slow path? Bounded, so a hang leaves every thread's stack
+  for t in 1 0; do
+    TPLA_OVERLAP_TAIL=$t bounded 60 "$L/ar_tail$t.log" build-gpu/tpla gemm-ar -g $tp -d bf16 \
+      -n 20 -w 5 -s 1234
+    say "gemm-ar TP=$tp tail $t (0: automatic): exit $? ($(el))"
+    grep -E "^  gemm-ar " "$L/ar_tail$t.log" >> "$S"
+    pack
+  done
   OUT=$L/run_ns NS_TP="$tp" timeout 150 bash bench/run_ns.sh > "$L/run_ns.log" 2>&1
   say "run_ns (NS_TP $tp): exit $? ($(el))"
   grep -E "^## |^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/run_ns/compare.txt" >> "$S"

@@ -522,6 +522,13 @@ static void run_cases(int P) {
 
 static void test_ns_one_gpu_matches_f64(void) { run_cases(1); }
 static void test_ns_two_gpus_match_f64_and_one_gpu(void) { run_cases(2); }
+/* Every GPU of a larger machine as one group (4 ranks on the host). */
+static void test_ns_all_gpus_match_f64_and_one_gpu(void) {
+  int P = fx.host ? 4 : gpu_count() < TEAM_MAX_RANKS ? gpu_count() : TEAM_MAX_RANKS;
+  if (P <= 2)
+    SKIP("needs more than 2 GPUs, found %d", P);
+  run_cases(P);
+}
 
 static void test_requires_gpu(void) {
   SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
@@ -549,6 +556,7 @@ int main(void) {
   }
   TEST(test_ns_one_gpu_matches_f64);
   TEST(test_ns_two_gpus_match_f64_and_one_gpu);
+  TEST(test_ns_all_gpus_match_f64_and_one_gpu);
   free_fixtures();
   return test_summary();
 }

@@ -175,6 +175,12 @@ static void run_cases(int P) {
 
 static void test_cases_1gpu(void) { run_cases(1); }
 static void test_cases_2gpus(void) { run_cases(2); }
+/* Every GPU of a larger machine as one group (TP = 4, 8: issue #7). */
+static void test_cases_all_gpus(void) {
+  if (gpu_count() <= 2)
+    SKIP("needs more than 2 GPUs, found %d", gpu_count());
+  run_cases(gpu_count() < GT_MAX_RANKS ? gpu_count() : GT_MAX_RANKS);
+}
 
 /* 200 calls per plan enqueued with no host synchronization between them
  * (A and -A alternate; the last one is checked), no device memory growth. */
@@ -272,6 +278,7 @@ int main(void) {
   TEST(test_transport_choice);
   TEST(test_cases_1gpu);
   TEST(test_cases_2gpus);
+  TEST(test_cases_all_gpus);
   TEST(test_back_to_back_calls);
   return test_summary();
 }
