@@ -207,8 +207,8 @@ static double split_product_time(const ns_machine_t *mach, const ns_shape_t *sh,
 
 /* One s x s product of the Gram iteration split by halves of rows on two
  * ranks with pulls (ns_rowsplit.c): the larger half's GEMMs, no mirror, and
- * the flags; the pulls hide behind the next product or the update's first
- * half (run 75, 16384x4096 bf16: ~112 us a product, ~613 TFLOP/s). */
+ * the flags; the pulls hide behind the next GEMM (G_1's in part; runs 75 and
+ * 77, 16384x4096 bf16: ~100-112 us a product). */
 static double row_split_product_time(const ns_machine_t *mach, int64_t s, double ws) {
   double rows = (double)(s - s / 2);
   return 2.0 * rows * (double)s * (double)s * ws / mach->flops + mach->pull_latency;
@@ -240,10 +240,11 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
   double per_gram = most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
                     gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
-  double per_product = split_product_time(mach, sh, gemm, in) +
-                       mirror_time(mach, g, sh->gram_iter ? sh->gram_dtype : sh->dtype);
-  if (sh->gram_iter && sh->pulled && P == 2 && ns_rowsplit_fits(g))
-    per_product = row_split_product_time(mach, g, ws);
+  tpla_dtype_t product_dtype = sh->gram_iter ? sh->gram_dtype : sh->dtype;
+  bool row_split = sh->gram_iter && sh->pulled && P == 2 && ns_rowsplit_fits(g);
+  double per_product = row_split ? row_split_product_time(mach, g, ws)
+                                 : split_product_time(mach, sh, gemm, in) +
+                                       mirror_time(mach, g, product_dtype);
   return allreduce_time(mach, P, 4.0) + grams_formed(sh) * per_gram + products * per_product;
 }
 
