@@ -18,12 +18,13 @@ DTYPE=e4m3 ACCUM=split OUT=$L/overlap_e4m3 timeout 200 bash bench/run_overlap.sh
 say "run_overlap e4m3: exit $? ($(el))"
 cat "$L/overlap_e4m3/compare.txt" >> "$S" 2>/dev/null
 pack
+i=0
 for ct in 4:2 5:2 5:3 6:2 6:3 4:2; do
-  c=${ct%%:*} t=${ct##*:}
+  c=${ct%%:*} t=${ct##*:} i=$((i + 1))
   [ "$(( $(date +%s) - t0 ))" -lt 560 ] || { say "AR chunks $c tail $t: not run (time)"; continue; }
-  TPLA_OVERLAP_TAIL=$t CUDA_VISIBLE_DEVICES=0,1 bounded 40 "$L/ar_c${c}t$t.log" \
+  TPLA_OVERLAP_TAIL=$t CUDA_VISIBLE_DEVICES=0,1 bounded 40 "$L/ar_${i}_c${c}t$t.log" \
     build-gpu/tpla gemm-ar -g 2 -d bf16 -n 20 -w 5 -s 1234 --chunks=$c 8192 4096 8192
-  say "AR chunks $c tail $t: exit $? $(grep -E '^  gemm-ar ' "$L/ar_c${c}t$t.log")"
+  say "AR chunks $c tail $t: exit $? $(grep -E '^  gemm-ar ' "$L/ar_${i}_c${c}t$t.log")"
 done
 pack
 cat "$S"
