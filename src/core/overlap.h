@@ -186,6 +186,8 @@ typedef struct {
   ovl_xport_kind_t xkind;     /* resolved transport */
   int chunks;                 /* row chunks per rank's slice */
   int tail;                   /* the last chunk is 1/tail of the others (1: equal) */
+  int send_chunks;            /* RS/AR: chunks of the partials sent (<= chunks; equal
+                                 unless as many as the own rows', which keep the tail) */
 
   /* AG: m = sum of rows, k agreed, n local. RS/AR: m agreed, k local, n agreed. */
   int64_t m, k, n;

@@ -16,8 +16,8 @@
 
 static uint64_t seed;
 
-/* Five variants per operation and rank count; see the table in make_case. */
-#define VARIANTS 5
+/* Six variants per operation and rank count; see the table in make_case. */
+#define VARIANTS 6
 
 static int64_t pick(rng_t *g, int64_t lo, int64_t hi) {
   return lo + (int64_t)((rng_uniform(g) + 1.0) * 0.5 * (double)(hi - lo + 1)) % (hi - lo + 1);
@@ -52,6 +52,9 @@ static void make_case(ocase_t *c, oc_kind_t kind, int P, int v) {
     c->dtype = TPLA_FLOAT16, c->mode = TPLA_OVERLAP_SERIAL, c->bias = 1, c->beta = 1.0f;
     c->pad = 1;
     break;
+  case 5: /* slices of several 16-row chunks (smaller ones hold one chunk), uneven */
+    c->chunks = 4;
+    break;
   default: /* automatic chunks, bf16 in, fp32 out, per-rank sizes that differ */
     c->dtype = TPLA_BFLOAT16, c->alpha = 2.0f, c->calls = 1;
     break;
@@ -61,7 +64,7 @@ static void make_case(ocase_t *c, oc_kind_t kind, int P, int v) {
   for (int r = 0; r < P; r++) {
     c->k[r] = kind == OC_AG ? k : pick(&g, v == 4 && r == P - 1 ? 0 : 2, 12);
     c->n[r] = kind == OC_AG && v == 4 ? pick(&g, 1, 9) : n;
-    c->rows[r] = uneven ? pick(&g, 0, 13) : 6;
+    c->rows[r] = v == 5 ? pick(&g, 33, 70) : uneven ? pick(&g, 0, 13) : 6;
     if (uneven && r == 0 && P > 1)
       c->rows[r] = 0; /* an empty slice */
     c->m += c->rows[r];
