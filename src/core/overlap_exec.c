@@ -113,12 +113,6 @@ static int first_chunk(const ovl_plan_t *p, int64_t rows) {
   return -1;
 }
 
-/* Chunk ci of the partials sent for a slice of `rows` rows: the own rows'
- * chunks, or send_chunks equal ones. */
-static void send_chunk(const ovl_plan_t *p, int64_t rows, int ci, int64_t *r0, int64_t *nr) {
-  ovl_chunk(rows, p->send_chunks, p->send_chunks == p->chunks ? p->tail : 1, ci, r0, nr);
-}
-
 static tpla_status_t fold(const ovl_plan_t *p, int lane, tpla_matrix_t y, float beta,
                           const void *slots, size_t stride, int nslots, const void *bias,
                           tpla_matrix_t y2) {
@@ -247,7 +241,7 @@ static size_t slot_offset(const ovl_plan_t *p, int i, int64_t rows) {
  * fill the SMs the partials leave idle, their wave tails included. */
 static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
   const struct tpla_xport_ops *x = p->ops;
-  const int P = p->nranks, r = p->rank;
+  const int P = p->nranks, r = p->rank, C = p->chunks;
   const size_t row_bytes = (size_t)p->n * tpla_dtype_size(p->d_dtype);
   void *win = x->window(p->xp);
   const int lane = OVL_LANE_COMPUTE0;
@@ -255,10 +249,10 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
     int to = (r + i) % P, from = (r - i + P) % P;
     tpla_matrix_t slot = ovl_dense(p->staging, p->stage_off[to], ovl_rows(p, to), p->n,
                                    p->d_dtype);
-    for (int ci = 0; ci < p->send_chunks; ci++) {
+    for (int ci = 0; ci < C; ci++) {
       int64_t t0, tn, m0, mn;
-      send_chunk(p, ovl_rows(p, to), ci, &t0, &tn);
-      send_chunk(p, ovl_rows(p, r), ci, &m0, &mn);
+      ovl_chunk(ovl_rows(p, to), C, p->tail, ci, &t0, &tn);
+      ovl_chunk(ovl_rows(p, r), C, p->tail, ci, &m0, &mn);
       if (tn == 0 && mn == 0)
         continue;
       TPLA_TRY(gemm(p, lane, ovl_rows_of(slot, t0, tn), ovl_rows_of(c->a, p->offs[to] + t0, tn),
@@ -283,15 +277,14 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
   return TPLA_SUCCESS;
 }
 
-/* `lane` waits for the partials of steps i0 .. i1 - 1 sent to this rank
- * that hold any of its rows [row0, row0 + rows). */
-static tpla_status_t wait_partials(ovl_plan_t *p, int lane, int i0, int i1, int64_t row0,
-                                   int64_t rows) {
-  for (int i = i0; i < i1; i++)
-    for (int ci = 0; ci < p->send_chunks; ci++) {
-      int64_t s0, sn;
-      send_chunk(p, ovl_rows(p, p->rank), ci, &s0, &sn);
-      if (sn > 0 && s0 < row0 + rows && row0 < s0 + sn)
+/* `lane` waits for the partials of steps first_i.. sent to this rank. */
+static tpla_status_t wait_partials(ovl_plan_t *p, int lane, int first_i) {
+  const int P = p->nranks, C = p->chunks;
+  for (int i = first_i; i < P; i++)
+    for (int ci = 0; ci < C; ci++) {
+      int64_t m0, mn;
+      ovl_chunk(ovl_rows(p, p->rank), C, p->tail, ci, &m0, &mn);
+      if (mn > 0)
         TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
     }
   return TPLA_SUCCESS;
@@ -355,15 +348,18 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
   const size_t stride = (size_t)rows * (size_t)p->n;
   tpla_matrix_t first = slot(p, 1), rest = slot(p, 2);
   tpla_matrix_t a = ovl_rows_of(c->a, p->offs[p->rank], rows);
+  const int lane_given = lane;
   for (int ci = 0; ci < p->chunks; ci++) {
     int64_t m0, mn;
     ovl_chunk(rows, p->chunks, p->tail, ci, &m0, &mn);
+    lane = p->own_lanes == 2 && ci % 2 == 1 ? lane_given ^ 1 : lane_given;
     if (mn > 0) {
-      TPLA_TRY(wait_partials(p, lane, 1, 2, m0, mn));
+      TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
       tpla_matrix_t cin = ovl_rows_of(first, m0, mn);
       TPLA_TRY(gemm_c(p, lane, ovl_rows_of(out, m0, mn), ovl_rows_of(a, m0, mn), c->b, c->alpha,
                       1.0f, bias, &cin));
-      TPLA_TRY(wait_partials(p, lane, 2, p->nranks, m0, mn));
+      for (int i = 2; i < p->nranks; i++)
+        TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, i, ci), p->seq));
       if (p->nranks > 2)
         TPLA_TRY(fold(p, lane, ovl_rows_of(out, m0, mn), 1.0f,
                       (char *)rest.data + (size_t)m0 * (size_t)p->n *
@@ -388,7 +384,7 @@ static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                 c->beta, c->bias));
   if (p->nranks == 1)
     return TPLA_SUCCESS;
-  TPLA_TRY(wait_partials(p, lane, 1, p->nranks, 0, ovl_rows(p, r)));
+  TPLA_TRY(wait_partials(p, lane, 1));
   return fold(p, lane, c->d, 1.0f, p->ops->window(p->xp), (size_t)ovl_rows(p, r) * (size_t)p->n,
               p->nranks - 1, NULL, no_view);
 }

@@ -25,7 +25,7 @@
  * no padding, the same layout in every process. */
 typedef struct {
   int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks, tail,
-      send_chunks;
+      unused;
   int64_t m, rows, k, n;
   char message[MSG_LEN];
 } summary_t;
@@ -62,16 +62,6 @@ static tpla_status_t check_common(summary_t *s) {
       return bad(msg, IA, "environment TPLA_OVERLAP_TAIL=%s is not an integer in 0..16 (0: "
                  "automatic)", tail);
     s->tail = (int32_t)v;
-  }
-  /* tuning: fewer, larger chunks for the partials RS/AR send (agreed below) */
-  const char *send = getenv("TPLA_OVERLAP_SEND_CHUNKS");
-  if (send != NULL && *send != '\0') {
-    char *end;
-    long v = strtol(send, &end, 10);
-    if (*end != '\0' || v < 0 || v > OVL_MAX_CHUNKS)
-      return bad(msg, IA, "environment TPLA_OVERLAP_SEND_CHUNKS=%s is not an integer in 0..%d "
-                 "(0: as many as the own rows' chunks)", send, OVL_MAX_CHUNKS);
-    s->send_chunks = (int32_t)v;
   }
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
@@ -198,7 +188,6 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   FIELD(transport, true, false)
   FIELD(chunks, true, false)
   FIELD(tail, true, false)
-  FIELD(send_chunks, kind != OVL_AG, false)
 #undef FIELD
   if (what == NULL)
     return false;
@@ -502,7 +491,8 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
     p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
                                 p->kind == OVL_AG ? max_n : p->n, p->dtype);
   p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind, p->nranks, max_k, p->n, p->dtype);
-  p->send_chunks = s->send_chunks > 0 && s->send_chunks < p->chunks ? s->send_chunks : p->chunks;
+  const char *own_lanes = getenv("TPLA_OVERLAP_OWN_LANES"); /* experiment: 2 alternates */
+  p->own_lanes = own_lanes != NULL && strcmp(own_lanes, "2") == 0 ? 2 : 1;
   double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
