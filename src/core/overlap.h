@@ -186,7 +186,6 @@ typedef struct {
   ovl_xport_kind_t xkind;     /* resolved transport */
   int chunks;                 /* row chunks per rank's slice */
   int tail;                   /* the last chunk is 1/tail of the others (1: equal) */
-  int own_lanes;              /* RS/AR own rows' chunks: 1 all on lane 1, 2 alternating */
 
   /* AG: m = sum of rows, k agreed, n local. RS/AR: m agreed, k local, n agreed. */
   int64_t m, k, n;

@@ -348,11 +348,9 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
   const size_t stride = (size_t)rows * (size_t)p->n;
   tpla_matrix_t first = slot(p, 1), rest = slot(p, 2);
   tpla_matrix_t a = ovl_rows_of(c->a, p->offs[p->rank], rows);
-  const int lane_given = lane;
   for (int ci = 0; ci < p->chunks; ci++) {
     int64_t m0, mn;
     ovl_chunk(rows, p->chunks, p->tail, ci, &m0, &mn);
-    lane = p->own_lanes == 2 && ci % 2 == 1 ? lane_given ^ 1 : lane_given;
     if (mn > 0) {
       TPLA_TRY(p->ops->arrival(p->xp, lane, ovl_flag(p, 0, 1, ci), p->seq));
       tpla_matrix_t cin = ovl_rows_of(first, m0, mn);

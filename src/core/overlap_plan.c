@@ -491,8 +491,6 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
     p->chunks = ovl_auto_chunks(p->kind, p->nranks, max_rows, max_k,
                                 p->kind == OVL_AG ? max_n : p->n, p->dtype);
   p->tail = s->tail > 0 ? s->tail : ovl_auto_tail(p->kind, p->nranks, max_k, p->n, p->dtype);
-  const char *own_lanes = getenv("TPLA_OVERLAP_OWN_LANES"); /* experiment: 2 alternates */
-  p->own_lanes = own_lanes != NULL && strcmp(own_lanes, "2") == 0 ? 2 : 1;
   double total = (double)p->m * (double)(p->kind == OVL_AG ? p->k : p->n) *
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
