@@ -330,6 +330,15 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
                      0,
                      NULL,
                      0};
+    if (peer && st.to >= 0 && st.from >= 0) {
+      /* PEER: the publication on its own first, a flag written on `lane` as soon as the chunk
+       * is there, not on the pull's copy stream behind the previous chunk's pull (run 85: the
+       * last chunk's flag 19 us after its GEMM, all of it on the call's tail) */
+      ovl_step_t publication = st;
+      publication.from = -1;
+      TPLA_TRY(p->ops->step(p->xp, &publication, p->seq));
+      st.to = -1; /* then the pull, whose completion the flag's arrival waits for */
+    }
     TPLA_TRY(p->ops->step(p->xp, &st, p->seq));
   }
   return TPLA_SUCCESS;
