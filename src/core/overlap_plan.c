@@ -263,7 +263,11 @@ void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *
 /* Transfer time over GEMM time for one slice, with H200-class constants
  * (GEMM 700 TFLOP/s, copy engine 350 GB/s): AG moves a slice (k columns)
  * to every peer while each receiver multiplies it by n columns; RS/AR send
- * an n-column partial per peer computed over k. */
+ * an n-column partial per peer computed over k. For FP8 this is not the
+ * true ratio (RS/AR move bf16 partials and FP8 GEMMs run ~1.7x faster), but
+ * the true one would pick 8 chunks at AG (16384, 8192, 1024) and RS/AR
+ * (16384, 1024, 8192), slower or equal there (run 84, 2 H200s: 330 against
+ * 302 us, 506-511 against 508-510, 925-926 against 882-884). */
 static double transfer_ratio(ovl_kind_t kind, int nranks, int64_t k, int64_t n,
                              tpla_dtype_t dtype) {
   double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
