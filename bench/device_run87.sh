@@ -1,41 +1,48 @@
 #!/usr/bin/env bash
-# bench/device_run87.sh - (prepared in session 14, not run yet) branch exp-watch (b26e8ad):
-# TPLA_OVERLAP_WATCH=1 waits for the pushed chunks' flags on a watcher stream and makes the
-# compute lanes wait for its event instead of running cuStreamWaitValue32 themselves. Run 85's
-# timelines: lane 1 took 8-11 us between its GEMMs where a wait-value sat (FP8 GEMM+RS, three
-# such gaps a call), lane 0 ~3 us with event records only; if an event wait costs a lane less,
-# FP8 GEMM+RS (8192, 4096, 8192) (~490 us, eff 0.87-0.88; 0.90 needs ~480) and GEMM+AR gain.
-# One build of the branch (snap/run87_watch.tar, `git archive exp-watch`), the knob switched by
-# the environment: test_gpu_overlap on 2 GPUs with the watcher, then alternating A/B, three
-# rounds: FP8 e4m3 GEMM+RS, bf16 GEMM+RS, bf16 GEMM+AR at (8192, 4096, 8192), FP8 and bf16
-# AG+GEMM (8192, 8192, 4096). About 5 minutes.
+# bench/device_run87.sh - (prepared in session 14, not run yet) two transport experiments of
+# branch exp-watch (bf5c5d3), each an environment switch of one build (snap/run87_watch.tar,
+# `git archive exp-watch`), both default off:
+#  - TPLA_OVERLAP_WATCH=1: the pushed chunks' flags are waited for on a watcher stream and the
+#    compute lanes wait for its event, not cuStreamWaitValue32 themselves. Run 85: lane 1 took
+#    8-11 us between its GEMMs where a wait-value sat (FP8 GEMM+RS: three a call), lane 0 ~3 us
+#    with event records only. FP8 GEMM+RS (8192, 4096, 8192) needs ~480 us for eff 0.90 (~490).
+#  - TPLA_XP_SPLIT_PULL=1: a pull of >= 1 MiB moves half its rows on a second copy stream (copy
+#    engine). Run 85: one engine's pull read 240-280 GB/s, GEMM+AR's last chunk's pull 38 us of
+#    the tail; run 77: NS's G_1 pull (16.8 MB) outlasted Z_1's first half by ~20 us a segment.
+# 1. test_gpu_overlap and test_gpu_ns on 2 GPUs with both on. 2. Alternating A/B, three rounds:
+# FP8 e4m3 GEMM+RS (8192, 4096, 8192) watch 0/1; GEMM+AR bf16 (8192, 4096, 8192) four ways;
+# tpla ns -g 2 16384x4096 and 8192x8192 (bf16 Gram) split 0/1. About 8 minutes.
 # Run in the repository root of main with carry ["snap"]: bash bench/device_run87.sh
 set -u
 . bench/device_lib.sh 87
-tar_build /tmp/s87 snap/run87_watch.tar watch tpla_tool test_gpu_overlap
+tar_build /tmp/s87 snap/run87_watch.tar watch tpla_tool test_gpu_overlap test_gpu_ns
 B=/tmp/s87/build-gpu
-TPLA_OVERLAP_WATCH=1 CUDA_VISIBLE_DEVICES=0,1 bounded 120 "$L/overlap_watch.log" \
-  $B/tests/test_gpu_overlap
-say "test_gpu_overlap, watcher, 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/overlap_watch.log")"
+export TPLA_OVERLAP_WATCH=1 TPLA_XP_SPLIT_PULL=1
+CUDA_VISIBLE_DEVICES=0,1 bounded 120 "$L/overlap_both.log" $B/tests/test_gpu_overlap
+say "test_gpu_overlap, watch + split, 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/overlap_both.log")"
+CUDA_VISIBLE_DEVICES=0,1 bounded 150 "$L/ns_both.log" $B/tests/test_gpu_ns
+say "test_gpu_ns, watch + split, 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/ns_both.log")"
+unset TPLA_OVERLAP_WATCH TPLA_XP_SPLIT_PULL
 pack
-one() { # NAME WATCH ARGS...
-  local name=$1 w=$2; shift 2
-  [ "$(( $(date +%s) - t0 ))" -lt 520 ] || { say "$name: not run (time)"; return; }
-  TPLA_OVERLAP_WATCH=$w CUDA_VISIBLE_DEVICES=0,1 bounded 40 "$L/$name.log" $B/tpla "$@"
-  say "$name: exit $? $(grep -E '^  (ag-gemm|gemm-rs|gemm-ar) ' "$L/$name.log")"
+one() { # NAME WATCH SPLIT ARGS...
+  local name=$1 w=$2 sp=$3; shift 3
+  [ "$(( $(date +%s) - t0 ))" -lt 540 ] || { say "$name: not run (time)"; return; }
+  TPLA_OVERLAP_WATCH=$w TPLA_XP_SPLIT_PULL=$sp CUDA_VISIBLE_DEVICES=0,1 bounded 60 \
+    "$L/$name.log" $B/tpla "$@"
+  say "$name: exit $? $(grep -hE '^  (gemm-rs|gemm-ar) |^ *[0-9]+x[0-9]+ +2 tpla' "$L/$name.log")"
 }
 F="-g 2 -n 20 -w 5 -s 1234"
 for rep in 1 2 3; do
   for w in 0 1; do
-    one "rs8_w${w}_$rep" $w gemm-rs $F -d e4m3 --accum=split 8192 4096 8192
-    one "rsbf_w${w}_$rep" $w gemm-rs $F -d bf16 8192 4096 8192
-    one "ar_w${w}_$rep" $w gemm-ar $F -d bf16 8192 4096 8192
+    one "rs8_w${w}_$rep" $w 0 gemm-rs $F -d e4m3 --accum=split 8192 4096 8192
+  done
+  for ws in 00 01 10 11; do
+    one "ar_w${ws:0:1}s${ws:1:1}_$rep" ${ws:0:1} ${ws:1:1} gemm-ar $F -d bf16 8192 4096 8192
+  done
+  for sp in 0 1; do
+    one "ns_s${sp}_$rep" 0 $sp ns -g 2 -s 1234 -n 20 -w 5 --gram=input --svd-max=0 \
+      16384x4096 8192x8192
   done
   pack
 done
-for w in 0 1; do
-  one "ag8_w$w" $w ag-gemm $F -d e4m3 --accum=split 8192 8192 4096
-  one "agbf_w$w" $w ag-gemm $F -d bf16 8192 8192 4096
-done
-pack
 cat "$S"
