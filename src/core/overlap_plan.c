@@ -265,9 +265,9 @@ void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *
  * to every peer while each receiver multiplies it by n columns; RS/AR send
  * an n-column partial per peer computed over k. For FP8 this is not the
  * true ratio (RS/AR move bf16 partials and FP8 GEMMs run ~1.7x faster), but
- * the true one would pick 8 chunks at AG (16384, 8192, 1024) and RS/AR
- * (16384, 1024, 8192), slower or equal there (run 84, 2 H200s: 330 against
- * 302 us, 506-511 against 508-510, 925-926 against 882-884). */
+ * the true one would pick 7 chunks at AG (16384, 8192, 1024) and 8 at RS/AR
+ * (16384, 1024, 8192), where 8 measured slower or equal (run 84, 2 H200s:
+ * 330 against 302 us, 506-511 against 508-510, 925-926 against 882-884). */
 static double transfer_ratio(ovl_kind_t kind, int nranks, int64_t k, int64_t n,
                              tpla_dtype_t dtype) {
   double e = (double)tpla_dtype_size(dtype), flops = 700e12, bw = 350e9;
