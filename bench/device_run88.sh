@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# bench/device_run88.sh - (prepared in session 14, not run yet) branch exp-z0split (572895b):
+# the row-split Gram iteration (GRAM_SHARDED, 2 ranks, pulls) computes Z_0's own rows over
+# K < s/2 inside the Gram's exchange, on lane 0 while lane 1 still folds the last block rows
+# (run 77's timeline at 16384x4096: lane 0 idle ~57 us a Gram between its last Gram GEMM and
+# Z_0: the fold tail ~40 us, the join and G's mirror ~17); the segment adds the rest of K and
+# b G. Expected ~20-30 us a Gram, ~60-90 us a call at 16384x4096 (3.33 ms; 1.8x needs ~3.23).
+# 1. test_gpu_ns of the branch on 2 GPUs (the new lane order is only checked on a GPU); 2. tpla
+# ns -g 2 on the three Gram-iteration shapes, main against the branch, three rounds
+# alternating, with tpla ns -g 1 16384x4096 (main) in each round. About 6 minutes.
+# Run in the repository root of main with carry ["snap"] (snap/run88_z0.tar: git archive of
+# exp-z0split): bash bench/device_run88.sh
+set -u
+. bench/device_lib.sh 88
+gpu_build tpla_tool
+tar_build /tmp/s88 snap/run88_z0.tar z0 tpla_tool test_gpu_ns
+CUDA_VISIBLE_DEVICES=0,1 bounded 200 "$L/test_gpu_ns_z0.log" /tmp/s88/build-gpu/tests/test_gpu_ns
+say "test_gpu_ns (z0), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns_z0.log")"
+grep -E "Gram iteration|FAIL" "$L/test_gpu_ns_z0.log" | head -5 >> "$S"
+pack
+ns() { # name build-dir gpus shapes...
+  local name=$1 b=$2 g=$3; shift 3
+  [ "$(( $(date +%s) - t0 ))" -lt 520 ] || { say "$name: not run (time)"; return; }
+  CUDA_VISIBLE_DEVICES=0,1 bounded 90 "$L/$name.log" "$b/tpla" ns -g "$g" \
+    -s 1234 -n 20 -w 5 --gram=input --svd-max=0 "$@"
+  say "$name: exit $? ($(el))"
+  grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" | sed "s/^/$name /" >> "$S"
+}
+for rep in 1 2 3; do
+  ns "one_$rep" build-gpu 1 16384x4096
+  ns "main_$rep" build-gpu 2 16384x4096 4096x14336 14336x4096
+  ns "z0_$rep" /tmp/s88/build-gpu 2 16384x4096 4096x14336 14336x4096
+  pack
+done
+sum() { cat "$L"/"$1"_?.log 2>/dev/null | awk '/^ *[0-9]+x[0-9]+ +2 tpla/ {t += $4} END {print t}'; }
+say "sums of medians: main $(sum main), z0 $(sum z0) ms"
+pack
+cat "$S"
