@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/device_run87.sh - (prepared in session 14, not run yet) two transport experiments of
-# branch exp-watch (bf5c5d3), each an environment switch of one build (snap/run87_watch.tar,
+# branch exp-watch (see git log exp-watch), each an environment switch of one build (snap/run87_watch.tar,
 # `git archive exp-watch`), both default off:
 #  - TPLA_OVERLAP_WATCH=1: the pushed chunks' flags are waited for on a watcher stream and the
 #    compute lanes wait for its event, not cuStreamWaitValue32 themselves. Run 85: lane 1 took
