@@ -5,18 +5,25 @@
 # (run 77's timeline at 16384x4096: lane 0 idle ~57 us a Gram between its last Gram GEMM and
 # Z_0: the fold tail ~40 us, the join and G's mirror ~17); the segment adds the rest of K and
 # b G. Expected ~20-30 us a Gram, ~60-90 us a call at 16384x4096 (3.33 ms; 1.8x needs ~3.23).
-# 1. test_gpu_ns of the branch on 2 GPUs (the new lane order is only checked on a GPU); 2. tpla
-# ns -g 2 on the three Gram-iteration shapes, main against the branch, three rounds
-# alternating, with tpla ns -g 1 16384x4096 (main) in each round. About 6 minutes.
-# Run in the repository root of main with carry ["snap"] (snap/run88_z0.tar: git archive of
-# exp-z0split): bash bench/device_run88.sh
+# Also branch exp-combo (exp-z0split merged with exp-watch) with TPLA_XP_SPLIT_PULL=1: G_1's
+# pull (16.8 MB) outlasted Z_1's first half by ~20 us a segment in run 77 (one copy engine).
+# 1. test_gpu_ns of both branches on 2 GPUs (the new lane order is only checked on a GPU; combo
+# with TPLA_XP_SPLIT_PULL=1 TPLA_OVERLAP_WATCH=1); 2. tpla ns -g 2 on the three Gram-iteration
+# shapes and 8192x8192, main / z0 / combo (split pulls), three rounds alternating, with tpla ns
+# -g 1 16384x4096 (main) in each round. About 5 minutes.
+# Run in the repository root of main with carry ["snap"] (snap/run88_z0.tar, snap/run88_combo.tar:
+# git archive of exp-z0split, exp-combo): bash bench/device_run88.sh
 set -u
 . bench/device_lib.sh 88
 gpu_build tpla_tool
 tar_build /tmp/s88 snap/run88_z0.tar z0 tpla_tool test_gpu_ns
+tar_build /tmp/s88c snap/run88_combo.tar combo tpla_tool test_gpu_ns
 CUDA_VISIBLE_DEVICES=0,1 bounded 200 "$L/test_gpu_ns_z0.log" /tmp/s88/build-gpu/tests/test_gpu_ns
 say "test_gpu_ns (z0), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns_z0.log")"
 grep -E "Gram iteration|FAIL" "$L/test_gpu_ns_z0.log" | head -5 >> "$S"
+TPLA_XP_SPLIT_PULL=1 TPLA_OVERLAP_WATCH=1 CUDA_VISIBLE_DEVICES=0,1 bounded 200 \
+  "$L/test_gpu_ns_combo.log" /tmp/s88c/build-gpu/tests/test_gpu_ns
+say "test_gpu_ns (combo, split + watch), 2 GPUs: exit $? ($(el)) $(tail -n 1 "$L/test_gpu_ns_combo.log")"
 pack
 ns() { # name build-dir gpus shapes...
   local name=$1 b=$2 g=$3; shift 3
@@ -26,13 +33,15 @@ ns() { # name build-dir gpus shapes...
   say "$name: exit $? ($(el))"
   grep -E "^ *[0-9]+x[0-9]+ " "$L/$name.log" | sed "s/^/$name /" >> "$S"
 }
+SHAPES="16384x4096 4096x14336 14336x4096 8192x8192"
 for rep in 1 2 3; do
   ns "one_$rep" build-gpu 1 16384x4096
-  ns "main_$rep" build-gpu 2 16384x4096 4096x14336 14336x4096
-  ns "z0_$rep" /tmp/s88/build-gpu 2 16384x4096 4096x14336 14336x4096
+  ns "main_$rep" build-gpu 2 $SHAPES
+  ns "z0_$rep" /tmp/s88/build-gpu 2 $SHAPES
+  TPLA_XP_SPLIT_PULL=1 ns "combo_$rep" /tmp/s88c/build-gpu 2 $SHAPES
   pack
 done
 sum() { cat "$L"/"$1"_?.log 2>/dev/null | awk '/^ *[0-9]+x[0-9]+ +2 tpla/ {t += $4} END {print t}'; }
-say "sums of medians: main $(sum main), z0 $(sum z0) ms"
+say "sums of medians: main $(sum main), z0 $(sum z0), combo $(sum combo) ms"
 pack
 cat "$S"
