@@ -2,7 +2,8 @@
 # bench/device_lib.sh - what every bench/device_runN.sh (11 on) shares; source it
 # with the run's number: `. bench/device_lib.sh 15`. Sets NVLink multicast off,
 # OUT (what the device tool brings back), L (/tmp/runN-logs, packed into
-# $OUT/logs.tgz by `pack`) and S (the summary), and defines:
+# $OUT/logs.tgz by `pack`) and S (the summary, opened with `nvidia-smi -L`'s GPU UUIDs,
+# also in $L/gpus.txt), and defines:
 #   say TEXT          print and append to the summary
 #   el                seconds since sourcing
 #   bounded LIMIT LOG cmd...   run cmd (output to LOG) for at most LIMIT s; on a
@@ -30,6 +31,8 @@ OUT=${OUT:-$PWD/bench/out}; mkdir -p "$OUT"
 L=/tmp/run$1-logs; mkdir -p "$L"
 S=$L/summary.txt; : > "$S"
 t0=$(date +%s)
+# which machine: GPU names and UUIDs (runs 81-86 could not tell whether they shared one)
+timeout 10 nvidia-smi -L > "$L/gpus.txt" 2>&1 && sed 's/^/# /' "$L/gpus.txt" >> "$S"
 pack() { tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"; }
 el() { echo "$(( $(date +%s) - t0 )) s"; }
 say() { echo "$*" | tee -a "$S"; }
