@@ -11,7 +11,8 @@
 #    the tail; run 77: NS's G_1 pull (16.8 MB) outlasted Z_1's first half by ~20 us a segment.
 # 1. test_gpu_overlap and test_gpu_ns on 2 GPUs with both on. 2. Alternating A/B, three rounds:
 # FP8 e4m3 GEMM+RS (8192, 4096, 8192) watch 0/1; GEMM+AR bf16 (8192, 4096, 8192) four ways;
-# tpla ns -g 2 16384x4096 and 8192x8192 (bf16 Gram) split 0/1. About 8 minutes.
+# GEMM+AR with 4 chunks and tail 3 (a last chunk of 256 rows), plain and with both knobs;
+# tpla ns -g 2 16384x4096 and 8192x8192 (bf16 Gram) split 0/1. About 9 minutes.
 # Run in the repository root of main with carry ["snap"]: bash bench/device_run87.sh
 set -u
 . bench/device_lib.sh 87
@@ -38,6 +39,10 @@ for rep in 1 2 3; do
   done
   for ws in 00 01 10 11; do
     one "ar_w${ws:0:1}s${ws:1:1}_$rep" ${ws:0:1} ${ws:1:1} gemm-ar $F -d bf16 8192 4096 8192
+  done
+  for ws in 00 11; do # 4 chunks, tail 3: 1280 x 3 + 256 rows (never tried; 5/6 chunks were)
+    TPLA_OVERLAP_TAIL=3 one "ar_t3_w${ws:0:1}s${ws:1:1}_$rep" ${ws:0:1} ${ws:1:1} gemm-ar $F \
+      -d bf16 8192 4096 8192
   done
   for sp in 0 1; do
     one "ns_s${sp}_$rep" 0 $sp ns -g 2 -s 1234 -n 20 -w 5 --gram=input --svd-max=0 \
