@@ -8,9 +8,13 @@
 # Branch exp-mirror (on exp-z0split): symmetric matrices mirrored block row by block row on
 # lane 1 as each row becomes final, instead of whole after the exchange (run 72's 8192^2
 # timeline: two full mirrors of ~45-49 us a step on the critical path, G's and P's); new backend
-# op mirror_cols, checked by test_gpu_ops's test_mirror_cols. Branch exp-combo (exp-mirror merged
-# with exp-watch) with TPLA_XP_SPLIT_PULL=1: G_1's pull (16.8 MB) outlasted Z_1's first half by
-# ~20 us a segment in run 77 (one copy engine).
+# op mirror_cols (the tuned mirror kernels on a column range), checked by test_gpu_ops's
+# test_mirror_cols. Caution: run 70 measured the same idea with a separate transpose kernel
+# (exp-row-mirror, exp-gram-mirror) 4-8% slower on the Gram-iteration shapes and neutral to +4% at
+# 8192^2 (lane 1's copies did not hide behind lane 0's GEMMs); this run tells whether the tuned
+# kernel changes that. Branch exp-combo (exp-z0split merged with exp-watch, no exp-mirror) with
+# TPLA_XP_SPLIT_PULL=1: G_1's pull (16.8 MB) outlasted Z_1's first half by ~20 us a segment in run
+# 77 (one copy engine).
 # 1. test_gpu_ops (mirror) and test_gpu_ns of every branch on 2 GPUs (the new lane order and the
 # row mirrors are only checked on a GPU; combo with TPLA_XP_SPLIT_PULL=1 TPLA_OVERLAP_WATCH=1);
 # 2. tpla ns -g 2 on the three Gram-iteration shapes and 8192x8192, main / z0 / mirror / combo
