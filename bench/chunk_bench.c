@@ -16,19 +16,28 @@
  *   full        one GEMM of all rows (the efficiency baseline's GEMM)
  *   m<c> seq    each half in c chunks of rows, all on one stream
  *   m<c> lanes  the partial chunks on lane 0, the own chunks on lane 1, both
- *               lanes running at once (the overlapped schedule's steady state)
- *   n<c> lanes  the same with each half cut into c blocks of columns
- *               (4096 x N/c chunks: B read once per chunk, A per chunk)
- *   ... sm<s>   every GEMM with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = s
+ *               lanes running at once from the start
+ *   m<c> arrive ev / val   as lanes, but own chunk i waits for partial chunk
+ *               i + 1 (the last own chunk for the last partial): the peer's
+ *               chunk i arriving one chunk after it was computed, as in the
+ *               overlapped call; by a CUDA event, or by a stream memory value
+ *               (cuStreamWriteValue32 / cuStreamWaitValue32, what tpla's peer
+ *               transport waits on: run 85 saw lane 1 lose 7-20 us at each)
+ *   n<c> lanes  each half cut into c blocks of columns (4096 x N/c chunks)
+ * Run 89's first version also gave every GEMM CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
+ * = SMs / 2 with the lanes at once: 1.37x (E4M3) and 1.42x (bf16) the full
+ * GEMM's time, so it is gone.
  *
  *   tpla_chunk_bench [iters]
  *
  * For E4M3 (split accumulation) and bf16: median of `iters` (default 30)
- * CUDA-event times after 5 warm-ups, the inputs random, two operand sets
- * alternating (each over the L2 cache). Prints one line per schedule, its
+ * rounds after 5 warm-up rounds, one sample of every schedule per round, CUDA
+ * events, the inputs random, two operand sets alternating (each over the L2
+ * cache). Prints one line per schedule, its
  * time over `full`'s, and exits 0; 77 without a GPU.
  */
 #include <cublasLt.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,13 +64,17 @@
 enum { M = 8192, K = 4096, N = 8192, SETS = 2, LANES = 2 };
 #define WS_BYTES ((size_t)32 << 20)
 
+typedef CUresult (*value_op_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
 typedef struct {
   int fp8;
   void *a[SETS], *b[SETS], *d[SETS], *c[SETS]; /* c: the received partials (M/2 x N) */
   float *one;                                   /* the FP8 scales */
   void *ws[LANES];
   cudaStream_t lane[LANES];
-  cudaEvent_t fork, join;
+  cudaEvent_t fork, join, done[8];
+  uint32_t *flag, flag_value; /* the stream memory value, and the last one written */
+  value_op_fn write_value, wait_value; /* cuStreamWriteValue32, cuStreamWaitValue32 */
   cublasLtHandle_t lt;
 } bench_t;
 
@@ -69,7 +82,7 @@ typedef struct {
  * more host time than a chunk's GEMM lasts on the GPU). */
 typedef struct {
   int64_t rows, cols;
-  int own, sm_target;
+  int own;
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc, ld;
   cublasLtMatmulAlgo_t algo;
@@ -79,18 +92,16 @@ enum { MAX_PLANS = 64 };
 static lt_plan_t plans[MAX_PLANS];
 static int nplans;
 
-static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own,
-                                 int sm_target) {
+static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own) {
   for (int i = 0; i < nplans; i++)
-    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own &&
-        plans[i].sm_target == sm_target)
+    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own)
       return &plans[i];
   if (nplans == MAX_PLANS) {
     fprintf(stderr, "chunk_bench: too many shapes\n");
     exit(1);
   }
   lt_plan_t *p = &plans[nplans++];
-  p->rows = rows, p->cols = cols, p->own = own, p->sm_target = sm_target;
+  p->rows = rows, p->cols = cols, p->own = own;
   cudaDataType_t in = bb->fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   LT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   int32_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
@@ -102,9 +113,6 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
     LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bb->one,
                                       sizeof bb->one));
   }
-  if (sm_target > 0)
-    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target,
-                                      sizeof sm_target));
   /* column-major: cuBLASLt's A = our B (k x cols, op T), B = our A (k x rows), D cols x rows */
   LT(cublasLtMatrixLayoutCreate(&p->la, in, K, (uint64_t)cols, K));
   LT(cublasLtMatrixLayoutCreate(&p->lb, in, K, (uint64_t)rows, K));
@@ -142,8 +150,8 @@ static void plans_release(void) {
 
 /* One GEMM: D[r0.., c0..] (rows x cols) = A[r0..] B[c0..]^T + beta C. */
 static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64_t c0,
-                 int64_t cols, int own, int sm_target) {
-  const lt_plan_t *p = plan_for(bb, rows, cols, own, sm_target);
+                 int64_t cols, int own) {
+  const lt_plan_t *p = plan_for(bb, rows, cols, own);
   size_t e = bb->fp8 ? 1 : 2;
   float alpha = 1.0f, beta = own ? 1.0f : 0.0f;
   const char *a = (const char *)bb->a[set] + (size_t)r0 * K * e;
@@ -157,19 +165,42 @@ static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64
 
 typedef struct {
   const char *name;
-  char cut;  /* 'f' full, 'm' rows, 'n' columns */
-  int chunks; /* per half */
-  int lanes;  /* 1: all on lane 0; 2: partials lane 0, own rows lane 1 */
-  int sm_target;
+  char cut;    /* 'f' full, 'm' rows, 'n' columns */
+  int chunks;  /* per half */
+  int lanes;   /* 1: all on lane 0; 2: partials lane 0, own rows lane 1 */
+  char arrive; /* 0: lane 1 free-running; 'e' / 'v': own chunk i waits for partial
+                  chunk i + 1 (the last for the last), by an event / a stream memory
+                  value: the arrival of the peer's chunk i, one chunk later */
 } schedule_t;
+
+enum { MAX_CHUNKS = 8 };
+
+static void signal_done(bench_t *bb, const schedule_t *s, int i) {
+  if (s->arrive == 'e')
+    CHECK(cudaEventRecord(bb->done[i], bb->lane[0]));
+  else if (s->arrive == 'v' &&
+           bb->write_value((CUstream)bb->lane[0], (CUdeviceptr)(uintptr_t)bb->flag,
+                           ++bb->flag_value, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
+    exit(1);
+}
+
+static void await_done(bench_t *bb, const schedule_t *s, int i, uint32_t first) {
+  if (s->arrive == 'e')
+    CHECK(cudaStreamWaitEvent(bb->lane[1], bb->done[i], 0));
+  else if (s->arrive == 'v' &&
+           bb->wait_value((CUstream)bb->lane[1], (CUdeviceptr)(uintptr_t)bb->flag,
+                          first + (uint32_t)i, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+    exit(1);
+}
 
 static void issue(bench_t *bb, int set, const schedule_t *s) {
   if (s->cut == 'f') {
-    gemm(bb, set, 0, 0, M, 0, N, 0, s->sm_target);
+    gemm(bb, set, 0, 0, M, 0, N, 0);
     return;
   }
   CHECK(cudaEventRecord(bb->fork, bb->lane[0]));
   CHECK(cudaStreamWaitEvent(bb->lane[1], bb->fork, 0));
+  uint32_t first = bb->flag_value + 1; /* the value partial chunk 0 writes */
   for (int half = 0; half < 2; half++)
     for (int i = 0; i < s->chunks; i++) {
       int lane = s->lanes == 2 ? half : 0;
@@ -181,7 +212,11 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
         cols = N / s->chunks;
         c0 = i * cols;
       }
-      gemm(bb, set, lane, r0, rows, c0, cols, half, s->sm_target);
+      if (half == 1 && s->arrive)
+        await_done(bb, s, i + 1 < s->chunks ? i + 1 : i, first);
+      gemm(bb, set, lane, r0, rows, c0, cols, half);
+      if (half == 0 && s->arrive)
+        signal_done(bb, s, i);
     }
   CHECK(cudaEventRecord(bb->join, bb->lane[1]));
   CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
@@ -192,25 +227,41 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static float median_us(bench_t *bb, const schedule_t *s, int iters) {
-  float *ms = malloc(sizeof(float) * (size_t)iters);
+/* One sample of each schedule per round, so that a drift of the clocks over
+ * the run (run 89's first version timed each schedule's samples back to back:
+ * its last `full` read 16% above its first) falls on all of them alike. */
+static void median_us(bench_t *bb, const schedule_t *sched, int count, int iters, float *out) {
+  float *ms = malloc(sizeof(float) * (size_t)iters * (size_t)count);
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
-  for (int i = -5; i < iters; i++) {
-    CHECK(cudaEventRecord(t0, bb->lane[0]));
-    issue(bb, (i + 5) % SETS, s);
-    CHECK(cudaEventRecord(t1, bb->lane[0]));
-    CHECK(cudaEventSynchronize(t1));
-    if (i >= 0)
-      CHECK(cudaEventElapsedTime(&ms[i], t0, t1));
+  for (int i = -5; i < iters; i++)
+    for (int k = 0; k < count; k++) {
+      CHECK(cudaEventRecord(t0, bb->lane[0]));
+      issue(bb, (i + 5 + k) % SETS, &sched[k]);
+      CHECK(cudaEventRecord(t1, bb->lane[0]));
+      CHECK(cudaEventSynchronize(t1));
+      if (i >= 0)
+        CHECK(cudaEventElapsedTime(&ms[k * iters + i], t0, t1));
+    }
+  for (int k = 0; k < count; k++) {
+    qsort(ms + k * iters, (size_t)iters, sizeof(float), by_value);
+    out[k] = 1000.0f * ms[k * iters + iters / 2];
   }
-  qsort(ms, (size_t)iters, sizeof(float), by_value);
-  float med = 1000.0f * ms[iters / 2];
   free(ms);
   CHECK(cudaEventDestroy(t0));
   CHECK(cudaEventDestroy(t1));
-  return med;
+}
+
+static void *driver_entry(const char *name) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+  if (q != cudaDriverEntryPointSuccess || fn == NULL) {
+    fprintf(stderr, "chunk_bench: no %s\n", name);
+    exit(1);
+  }
+  return fn;
 }
 
 /* Random bytes: for E4M3 every byte that is not NaN (0x7f / 0xff), for bf16 the
@@ -245,18 +296,17 @@ int main(int argc, char **argv) {
   }
   if (iters < 1)
     iters = 30;
-  int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const schedule_t schedules[] = {
-      {"full", 'f', 1, 1, 0},           {"m4 seq", 'm', 4, 1, 0},
-      {"m4 lanes", 'm', 4, 2, 0},       {"m4 lanes sm/2", 'm', 4, 2, -2},
-      {"m2 lanes", 'm', 2, 2, 0},       {"n4 lanes", 'n', 4, 2, 0},
-      {"n2 lanes", 'n', 2, 2, 0},       {"n4 seq", 'n', 4, 1, 0},
-      {"m8 lanes", 'm', 8, 2, 0},       {"full again", 'f', 1, 1, 0},
+      {"full", 'f', 1, 1, 0},          {"m4 seq", 'm', 4, 1, 0},
+      {"m4 lanes", 'm', 4, 2, 0},      {"m4 arrive ev", 'm', 4, 2, 'e'},
+      {"m4 arrive val", 'm', 4, 2, 'v'}, {"m2 lanes", 'm', 2, 2, 0},
+      {"m2 arrive ev", 'm', 2, 2, 'e'}, {"m8 lanes", 'm', 8, 2, 0},
+      {"m8 arrive ev", 'm', 8, 2, 'e'}, {"n4 lanes", 'n', 4, 2, 0},
   };
+  enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
-         "beta 1 with C; %d SMs; median of %d after 5, CUDA events\n",
-         M, N, M, K, sms, iters);
+         "beta 1 with C; median of %d rounds after 5, CUDA events\n",
+         M, N, M, K, iters);
   printf("# %-5s %-16s %10s %8s\n", "dtype", "schedule", "time_us", "vs_full");
   uint64_t seed = 1234;
   for (int fp8 = 1; fp8 >= 0; fp8--) {
@@ -282,18 +332,19 @@ int main(int argc, char **argv) {
     }
     CHECK(cudaEventCreateWithFlags(&bb.fork, cudaEventDisableTiming));
     CHECK(cudaEventCreateWithFlags(&bb.join, cudaEventDisableTiming));
+    for (int i = 0; i < MAX_CHUNKS; i++)
+      CHECK(cudaEventCreateWithFlags(&bb.done[i], cudaEventDisableTiming));
+    CHECK(cudaMalloc((void **)&bb.flag, sizeof *bb.flag));
+    CHECK(cudaMemset(bb.flag, 0, sizeof *bb.flag));
+    bb.write_value = (value_op_fn)driver_entry("cuStreamWriteValue32");
+    bb.wait_value = (value_op_fn)driver_entry("cuStreamWaitValue32");
     LT(cublasLtCreate(&bb.lt));
-    float full = 0.0f;
-    for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++) {
-      schedule_t s = schedules[i];
-      if (s.sm_target < 0)
-        s.sm_target = sms / -s.sm_target;
-      float us = median_us(&bb, &s, iters);
-      if (i == 0)
-        full = us;
-      printf("  %-5s %-16s %10.1f %8.3f\n", fp8 ? "e4m3" : "bf16", s.name, us, us / full);
-      fflush(stdout);
-    }
+    float us[COUNT];
+    median_us(&bb, schedules, COUNT, iters, us);
+    for (int k = 0; k < COUNT; k++)
+      printf("  %-5s %-16s %10.1f %8.3f\n", fp8 ? "e4m3" : "bf16", schedules[k].name, us[k],
+             us[k] / us[0]);
+    fflush(stdout);
     CHECK(cudaDeviceSynchronize());
     plans_release();
     LT(cublasLtDestroy(bb.lt));
@@ -310,6 +361,9 @@ int main(int argc, char **argv) {
     cudaFree(bb.one);
     cudaEventDestroy(bb.fork);
     cudaEventDestroy(bb.join);
+    for (int i = 0; i < MAX_CHUNKS; i++)
+      cudaEventDestroy(bb.done[i]);
+    cudaFree(bb.flag);
   }
   printf("chunk_bench: done\n");
   return 0;

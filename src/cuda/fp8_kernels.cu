@@ -5,12 +5,14 @@
  *    padding byte per tile row against bank conflicts), so both the read of
  *    src and the write of dst walk rows; the plain variant copies directly.
  *    One byte per thread: used for padded staging and the edges below.
- *  - transpose4_kernel: an exact transpose (no padding) of 64x64-byte tiles,
- *    four bytes per thread in and out (64-byte row segments per half warp
- *    instead of 32), for the per-call transposes of FP8 B operands (op_b N
- *    on Hopper): at 32-64 MiB the byte kernel ran at well under 1 TB/s
- *    (2 H200s, runs 11 and 14). Needs 4-byte aligned pointers and lds; the
- *    rows and columns beyond the last whole tile go to the byte kernel.
+ *  - transpose128_kernel: an exact transpose (no padding) of 128x128-byte
+ *    tiles, 4x4-byte blocks transposed in registers, 128-byte row segments
+ *    per warp in and out, for the per-call transposes of FP8 B operands (op_b
+ *    N on Hopper): at 32-64 MiB the byte kernel ran at well under 1 TB/s
+ *    (runs 11 and 14), and its predecessor (64-byte tiles, 64-byte segments
+ *    per half warp, bytes picked out of shared words one by one) at ~1.7 TB/s
+ *    (run 85: 39 us for a 32 MiB B). Needs 4-byte aligned pointers and lds;
+ *    the rows and columns beyond the last whole tile go to the byte kernel.
  *  - amax_kernel: max |x| as the bits of a float: for x >= 0 the IEEE
  *    ordering of floats is the unsigned ordering of their bits, and a NaN
  *    (sign cleared by fabsf) is above every number, so unsigned maxima and
@@ -68,31 +70,48 @@ __global__ void stage_kernel(uint8_t *dst, int64_t dst_ld, int64_t dst_rows, int
     }
 }
 
-constexpr int kTile4 = 64; /* transpose4 tile edge, bytes */
-constexpr int kTile4Threads = 16;
+constexpr int kTile128 = 128;             /* transpose128 tile edge, bytes */
+constexpr int kTileWords = kTile128 / 4;  /* 32: a warp's words of a tile row */
+constexpr int kTile128Threads = 256;      /* 8 warps */
 
-/* dst (cols x rows) = src^T over the whole 64x64 tiles of src (rows, cols
- * multiples of 64). Load: thread (tx, ty) reads word tx (bytes 4tx..4tx+3)
- * of tile rows ty, ty+16, ty+32, ty+48. Store: thread (tx, ty) writes bytes
- * 4tx..4tx+3 of dst tile rows rr = ty + 16q, i.e. byte rr of src tile rows
- * 4tx..4tx+3. The word pitch 17 spreads a column's words over the banks. */
-__global__ void transpose4_kernel(uint8_t *dst, int64_t dst_ld, const uint8_t *src,
-                                  int64_t src_ld, int64_t rows, int64_t cols) {
-  __shared__ uint32_t tile[kTile4][kTile4 / 4 + 1];
-  const int64_t tiles_r = rows / kTile4, tiles_c = cols / kTile4;
-  const int tx = threadIdx.x, ty = threadIdx.y;
+/* dst (cols x rows) = src^T over the whole 128x128-byte tiles of src (rows,
+ * cols multiples of 128). Load: lane j of a warp reads word j of src rows
+ * 4g..4g+3 (a 4x4-byte block; each load instruction is a 128-byte row
+ * segment), transposes the block in registers and stores it as word g of
+ * dst tile rows 4j..4j+3. Store: a warp writes one 128-byte dst row. The
+ * word column is swizzled by XOR with the row's block index (row / 4), which
+ * makes both the shared writes (32 blocks of one g) and the shared reads (one
+ * row) hit 32 distinct banks without padding. */
+__global__ void __launch_bounds__(kTile128Threads)
+    transpose128_kernel(uint8_t *dst, int64_t dst_ld, const uint8_t *src, int64_t src_ld,
+                        int64_t rows, int64_t cols) {
+  __shared__ uint32_t tile[kTile128][kTileWords];
+  const int64_t tiles_r = rows / kTile128, tiles_c = cols / kTile128;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = kTile128Threads / 32;
   for (int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y)
     for (int64_t tc = blockIdx.x; tc < tiles_c; tc += gridDim.x) {
-      const int64_t r0 = tr * kTile4, c0 = tc * kTile4; /* the tile's origin in src */
-      for (int r = ty; r < kTile4; r += kTile4Threads)
-        tile[r][tx] = *reinterpret_cast<const uint32_t *>(src + (r0 + r) * src_ld + c0 + 4 * tx);
-      __syncthreads();
-      for (int rr = ty; rr < kTile4; rr += kTile4Threads) {
-        uint32_t v = 0;
-        for (int q = 0; q < 4; q++)
-          v |= ((tile[4 * tx + q][rr >> 2] >> (8 * (rr & 3))) & 0xffu) << (8 * q);
-        *reinterpret_cast<uint32_t *>(dst + (c0 + rr) * dst_ld + r0 + 4 * tx) = v;
+      const int64_t r0 = tr * kTile128, c0 = tc * kTile128; /* the tile's origin in src */
+#pragma unroll
+      for (int g = warp; g < kTile128 / 4; g += warps) {
+        const uint8_t *s = src + (r0 + 4 * g) * src_ld + c0 + 4 * lane;
+        uint32_t w0 = *reinterpret_cast<const uint32_t *>(s);
+        uint32_t w1 = *reinterpret_cast<const uint32_t *>(s + src_ld);
+        uint32_t w2 = *reinterpret_cast<const uint32_t *>(s + 2 * src_ld);
+        uint32_t w3 = *reinterpret_cast<const uint32_t *>(s + 3 * src_ld);
+        /* output word q holds byte q of w0, w1, w2, w3 (src rows 4g..4g+3) */
+        uint32_t lo01 = __byte_perm(w0, w1, 0x5140), lo23 = __byte_perm(w2, w3, 0x5140);
+        uint32_t hi01 = __byte_perm(w0, w1, 0x7362), hi23 = __byte_perm(w2, w3, 0x7362);
+        const int col = g ^ lane;
+        tile[4 * lane + 0][col] = __byte_perm(lo01, lo23, 0x5410);
+        tile[4 * lane + 1][col] = __byte_perm(lo01, lo23, 0x7632);
+        tile[4 * lane + 2][col] = __byte_perm(hi01, hi23, 0x5410);
+        tile[4 * lane + 3][col] = __byte_perm(hi01, hi23, 0x7632);
       }
+      __syncthreads();
+#pragma unroll
+      for (int r = warp; r < kTile128; r += warps)
+        *reinterpret_cast<uint32_t *>(dst + (c0 + r) * dst_ld + r0 + 4 * lane) =
+            tile[r][lane ^ (r >> 2)];
       __syncthreads(); /* the tile is refilled by the next iteration */
     }
 }
@@ -144,29 +163,28 @@ cudaError_t launch_amax(float *amax, const void *x, int64_t rows, int64_t cols, 
 
 namespace {
 
-/* dst (cols x rows) = src^T: whole 64-byte tiles four bytes at a time, the
+/* dst (cols x rows) = src^T: whole 128-byte tiles by transpose128, the
  * right and bottom strips one byte at a time. */
 cudaError_t transpose_fast(uint8_t *dst, int64_t dst_ld, const uint8_t *src, int64_t src_ld,
                            int64_t rows, int64_t cols, cudaStream_t stream) {
-  const int64_t r64 = rows / kTile4 * kTile4, c64 = cols / kTile4 * kTile4;
-  if (r64 > 0 && c64 > 0) {
-    int64_t tr = r64 / kTile4, tc = c64 / kTile4;
+  const int64_t rt = rows / kTile128 * kTile128, ct = cols / kTile128 * kTile128;
+  if (rt > 0 && ct > 0) {
+    int64_t tr = rt / kTile128, tc = ct / kTile128;
     dim3 grid((unsigned)(tc < kMaxGrid ? tc : kMaxGrid), (unsigned)(tr < kMaxGrid ? tr : kMaxGrid));
-    transpose4_kernel<<<grid, dim3(kTile4Threads, kTile4Threads), 0, stream>>>(dst, dst_ld, src,
-                                                                              src_ld, r64, c64);
+    transpose128_kernel<<<grid, kTile128Threads, 0, stream>>>(dst, dst_ld, src, src_ld, rt, ct);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
       return e;
   }
-  if (c64 < cols) { /* src columns c64.. (every row) -> dst rows c64.. */
-    cudaError_t e = tpla_cuda_stage_bytes(dst + c64 * dst_ld, dst_ld, cols - c64, rows, src + c64,
-                                          src_ld, rows, cols - c64, 1, stream);
+  if (ct < cols) { /* src columns ct.. (every row) -> dst rows ct.. */
+    cudaError_t e = tpla_cuda_stage_bytes(dst + ct * dst_ld, dst_ld, cols - ct, rows, src + ct,
+                                          src_ld, rows, cols - ct, 1, stream);
     if (e != cudaSuccess)
       return e;
   }
-  if (r64 < rows && c64 > 0) /* src rows r64.., columns ..c64 -> dst columns r64.. */
-    return tpla_cuda_stage_bytes(dst + r64, dst_ld, c64, rows - r64, src + r64 * src_ld, src_ld,
-                                 rows - r64, c64, 1, stream);
+  if (rt < rows && ct > 0) /* src rows rt.., columns ..ct -> dst columns rt.. */
+    return tpla_cuda_stage_bytes(dst + rt, dst_ld, ct, rows - rt, src + rt * src_ld, src_ld,
+                                 rows - rt, ct, 1, stream);
   return cudaSuccess;
 }
 
@@ -179,7 +197,7 @@ extern "C" cudaError_t tpla_cuda_stage_bytes(void *dst, int64_t dst_ld, int64_t 
   if (dst_rows <= 0 || dst_cols <= 0)
     return cudaSuccess;
   /* an exact transpose (no padding) of 4-byte aligned rows: four bytes at a time */
-  if (transpose && dst_rows == cols && dst_cols == rows && rows >= kTile4 && cols >= kTile4 &&
+  if (transpose && dst_rows == cols && dst_cols == rows && rows >= kTile128 && cols >= kTile128 &&
       (((uintptr_t)dst | (uintptr_t)src | (uintptr_t)dst_ld | (uintptr_t)src_ld) & 3) == 0)
     return transpose_fast(static_cast<uint8_t *>(dst), dst_ld, static_cast<const uint8_t *>(src),
                           src_ld, rows, cols, stream);

@@ -31,17 +31,18 @@ static int g_fp8;     /* the device has FP8 GEMMs (tpla_features_t.fp8) */
       SKIP("device 0 has no FP8 GEMMs (tpla_features_t.fp8 = 0)");        \
   } while (0)
 
-/* The exact transpose: whole 64-byte tiles four bytes at a time and its
- * byte-kernel strips (rows or columns beyond the last whole tile), for 4-byte
- * aligned and (falling back to bytes) unaligned lds: every byte of dst is
- * src's, and the bytes beyond dst's columns are untouched. */
+/* The exact transpose: whole 128-byte tiles (4x4-byte blocks in registers)
+ * and its byte-kernel strips (rows or columns beyond the last whole tile),
+ * for 4-byte aligned and (falling back to bytes) unaligned lds: every byte of
+ * dst is src's, and the bytes beyond dst's columns are untouched. */
 static void test_transpose_tiles_and_strips(void) {
   static const int64_t shapes[][4] = {/* rows, cols, src_ld, dst_ld */
-                                      {64, 64, 64, 64},     {128, 192, 196, 132},
-                                      {200, 136, 140, 204}, {64, 1000, 1000, 68},
-                                      {1000, 64, 68, 1000}, {130, 70, 73, 131},
-                                      {37, 70, 73, 41}}; /* bytes only: under one tile */
-  for (int s = 0; s < 7; s++) {
+                                      {128, 128, 128, 128},   {256, 384, 388, 260},
+                                      {300, 264, 268, 304},   {128, 1000, 1000, 132},
+                                      {1000, 128, 132, 1000}, {640, 4100, 4100, 644},
+                                      {260, 140, 143, 261},   {64, 64, 64, 64},
+                                      {37, 70, 73, 41}}; /* last two: bytes only, under one tile */
+  for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
     const int64_t rows = shapes[s][0], cols = shapes[s][1], src_ld = shapes[s][2];
     const int64_t dst_ld = shapes[s][3];
     size_t src_bytes = (size_t)(rows * src_ld), dst_bytes = (size_t)(cols * dst_ld);
