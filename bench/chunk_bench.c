@@ -1,40 +1,45 @@
 /*
- * chunk_bench.c - what do the chunks of an overlapped GEMM+ReduceScatter cost
- * in compute alone, on one GPU, without any transfer? Runs 30 and 85 timed
+ * chunk_bench.c - what does an overlapped GEMM+ReduceScatter's chunk schedule
+ * cost in compute, on one GPU, with the link modelled? Runs 30 and 85 timed
  * 1024-row FP8 chunk GEMMs (E4M3, K 4096, N 8192) at 55-63 us inside the
- * overlapped call against 49 us per 1024 rows of the unchunked GEMM, and both
- * lanes' GEMMs together at ~450 us per rank against ~390: the chunking, not
- * the link, is what FP8 GEMM+RS (8192, 4096, 8192) loses (eff 0.87-0.88).
- * This separates the GEMMs' own cost from the transfers' interference and
- * tries the other ways to cut the same work into chunks.
+ * overlapped call against 49 us per 1024 rows of the unchunked GEMM, and FP8
+ * GEMM+RS (8192, 4096, 8192) stays at eff 0.87-0.88 (op(B) T: 454-468 us
+ * against a 390-408 us GEMM). This separates the chunked GEMMs' own cost and
+ * the waits for arrivals from the transfers themselves, and ranks other
+ * schedules of the same work.
  *
  * The problem is one rank's: D (8192 x 8192, bf16) = A (8192 x 4096) B^T
  * (B 8192 x 4096, op T: the layout cuBLASLt's FP8 kernels read), its rows
  * 0..4095 the "partials" (beta 0, what a rank sends), rows 4096.. the "own"
  * rows (beta 1 with a separate C: the received partial folded in the
- * epilogue, as tpla's schedule does). Schedules, each timed as a whole:
- *   full        one GEMM of all rows (the efficiency baseline's GEMM)
- *   m<c> seq    each half in c chunks of rows, all on one stream
- *   m<c> lanes  the partial chunks on lane 0, the own chunks on lane 1, both
- *               lanes running at once from the start
- *   m<c> arrive ev / val   as lanes, but own chunk i waits for partial chunk
- *               i + 1 (the last own chunk for the last partial): the peer's
- *               chunk i arriving one chunk after it was computed, as in the
- *               overlapped call; by a CUDA event, or by a stream memory value
- *               (cuStreamWriteValue32 / cuStreamWaitValue32, what tpla's peer
- *               transport waits on: run 85 saw lane 1 lose 7-20 us at each)
- *   n<c> lanes  each half cut into c blocks of columns (4096 x N/c chunks)
+ * epilogue, as tpla's schedule does). Partials in p chunks on lane 0, own
+ * rows in o chunks on lane 1; own chunk j needs every partial chunk that
+ * overlaps its rows. Modes:
+ *   full      one GEMM of all rows (the efficiency baseline's GEMM)
+ *   free      the lanes at once from the start, no waits
+ *   link ev / val / watch   the peer's partial chunk i "arrives" after a link
+ *             stream, which takes the chunks in order, has spun for its push
+ *             time (bf16 rows x N x 2 bytes at --gbs GB/s, a one-thread
+ *             kernel reading %globaltimer) after partial chunk i was computed
+ *             here (the peer is symmetric); lane 1 waits for it by an event,
+ *             by a stream memory value (cuStreamWaitValue32 on a value the
+ *             link writes with cuStreamWriteValue32: what tpla's peer
+ *             transport does; run 85 saw lane 1 lose 7-20 us at each), or by
+ *             an event of a watcher stream that waits for the value.
  * Run 89's first version also gave every GEMM CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
  * = SMs / 2 with the lanes at once: 1.37x (E4M3) and 1.42x (bf16) the full
- * GEMM's time, so it is gone.
+ * GEMM's time, so it is gone; cutting the halves by columns (4096 x N/4) read
+ * as cutting by rows (run 90: 1.102 against 1.104).
  *
- *   tpla_chunk_bench [iters]
+ *   tpla_chunk_bench [iters] [gbs]
  *
  * For E4M3 (split accumulation) and bf16: median of `iters` (default 30)
- * rounds after 5 warm-up rounds, one sample of every schedule per round, CUDA
- * events, the inputs random, two operand sets alternating (each over the L2
- * cache). Prints one line per schedule, its
- * time over `full`'s, and exits 0; 77 without a GPU.
+ * rounds after 5 warm-up rounds, one sample of every schedule per round (a
+ * drift of the clocks falls on all alike; run 89's first version timed each
+ * back to back, and its last `full` read 16% above its first), CUDA events,
+ * random inputs, two operand sets alternating (each over the L2 cache); `gbs`
+ * defaults to 300 (runs 82-85: one copy engine moved 240-380 GB/s). One line
+ * per schedule with its time over `full`'s; exits 0, or 77 without a GPU.
  */
 #include <cublasLt.h>
 #include <cuda.h>
@@ -66,13 +71,19 @@ enum { M = 8192, K = 4096, N = 8192, SETS = 2, LANES = 2 };
 
 typedef CUresult (*value_op_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
+/* chunk_delay.cu: a one-thread kernel that spins for `ns` nanoseconds */
+cudaError_t chunk_bench_spin(cudaStream_t stream, unsigned long long ns);
+
+enum { MAX_CHUNKS = 8 };
+
 typedef struct {
   int fp8;
   void *a[SETS], *b[SETS], *d[SETS], *c[SETS]; /* c: the received partials (M/2 x N) */
   float *one;                                   /* the FP8 scales */
   void *ws[LANES];
-  cudaStream_t lane[LANES];
-  cudaEvent_t fork, join, done[8];
+  cudaStream_t lane[LANES], link, watch;
+  cudaEvent_t fork, join, done[MAX_CHUNKS], arrived[MAX_CHUNKS];
+  double gbs; /* the modelled link's bandwidth */
   uint32_t *flag, flag_value; /* the stream memory value, and the last one written */
   value_op_fn write_value, wait_value; /* cuStreamWriteValue32, cuStreamWaitValue32 */
   cublasLtHandle_t lt;
@@ -165,60 +176,70 @@ static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64
 
 typedef struct {
   const char *name;
-  char cut;    /* 'f' full, 'm' rows, 'n' columns */
-  int chunks;  /* per half */
-  int lanes;   /* 1: all on lane 0; 2: partials lane 0, own rows lane 1 */
-  char arrive; /* 0: lane 1 free-running; 'e' / 'v': own chunk i waits for partial
-                  chunk i + 1 (the last for the last), by an event / a stream memory
-                  value: the arrival of the peer's chunk i, one chunk later */
+  int partials, owns; /* chunks of each half; 0 partials: one GEMM of all rows */
+  char mode;          /* 'f' free, 'e' link ev, 'v' link val, 'w' link watch */
 } schedule_t;
 
-enum { MAX_CHUNKS = 8 };
+static int64_t chunk_rows(int chunks) { return M / 2 / chunks; }
 
-static void signal_done(bench_t *bb, const schedule_t *s, int i) {
-  if (s->arrive == 'e')
-    CHECK(cudaEventRecord(bb->done[i], bb->lane[0]));
-  else if (s->arrive == 'v' &&
-           bb->write_value((CUstream)bb->lane[0], (CUdeviceptr)(uintptr_t)bb->flag,
-                           ++bb->flag_value, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
+/* The peer's partial chunk i arrives: the link takes it after this rank's
+ * partial chunk i (symmetric ranks) and spins for its push time. */
+static void link_push(bench_t *bb, const schedule_t *s, int i) {
+  CHECK(cudaEventRecord(bb->done[i], bb->lane[0]));
+  CHECK(cudaStreamWaitEvent(bb->link, bb->done[i], 0));
+  double bytes = (double)chunk_rows(s->partials) * N * 2;
+  CHECK(chunk_bench_spin(bb->link, (unsigned long long)(bytes / bb->gbs)));
+  if (s->mode == 'e') {
+    CHECK(cudaEventRecord(bb->arrived[i], bb->link));
+    return;
+  }
+  if (bb->write_value((CUstream)bb->link, (CUdeviceptr)(uintptr_t)bb->flag, ++bb->flag_value,
+                      CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
     exit(1);
+  if (s->mode == 'w') {
+    if (bb->wait_value((CUstream)bb->watch, (CUdeviceptr)(uintptr_t)bb->flag, bb->flag_value,
+                       CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+      exit(1);
+    CHECK(cudaEventRecord(bb->arrived[i], bb->watch));
+  }
 }
 
-static void await_done(bench_t *bb, const schedule_t *s, int i, uint32_t first) {
-  if (s->arrive == 'e')
-    CHECK(cudaStreamWaitEvent(bb->lane[1], bb->done[i], 0));
-  else if (s->arrive == 'v' &&
-           bb->wait_value((CUstream)bb->lane[1], (CUdeviceptr)(uintptr_t)bb->flag,
-                          first + (uint32_t)i, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
-    exit(1);
+static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t first) {
+  if (s->mode == 'v') {
+    if (bb->wait_value((CUstream)bb->lane[1], (CUdeviceptr)(uintptr_t)bb->flag,
+                       first + (uint32_t)i, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+      exit(1);
+  } else {
+    CHECK(cudaStreamWaitEvent(bb->lane[1], bb->arrived[i], 0));
+  }
 }
 
 static void issue(bench_t *bb, int set, const schedule_t *s) {
-  if (s->cut == 'f') {
+  if (s->partials == 0) {
     gemm(bb, set, 0, 0, M, 0, N, 0);
     return;
   }
   CHECK(cudaEventRecord(bb->fork, bb->lane[0]));
   CHECK(cudaStreamWaitEvent(bb->lane[1], bb->fork, 0));
-  uint32_t first = bb->flag_value + 1; /* the value partial chunk 0 writes */
-  for (int half = 0; half < 2; half++)
-    for (int i = 0; i < s->chunks; i++) {
-      int lane = s->lanes == 2 ? half : 0;
-      int64_t r0 = half * (M / 2), rows = M / 2, c0 = 0, cols = N;
-      if (s->cut == 'm') {
-        rows = M / 2 / s->chunks;
-        r0 += i * rows;
-      } else {
-        cols = N / s->chunks;
-        c0 = i * cols;
-      }
-      if (half == 1 && s->arrive)
-        await_done(bb, s, i + 1 < s->chunks ? i + 1 : i, first);
-      gemm(bb, set, lane, r0, rows, c0, cols, half);
-      if (half == 0 && s->arrive)
-        signal_done(bb, s, i);
-    }
+  CHECK(cudaStreamWaitEvent(bb->link, bb->fork, 0));
+  CHECK(cudaStreamWaitEvent(bb->watch, bb->fork, 0));
+  uint32_t first = bb->flag_value + 1; /* the value partial chunk 0's arrival writes */
+  const int64_t pr = chunk_rows(s->partials), orows = chunk_rows(s->owns);
+  for (int i = 0; i < s->partials; i++) {
+    gemm(bb, set, 0, i * pr, pr, 0, N, 0);
+    if (s->mode != 'f')
+      link_push(bb, s, i);
+  }
+  for (int j = 0; j < s->owns; j++) {
+    if (s->mode != 'f') /* the last partial chunk that overlaps own chunk j */
+      await_arrival(bb, s, (int)(((j + 1) * orows - 1) / pr), first);
+    gemm(bb, set, 1, M / 2 + j * orows, orows, 0, N, 1);
+  }
   CHECK(cudaEventRecord(bb->join, bb->lane[1]));
+  CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
+  CHECK(cudaEventRecord(bb->join, bb->link));
+  CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
+  CHECK(cudaEventRecord(bb->join, bb->watch));
   CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
 }
 
@@ -289,6 +310,7 @@ static void fill(void *dev, size_t elems, int fp8, uint64_t *seed) {
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 30;
+  double gbs = argc > 2 ? atof(argv[2]) : 300.0;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
     printf("chunk_bench: no GPU, skipped\n");
@@ -296,23 +318,25 @@ int main(int argc, char **argv) {
   }
   if (iters < 1)
     iters = 30;
+  if (!(gbs > 0.0))
+    gbs = 300.0;
   const schedule_t schedules[] = {
-      {"full", 'f', 1, 1, 0},          {"m4 seq", 'm', 4, 1, 0},
-      {"m4 lanes", 'm', 4, 2, 0},      {"m4 arrive ev", 'm', 4, 2, 'e'},
-      {"m4 arrive val", 'm', 4, 2, 'v'}, {"m2 lanes", 'm', 2, 2, 0},
-      {"m2 arrive ev", 'm', 2, 2, 'e'}, {"m8 lanes", 'm', 8, 2, 0},
-      {"m8 arrive ev", 'm', 8, 2, 'e'}, {"n4 lanes", 'n', 4, 2, 0},
+      {"full", 0, 0, 'f'},          {"p4 o4 free", 4, 4, 'f'},    {"p4 o4 link ev", 4, 4, 'e'},
+      {"p4 o4 link val", 4, 4, 'v'}, {"p4 o4 link watch", 4, 4, 'w'}, {"p2 o2 link ev", 2, 2, 'e'},
+      {"p8 o8 link ev", 8, 8, 'e'}, {"p4 o2 link ev", 4, 2, 'e'}, {"p8 o4 link ev", 8, 4, 'e'},
+      {"p8 o2 link ev", 8, 2, 'e'}, {"p2 o4 link ev", 2, 4, 'e'}, {"p4 o1 link ev", 4, 1, 'e'},
   };
   enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
-         "beta 1 with C; median of %d rounds after 5, CUDA events\n",
-         M, N, M, K, iters);
+         "beta 1 with C; link %.0f GB/s; median of %d rounds after 5, CUDA events\n",
+         M, N, M, K, gbs, iters);
   printf("# %-5s %-16s %10s %8s\n", "dtype", "schedule", "time_us", "vs_full");
   uint64_t seed = 1234;
   for (int fp8 = 1; fp8 >= 0; fp8--) {
     bench_t bb;
     memset(&bb, 0, sizeof bb);
     bb.fp8 = fp8;
+    bb.gbs = gbs;
     size_t e = fp8 ? 1 : 2;
     for (int s = 0; s < SETS; s++) {
       CHECK(cudaMalloc(&bb.a[s], (size_t)M * K * e));
@@ -332,8 +356,12 @@ int main(int argc, char **argv) {
     }
     CHECK(cudaEventCreateWithFlags(&bb.fork, cudaEventDisableTiming));
     CHECK(cudaEventCreateWithFlags(&bb.join, cudaEventDisableTiming));
-    for (int i = 0; i < MAX_CHUNKS; i++)
+    CHECK(cudaStreamCreateWithFlags(&bb.link, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&bb.watch, cudaStreamNonBlocking));
+    for (int i = 0; i < MAX_CHUNKS; i++) {
       CHECK(cudaEventCreateWithFlags(&bb.done[i], cudaEventDisableTiming));
+      CHECK(cudaEventCreateWithFlags(&bb.arrived[i], cudaEventDisableTiming));
+    }
     CHECK(cudaMalloc((void **)&bb.flag, sizeof *bb.flag));
     CHECK(cudaMemset(bb.flag, 0, sizeof *bb.flag));
     bb.write_value = (value_op_fn)driver_entry("cuStreamWriteValue32");
@@ -361,8 +389,12 @@ int main(int argc, char **argv) {
     cudaFree(bb.one);
     cudaEventDestroy(bb.fork);
     cudaEventDestroy(bb.join);
-    for (int i = 0; i < MAX_CHUNKS; i++)
+    cudaStreamDestroy(bb.link);
+    cudaStreamDestroy(bb.watch);
+    for (int i = 0; i < MAX_CHUNKS; i++) {
       cudaEventDestroy(bb.done[i]);
+      cudaEventDestroy(bb.arrived[i]);
+    }
     cudaFree(bb.flag);
   }
   printf("chunk_bench: done\n");
