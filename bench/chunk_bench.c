@@ -13,19 +13,23 @@
  * 0..4095 the "partials" (beta 0, what a rank sends), rows 4096.. the "own"
  * rows (beta 1 with a separate C: the received partial folded in the
  * epilogue, as tpla's schedule does). Partials in p chunks on lane 0, own
- * rows in o chunks on lane 1; own chunk j needs every partial chunk that
- * overlaps its rows. Modes:
+ * rows in o chunks on lane 1 (cut as the library's ovl_chunk cuts them, the
+ * last one 1/tail of the others); own chunk j needs every partial chunk that
+ * overlaps its rows. GEMM+AR ("ar") then sends each reduced own chunk over
+ * the link too (the peer's pull), and ends when the link is done. Modes:
  *   full      one GEMM of all rows (the efficiency baseline's GEMM)
- *   free      the lanes at once from the start, no waits
- *   link ev / val / watch   the peer's partial chunk i "arrives" after a link
+ *   free      the lanes at once from the start, no waits, no link
+ *   ev / val / watch   the peer's partial chunk i "arrives" after a link
  *             stream, which takes the chunks in order, has spun for its push
- *             time (bf16 rows x N x 2 bytes at --gbs GB/s, a one-thread
+ *             time (bf16 rows x N x 2 bytes at `gbs` GB/s, a one-thread
  *             kernel reading %globaltimer) after partial chunk i was computed
  *             here (the peer is symmetric); lane 1 waits for it by an event,
  *             by a stream memory value (cuStreamWaitValue32 on a value the
  *             link writes with cuStreamWriteValue32: what tpla's peer
  *             transport does; run 85 saw lane 1 lose 7-20 us at each), or by
  *             an event of a watcher stream that waits for the value.
+ * The model leaves out the copy engines' memory traffic and any latency of a
+ * real transfer beyond its bytes / bandwidth.
  * Run 89's first version also gave every GEMM CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
  * = SMs / 2 with the lanes at once: 1.37x (E4M3) and 1.42x (bf16) the full
  * GEMM's time, so it is gone; cutting the halves by columns (4096 x N/4) read
@@ -82,7 +86,7 @@ typedef struct {
   float *one;                                   /* the FP8 scales */
   void *ws[LANES];
   cudaStream_t lane[LANES], link, watch;
-  cudaEvent_t fork, join, done[MAX_CHUNKS], arrived[MAX_CHUNKS];
+  cudaEvent_t fork, join, done[MAX_CHUNKS], arrived[MAX_CHUNKS], reduced[MAX_CHUNKS];
   double gbs; /* the modelled link's bandwidth */
   uint32_t *flag, flag_value; /* the stream memory value, and the last one written */
   value_op_fn write_value, wait_value; /* cuStreamWriteValue32, cuStreamWaitValue32 */
@@ -176,19 +180,40 @@ static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64
 
 typedef struct {
   const char *name;
-  int partials, owns; /* chunks of each half; 0 partials: one GEMM of all rows */
+  char kind;          /* 'f' one GEMM of all rows, 'r' GEMM+RS, 'a' GEMM+AR */
+  int partials, owns; /* chunks of each half */
+  int tail;           /* the last chunk 1/tail of the others (TPLA_OVERLAP_TAIL) */
   char mode;          /* 'f' free, 'e' link ev, 'v' link val, 'w' link watch */
 } schedule_t;
 
-static int64_t chunk_rows(int chunks) { return M / 2 / chunks; }
+/* Chunk c's rows of a half, as the library's ovl_chunk cuts them: chunks - 1
+ * equal pieces in whole 128-row tiles and a last one about 1/tail of them. */
+static void chunk_range(int chunks, int tail, int c, int64_t *r0, int64_t *nr) {
+  const int64_t rows = M / 2;
+  int64_t size;
+  if (chunks > 1 && tail > 1) {
+    double unit = (double)rows * tail / ((double)(chunks - 1) * tail + 1.0);
+    size = (int64_t)(unit / 128.0 + 0.5) * 128;
+  } else {
+    size = ((rows + chunks - 1) / chunks + 127) / 128 * 128;
+  }
+  int64_t a = (int64_t)c * size, b = c == chunks - 1 ? rows : a + size;
+  a = a < rows ? a : rows;
+  b = b < rows ? b : rows;
+  *r0 = a;
+  *nr = b - a;
+}
 
-/* The peer's partial chunk i arrives: the link takes it after this rank's
- * partial chunk i (symmetric ranks) and spins for its push time. */
-static void link_push(bench_t *bb, const schedule_t *s, int i) {
-  CHECK(cudaEventRecord(bb->done[i], bb->lane[0]));
-  CHECK(cudaStreamWaitEvent(bb->link, bb->done[i], 0));
-  double bytes = (double)chunk_rows(s->partials) * N * 2;
-  CHECK(chunk_bench_spin(bb->link, (unsigned long long)(bytes / bb->gbs)));
+/* The link moves `rows` bf16 rows after `after` is reached on `from`: it
+ * spins for their push time (one direction; the peer is symmetric). */
+static void link_move(bench_t *bb, cudaStream_t from, cudaEvent_t after, int64_t rows) {
+  CHECK(cudaEventRecord(after, from));
+  CHECK(cudaStreamWaitEvent(bb->link, after, 0));
+  CHECK(chunk_bench_spin(bb->link, (unsigned long long)((double)rows * N * 2 / bb->gbs)));
+}
+
+/* The peer's partial chunk i has arrived: say so the way `mode` waits. */
+static void link_arrived(bench_t *bb, const schedule_t *s, int i) {
   if (s->mode == 'e') {
     CHECK(cudaEventRecord(bb->arrived[i], bb->link));
     return;
@@ -214,8 +239,12 @@ static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t firs
   }
 }
 
+/* Partial chunks on lane 0, each pushed over the link; own chunk j on lane 1
+ * after the arrival of the last partial chunk that overlaps its rows; for
+ * GEMM+AR each reduced own chunk then crosses the link too (the peer's pull),
+ * and the call ends with the link. */
 static void issue(bench_t *bb, int set, const schedule_t *s) {
-  if (s->partials == 0) {
+  if (s->kind == 'f') {
     gemm(bb, set, 0, 0, M, 0, N, 0);
     return;
   }
@@ -224,16 +253,27 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
   CHECK(cudaStreamWaitEvent(bb->link, bb->fork, 0));
   CHECK(cudaStreamWaitEvent(bb->watch, bb->fork, 0));
   uint32_t first = bb->flag_value + 1; /* the value partial chunk 0's arrival writes */
-  const int64_t pr = chunk_rows(s->partials), orows = chunk_rows(s->owns);
+  int64_t r0, rows, pstart[MAX_CHUNKS];
   for (int i = 0; i < s->partials; i++) {
-    gemm(bb, set, 0, i * pr, pr, 0, N, 0);
-    if (s->mode != 'f')
-      link_push(bb, s, i);
+    chunk_range(s->partials, s->tail, i, &r0, &rows);
+    pstart[i] = r0;
+    gemm(bb, set, 0, r0, rows, 0, N, 0);
+    if (s->mode != 'f') {
+      link_move(bb, bb->lane[0], bb->done[i], rows);
+      link_arrived(bb, s, i);
+    }
   }
   for (int j = 0; j < s->owns; j++) {
-    if (s->mode != 'f') /* the last partial chunk that overlaps own chunk j */
-      await_arrival(bb, s, (int)(((j + 1) * orows - 1) / pr), first);
-    gemm(bb, set, 1, M / 2 + j * orows, orows, 0, N, 1);
+    chunk_range(s->owns, s->tail, j, &r0, &rows);
+    if (s->mode != 'f') {
+      int last = 0;
+      while (last + 1 < s->partials && pstart[last + 1] < r0 + rows)
+        last++;
+      await_arrival(bb, s, last, first);
+    }
+    gemm(bb, set, 1, M / 2 + r0, rows, 0, N, 1);
+    if (s->kind == 'a' && s->mode != 'f')
+      link_move(bb, bb->lane[1], bb->reduced[j], rows);
   }
   CHECK(cudaEventRecord(bb->join, bb->lane[1]));
   CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
@@ -320,11 +360,20 @@ int main(int argc, char **argv) {
     iters = 30;
   if (!(gbs > 0.0))
     gbs = 300.0;
+  /* run 71 timed the RS and AR rows marked * on 2 H200s (op(B) T for FP8 RS), run 81 the
+   * AR rows marked +: the model is read against them */
   const schedule_t schedules[] = {
-      {"full", 0, 0, 'f'},          {"p4 o4 free", 4, 4, 'f'},    {"p4 o4 link ev", 4, 4, 'e'},
-      {"p4 o4 link val", 4, 4, 'v'}, {"p4 o4 link watch", 4, 4, 'w'}, {"p2 o2 link ev", 2, 2, 'e'},
-      {"p8 o8 link ev", 8, 8, 'e'}, {"p4 o2 link ev", 4, 2, 'e'}, {"p8 o4 link ev", 8, 4, 'e'},
-      {"p8 o2 link ev", 8, 2, 'e'}, {"p2 o4 link ev", 2, 4, 'e'}, {"p4 o1 link ev", 4, 1, 'e'},
+      {"full", 'f', 0, 0, 1, 'f'},         {"rs c4 free", 'r', 4, 4, 1, 'f'},
+      {"rs c4 ev", 'r', 4, 4, 1, 'e'},     {"rs c4 val *", 'r', 4, 4, 1, 'v'},
+      {"rs c4 watch", 'r', 4, 4, 1, 'w'},  {"rs c2 val *", 'r', 2, 2, 1, 'v'},
+      {"rs c3 val *", 'r', 3, 3, 1, 'v'},  {"rs c4 t2 val *", 'r', 4, 4, 2, 'v'},
+      {"rs c8 val", 'r', 8, 8, 1, 'v'},    {"rs p4 o2 val", 'r', 4, 2, 1, 'v'},
+      {"rs p2 o4 val", 'r', 2, 4, 1, 'v'}, {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v'},
+      {"ar c4 val *", 'a', 4, 4, 1, 'v'},  {"ar c3 val *", 'a', 3, 3, 1, 'v'},
+      {"ar c2 val *", 'a', 2, 2, 1, 'v'},  {"ar c5 t2 val +", 'a', 5, 5, 2, 'v'},
+      {"ar c6 t2 val +", 'a', 6, 6, 2, 'v'}, {"ar c4 t3 val", 'a', 4, 4, 3, 'v'},
+      {"ar c4 t4 val", 'a', 4, 4, 4, 'v'}, {"ar c4 t2 ev", 'a', 4, 4, 2, 'e'},
+      {"ar c8 t2 val", 'a', 8, 8, 2, 'v'}, {"ar p4 o8 t2 val", 'a', 4, 8, 2, 'v'},
   };
   enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
@@ -361,6 +410,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < MAX_CHUNKS; i++) {
       CHECK(cudaEventCreateWithFlags(&bb.done[i], cudaEventDisableTiming));
       CHECK(cudaEventCreateWithFlags(&bb.arrived[i], cudaEventDisableTiming));
+      CHECK(cudaEventCreateWithFlags(&bb.reduced[i], cudaEventDisableTiming));
     }
     CHECK(cudaMalloc((void **)&bb.flag, sizeof *bb.flag));
     CHECK(cudaMemset(bb.flag, 0, sizeof *bb.flag));
@@ -394,6 +444,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < MAX_CHUNKS; i++) {
       cudaEventDestroy(bb.done[i]);
       cudaEventDestroy(bb.arrived[i]);
+      cudaEventDestroy(bb.reduced[i]);
     }
     cudaFree(bb.flag);
   }
