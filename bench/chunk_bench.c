@@ -28,14 +28,18 @@
  *             link writes with cuStreamWriteValue32: what tpla's peer
  *             transport does; run 85 saw lane 1 lose 7-20 us at each), or by
  *             an event of a watcher stream that waits for the value.
- * The model leaves out the copy engines' memory traffic and any latency of a
- * real transfer beyond its bytes / bandwidth.
+ * Lane 0 has the highest stream priority (prio 1, the default: as tpla's
+ * transport creates it) or the default one (prio 0). "o-sm<s>": every own chunk
+ * but the last with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = s, so that the
+ * partials keep SMs while both lanes run. The model leaves out the copy
+ * engines' memory traffic and any latency of a real transfer beyond its
+ * bytes / bandwidth.
  * Run 89's first version also gave every GEMM CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
  * = SMs / 2 with the lanes at once: 1.37x (E4M3) and 1.42x (bf16) the full
  * GEMM's time, so it is gone; cutting the halves by columns (4096 x N/4) read
  * as cutting by rows (run 90: 1.102 against 1.104).
  *
- *   tpla_chunk_bench [iters] [gbs]
+ *   tpla_chunk_bench [iters] [gbs] [prio]
  *
  * For E4M3 (split accumulation) and bf16: median of `iters` (default 30)
  * rounds after 5 warm-up rounds, one sample of every schedule per round (a
@@ -97,7 +101,7 @@ typedef struct {
  * more host time than a chunk's GEMM lasts on the GPU). */
 typedef struct {
   int64_t rows, cols;
-  int own;
+  int own, sms;
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc, ld;
   cublasLtMatmulAlgo_t algo;
@@ -107,16 +111,17 @@ enum { MAX_PLANS = 64 };
 static lt_plan_t plans[MAX_PLANS];
 static int nplans;
 
-static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own) {
+static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own, int sms) {
   for (int i = 0; i < nplans; i++)
-    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own)
+    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own &&
+        plans[i].sms == sms)
       return &plans[i];
   if (nplans == MAX_PLANS) {
     fprintf(stderr, "chunk_bench: too many shapes\n");
     exit(1);
   }
   lt_plan_t *p = &plans[nplans++];
-  p->rows = rows, p->cols = cols, p->own = own;
+  p->rows = rows, p->cols = cols, p->own = own, p->sms = sms;
   cudaDataType_t in = bb->fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   LT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   int32_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
@@ -128,6 +133,9 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
     LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bb->one,
                                       sizeof bb->one));
   }
+  if (sms > 0)
+    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms,
+                                      sizeof sms));
   /* column-major: cuBLASLt's A = our B (k x cols, op T), B = our A (k x rows), D cols x rows */
   LT(cublasLtMatrixLayoutCreate(&p->la, in, K, (uint64_t)cols, K));
   LT(cublasLtMatrixLayoutCreate(&p->lb, in, K, (uint64_t)rows, K));
@@ -165,8 +173,8 @@ static void plans_release(void) {
 
 /* One GEMM: D[r0.., c0..] (rows x cols) = A[r0..] B[c0..]^T + beta C. */
 static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64_t c0,
-                 int64_t cols, int own) {
-  const lt_plan_t *p = plan_for(bb, rows, cols, own);
+                 int64_t cols, int own, int sms) {
+  const lt_plan_t *p = plan_for(bb, rows, cols, own, sms);
   size_t e = bb->fp8 ? 1 : 2;
   float alpha = 1.0f, beta = own ? 1.0f : 0.0f;
   const char *a = (const char *)bb->a[set] + (size_t)r0 * K * e;
@@ -184,6 +192,7 @@ typedef struct {
   int partials, owns; /* chunks of each half */
   int tail;           /* the last chunk 1/tail of the others (TPLA_OVERLAP_TAIL) */
   char mode;          /* 'f' free, 'e' link ev, 'v' link val, 'w' link watch */
+  int own_sms;        /* > 0: own chunks but the last with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET */
 } schedule_t;
 
 /* Chunk c's rows of a half, as the library's ovl_chunk cuts them: chunks - 1
@@ -245,7 +254,7 @@ static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t firs
  * and the call ends with the link. */
 static void issue(bench_t *bb, int set, const schedule_t *s) {
   if (s->kind == 'f') {
-    gemm(bb, set, 0, 0, M, 0, N, 0);
+    gemm(bb, set, 0, 0, M, 0, N, 0, 0);
     return;
   }
   CHECK(cudaEventRecord(bb->fork, bb->lane[0]));
@@ -257,7 +266,7 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
   for (int i = 0; i < s->partials; i++) {
     chunk_range(s->partials, s->tail, i, &r0, &rows);
     pstart[i] = r0;
-    gemm(bb, set, 0, r0, rows, 0, N, 0);
+    gemm(bb, set, 0, r0, rows, 0, N, 0, 0);
     if (s->mode != 'f') {
       link_move(bb, bb->lane[0], bb->done[i], rows);
       link_arrived(bb, s, i);
@@ -271,7 +280,7 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
         last++;
       await_arrival(bb, s, last, first);
     }
-    gemm(bb, set, 1, M / 2 + r0, rows, 0, N, 1);
+    gemm(bb, set, 1, M / 2 + r0, rows, 0, N, 1, j + 1 < s->owns ? s->own_sms : 0);
     if (s->kind == 'a' && s->mode != 'f')
       link_move(bb, bb->lane[1], bb->reduced[j], rows);
   }
@@ -351,6 +360,7 @@ static void fill(void *dev, size_t elems, int fp8, uint64_t *seed) {
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 30;
   double gbs = argc > 2 ? atof(argv[2]) : 300.0;
+  int prio = argc > 3 ? atoi(argv[3]) : 1; /* 0: both lanes at the default priority (run 92) */
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
     printf("chunk_bench: no GPU, skipped\n");
@@ -361,24 +371,20 @@ int main(int argc, char **argv) {
   if (!(gbs > 0.0))
     gbs = 300.0;
   /* run 71 timed the RS and AR rows marked * on 2 H200s (op(B) T for FP8 RS), run 81 the
-   * AR rows marked +: the model is read against them */
+   * AR rows marked +: the model is read against them (run 92) */
   const schedule_t schedules[] = {
-      {"full", 'f', 0, 0, 1, 'f'},         {"rs c4 free", 'r', 4, 4, 1, 'f'},
-      {"rs c4 ev", 'r', 4, 4, 1, 'e'},     {"rs c4 val *", 'r', 4, 4, 1, 'v'},
-      {"rs c4 watch", 'r', 4, 4, 1, 'w'},  {"rs c2 val *", 'r', 2, 2, 1, 'v'},
-      {"rs c3 val *", 'r', 3, 3, 1, 'v'},  {"rs c4 t2 val *", 'r', 4, 4, 2, 'v'},
-      {"rs c8 val", 'r', 8, 8, 1, 'v'},    {"rs p4 o2 val", 'r', 4, 2, 1, 'v'},
-      {"rs p2 o4 val", 'r', 2, 4, 1, 'v'}, {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v'},
-      {"ar c4 val *", 'a', 4, 4, 1, 'v'},  {"ar c3 val *", 'a', 3, 3, 1, 'v'},
-      {"ar c2 val *", 'a', 2, 2, 1, 'v'},  {"ar c5 t2 val +", 'a', 5, 5, 2, 'v'},
-      {"ar c6 t2 val +", 'a', 6, 6, 2, 'v'}, {"ar c4 t3 val", 'a', 4, 4, 3, 'v'},
-      {"ar c4 t4 val", 'a', 4, 4, 4, 'v'}, {"ar c4 t2 ev", 'a', 4, 4, 2, 'e'},
-      {"ar c8 t2 val", 'a', 8, 8, 2, 'v'}, {"ar p4 o8 t2 val", 'a', 4, 8, 2, 'v'},
+      {"full", 'f', 0, 0, 1, 'f', 0},           {"rs c4 free", 'r', 4, 4, 1, 'f', 0},
+      {"rs c4 val *", 'r', 4, 4, 1, 'v', 0},    {"rs c4 ev", 'r', 4, 4, 1, 'e', 0},
+      {"rs c2 val *", 'r', 2, 2, 1, 'v', 0},    {"rs c4 val o-sm88", 'r', 4, 4, 1, 'v', 88},
+      {"rs c4 val o-sm100", 'r', 4, 4, 1, 'v', 100}, {"rs c4 val o-sm66", 'r', 4, 4, 1, 'v', 66},
+      {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v', 0}, {"ar c4 val *", 'a', 4, 4, 1, 'v', 0},
+      {"ar c4 t2 ev", 'a', 4, 4, 2, 'e', 0},    {"ar c4 t3 val", 'a', 4, 4, 3, 'v', 0},
+      {"ar c4 t2 val o-sm88", 'a', 4, 4, 2, 'v', 88}, {"ar c4 t2 val o-sm100", 'a', 4, 4, 2, 'v', 100},
   };
   enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
-         "beta 1 with C; link %.0f GB/s; median of %d rounds after 5, CUDA events\n",
-         M, N, M, K, gbs, iters);
+         "beta 1 with C; link %.0f GB/s; lane 0 priority %s; median of %d rounds after 5, CUDA events\n",
+         M, N, M, K, gbs, prio ? "highest" : "default", iters);
   printf("# %-5s %-16s %10s %8s\n", "dtype", "schedule", "time_us", "vs_full");
   uint64_t seed = 1234;
   for (int fp8 = 1; fp8 >= 0; fp8--) {
@@ -399,9 +405,12 @@ int main(int argc, char **argv) {
     float one = 1.0f;
     CHECK(cudaMalloc((void **)&bb.one, sizeof one));
     CHECK(cudaMemcpy(bb.one, &one, sizeof one, cudaMemcpyHostToDevice));
+    int least = 0, greatest = 0; /* lane 0 at the highest priority, as tpla's transport has it */
+    CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     for (int l = 0; l < LANES; l++) {
       CHECK(cudaMalloc(&bb.ws[l], WS_BYTES));
-      CHECK(cudaStreamCreateWithFlags(&bb.lane[l], cudaStreamNonBlocking));
+      CHECK(cudaStreamCreateWithPriority(&bb.lane[l], cudaStreamNonBlocking,
+                                         l == 0 && prio ? greatest : least));
     }
     CHECK(cudaEventCreateWithFlags(&bb.fork, cudaEventDisableTiming));
     CHECK(cudaEventCreateWithFlags(&bb.join, cudaEventDisableTiming));
