@@ -34,10 +34,17 @@
  * partials keep SMs while both lanes run. The model leaves out the copy
  * engines' memory traffic and any latency of a real transfer beyond its
  * bytes / bandwidth.
- * Run 89's first version also gave every GEMM CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
- * = SMs / 2 with the lanes at once: 1.37x (E4M3) and 1.42x (bf16) the full
- * GEMM's time, so it is gone; cutting the halves by columns (4096 x N/4) read
- * as cutting by rows (run 90: 1.102 against 1.104).
+ * What it showed on one H200 (runs 89-93, bench/results/2026-11-30-run89..93): the
+ * model reproduces the 2-GPU calls of runs 71 and 81 (the library's schedules
+ * 1.12-1.17x the unchunked GEMM for FP8 GEMM+RS and 1.08-1.15x for bf16
+ * GEMM+AR, at 380-300 GB/s, against 1.15-1.17x measured) and their ranking
+ * of chunk counts and tails; the library's choices are the fastest of every
+ * split tried. FP8 GEMM+RS's 1024-row chunk GEMMs cost 1.09-1.11x the full
+ * GEMM with no wait at all, so its eff cannot reach 0.90 with cuBLASLt chunks.
+ * Neither waits by event or by a watcher instead of stream values, nor lane
+ * 0's stream priority (the persistent GEMM kernels hold their SMs), nor an
+ * SM count target (both lanes at SMs / 2: 1.37-1.42x; own chunks at 66-100
+ * SMs: 1.09-1.51x) gain anything.
  *
  *   tpla_chunk_bench [iters] [gbs] [prio]
  *

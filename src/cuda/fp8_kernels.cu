@@ -9,10 +9,13 @@
  *    tiles, 4x4-byte blocks transposed in registers, 128-byte row segments
  *    per warp in and out, for the per-call transposes of FP8 B operands (op_b
  *    N on Hopper): at 32-64 MiB the byte kernel ran at well under 1 TB/s
- *    (runs 11 and 14), and its predecessor (64-byte tiles, 64-byte segments
- *    per half warp, bytes picked out of shared words one by one) at ~1.7 TB/s
- *    (run 85: 39 us for a 32 MiB B). Needs 4-byte aligned pointers and lds;
- *    the rows and columns beyond the last whole tile go to the byte kernel.
+ *    (runs 11 and 14). Against its predecessor (64-byte tiles, 64-byte
+ *    segments per half warp, bytes picked out of shared words one by one),
+ *    an op(B) N E4M3 GEMM's transpose of a 32 MiB B fell from ~24 to ~17.5 us
+ *    (~3.8 TB/s of bytes moved) and of 64 MiB from ~49 to ~35 us (run 90,
+ *    one H200: the GEMM's time less op(B) T's). Needs 4-byte aligned pointers
+ *    and lds; the rows and columns beyond the last whole tile go to the byte
+ *    kernel.
  *  - amax_kernel: max |x| as the bits of a float: for x >= 0 the IEEE
  *    ordering of floats is the unsigned ordering of their bits, and a NaN
  *    (sign cleared by fabsf) is above every number, so unsigned maxima and
