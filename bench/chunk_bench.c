@@ -39,8 +39,9 @@
  * 1.12-1.17x the unchunked GEMM for FP8 GEMM+RS and 1.08-1.15x for bf16
  * GEMM+AR, at 380-300 GB/s, against 1.15-1.17x measured) and their ranking
  * of chunk counts and tails; the library's choices are the fastest of every
- * split tried. FP8 GEMM+RS's 1024-row chunk GEMMs cost 1.09-1.11x the full
- * GEMM with no wait at all, so its eff cannot reach 0.90 with cuBLASLt chunks.
+ * split tried. FP8 GEMM+RS's 1024-row chunk GEMMs cost 1.08-1.11x the full
+ * GEMM with no wait at all (an eff bound of 0.90-0.92), and the waits for the
+ * link's arrivals bring it to 1.12-1.17x (0.85-0.89; measured 0.87-0.88).
  * Neither waits by event or by a watcher instead of stream values, nor lane
  * 0's stream priority (the persistent GEMM kernels hold their SMs), nor an
  * SM count target (both lanes at SMs / 2: 1.37-1.42x; own chunks at 66-100
