@@ -29,11 +29,12 @@
  *             transport does; run 85 saw lane 1 lose 7-20 us at each), or by
  *             an event of a watcher stream that waits for the value.
  * Lane 0 has the highest stream priority (prio 1, the default: as tpla's
- * transport creates it) or the default one (prio 0). "o-sm<s>": every own chunk
- * but the last with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = s, so that the
- * partials keep SMs while both lanes run. The model leaves out the copy
- * engines' memory traffic and any latency of a real transfer beyond its
- * bytes / bandwidth.
+ * transport creates it) or the default one (prio 0). A schedule may cut the
+ * halves explicitly ("1536,1536,1024" rows). After each dtype the plans'
+ * tiles, stages and cluster shapes (cuBLASLt's enum values) are printed. The
+ * model leaves out the copy engines' memory traffic and any latency of a real
+ * transfer beyond its bytes / bandwidth. Run 93's version (db831d0) also held
+ * own chunks to an SM count target ("o-sm<s>").
  * What it showed on one H200 (runs 89-93, bench/results/2026-11-30-run89..93): the
  * model reproduces the 2-GPU calls of runs 71 and 81 (the library's schedules
  * 1.12-1.17x the unchunked GEMM for FP8 GEMM+RS and 1.08-1.15x for bf16
@@ -109,7 +110,8 @@ typedef struct {
  * more host time than a chunk's GEMM lasts on the GPU). */
 typedef struct {
   int64_t rows, cols;
-  int own, sms;
+  int own;
+  int tile, stages, cluster; /* the heuristic's choice (cublasLtMatmulTile_t, ...) */
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc, ld;
   cublasLtMatmulAlgo_t algo;
@@ -119,17 +121,16 @@ enum { MAX_PLANS = 64 };
 static lt_plan_t plans[MAX_PLANS];
 static int nplans;
 
-static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own, int sms) {
+static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own) {
   for (int i = 0; i < nplans; i++)
-    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own &&
-        plans[i].sms == sms)
+    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own)
       return &plans[i];
   if (nplans == MAX_PLANS) {
     fprintf(stderr, "chunk_bench: too many shapes\n");
     exit(1);
   }
   lt_plan_t *p = &plans[nplans++];
-  p->rows = rows, p->cols = cols, p->own = own, p->sms = sms;
+  p->rows = rows, p->cols = cols, p->own = own;
   cudaDataType_t in = bb->fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   LT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   int32_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
@@ -141,9 +142,6 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
     LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bb->one,
                                       sizeof bb->one));
   }
-  if (sms > 0)
-    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms,
-                                      sizeof sms));
   /* column-major: cuBLASLt's A = our B (k x cols, op T), B = our A (k x rows), D cols x rows */
   LT(cublasLtMatrixLayoutCreate(&p->la, in, K, (uint64_t)cols, K));
   LT(cublasLtMatrixLayoutCreate(&p->lb, in, K, (uint64_t)rows, K));
@@ -165,11 +163,26 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
     exit(1);
   }
   p->algo = h.algo;
+  uint32_t v = 0;
+  size_t got_bytes = 0;
+  p->tile = p->stages = p->cluster = -1;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &v, sizeof v,
+                                           &got_bytes) == CUBLAS_STATUS_SUCCESS)
+    p->tile = (int)v;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &v,
+                                           sizeof v, &got_bytes) == CUBLAS_STATUS_SUCCESS)
+    p->stages = (int)v;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &v,
+                                           sizeof v, &got_bytes) == CUBLAS_STATUS_SUCCESS)
+    p->cluster = (int)v;
   return p;
 }
 
-static void plans_release(void) {
+static void plans_release(int fp8) {
   for (int i = 0; i < nplans; i++) {
+    printf("# %s plan %lld x %lld%s: cublasLtMatmulTile_t %d, stages %d, cluster shape %d\n",
+           fp8 ? "e4m3" : "bf16", (long long)plans[i].rows, (long long)plans[i].cols,
+           plans[i].own ? " beta 1" : "", plans[i].tile, plans[i].stages, plans[i].cluster);
     cublasLtMatrixLayoutDestroy(plans[i].la);
     cublasLtMatrixLayoutDestroy(plans[i].lb);
     cublasLtMatrixLayoutDestroy(plans[i].lc);
@@ -181,8 +194,8 @@ static void plans_release(void) {
 
 /* One GEMM: D[r0.., c0..] (rows x cols) = A[r0..] B[c0..]^T + beta C. */
 static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64_t c0,
-                 int64_t cols, int own, int sms) {
-  const lt_plan_t *p = plan_for(bb, rows, cols, own, sms);
+                 int64_t cols, int own) {
+  const lt_plan_t *p = plan_for(bb, rows, cols, own);
   size_t e = bb->fp8 ? 1 : 2;
   float alpha = 1.0f, beta = own ? 1.0f : 0.0f;
   const char *a = (const char *)bb->a[set] + (size_t)r0 * K * e;
@@ -200,25 +213,44 @@ typedef struct {
   int partials, owns; /* chunks of each half */
   int tail;           /* the last chunk 1/tail of the others (TPLA_OVERLAP_TAIL) */
   char mode;          /* 'f' free, 'e' link ev, 'v' link val, 'w' link watch */
-  int own_sms;        /* > 0: own chunks but the last with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET */
+  const char *cut;    /* non-NULL: both halves cut into these row counts ("1536,1536,1024") */
 } schedule_t;
 
-/* Chunk c's rows of a half, as the library's ovl_chunk cuts them: chunks - 1
- * equal pieces in whole 128-row tiles and a last one about 1/tail of them. */
-static void chunk_range(int chunks, int tail, int c, int64_t *r0, int64_t *nr) {
+/* The chunks of a half (starts and lengths, at most MAX_CHUNKS): the
+ * schedule's explicit cut, or as the library's ovl_chunk cuts them: chunks -
+ * 1 equal pieces in whole 128-row tiles and a last one about 1/tail of them. */
+static int chunk_cut(const schedule_t *s, int chunks, int64_t *start, int64_t *len) {
   const int64_t rows = M / 2;
+  if (s->cut) {
+    int n = 0;
+    int64_t at = 0;
+    for (const char *p = s->cut; *p && n < MAX_CHUNKS; n++) {
+      char *end;
+      start[n] = at;
+      len[n] = strtoll(p, &end, 10);
+      at += len[n];
+      p = *end == ',' ? end + 1 : end;
+    }
+    if (at != rows) {
+      fprintf(stderr, "chunk_bench: cut \"%s\" covers %lld rows, not %lld\n", s->cut,
+              (long long)at, (long long)rows);
+      exit(1);
+    }
+    return n;
+  }
   int64_t size;
-  if (chunks > 1 && tail > 1) {
-    double unit = (double)rows * tail / ((double)(chunks - 1) * tail + 1.0);
+  if (chunks > 1 && s->tail > 1) {
+    double unit = (double)rows * s->tail / ((double)(chunks - 1) * s->tail + 1.0);
     size = (int64_t)(unit / 128.0 + 0.5) * 128;
   } else {
     size = ((rows + chunks - 1) / chunks + 127) / 128 * 128;
   }
-  int64_t a = (int64_t)c * size, b = c == chunks - 1 ? rows : a + size;
-  a = a < rows ? a : rows;
-  b = b < rows ? b : rows;
-  *r0 = a;
-  *nr = b - a;
+  for (int c = 0; c < chunks; c++) {
+    int64_t a = (int64_t)c * size, b = c == chunks - 1 ? rows : a + size;
+    start[c] = a < rows ? a : rows;
+    len[c] = (b < rows ? b : rows) - start[c];
+  }
+  return chunks;
 }
 
 /* The link moves `rows` bf16 rows after `after` is reached on `from`: it
@@ -262,7 +294,7 @@ static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t firs
  * and the call ends with the link. */
 static void issue(bench_t *bb, int set, const schedule_t *s) {
   if (s->kind == 'f') {
-    gemm(bb, set, 0, 0, M, 0, N, 0, 0);
+    gemm(bb, set, 0, 0, M, 0, N, 0);
     return;
   }
   CHECK(cudaEventRecord(bb->fork, bb->lane[0]));
@@ -270,27 +302,26 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
   CHECK(cudaStreamWaitEvent(bb->link, bb->fork, 0));
   CHECK(cudaStreamWaitEvent(bb->watch, bb->fork, 0));
   uint32_t first = bb->flag_value + 1; /* the value partial chunk 0's arrival writes */
-  int64_t r0, rows, pstart[MAX_CHUNKS];
-  for (int i = 0; i < s->partials; i++) {
-    chunk_range(s->partials, s->tail, i, &r0, &rows);
-    pstart[i] = r0;
-    gemm(bb, set, 0, r0, rows, 0, N, 0, 0);
+  int64_t pstart[MAX_CHUNKS], plen[MAX_CHUNKS], ostart[MAX_CHUNKS], olen[MAX_CHUNKS];
+  const int np = chunk_cut(s, s->partials, pstart, plen);
+  const int no = chunk_cut(s, s->owns, ostart, olen);
+  for (int i = 0; i < np; i++) {
+    gemm(bb, set, 0, pstart[i], plen[i], 0, N, 0);
     if (s->mode != 'f') {
-      link_move(bb, bb->lane[0], bb->done[i], rows);
+      link_move(bb, bb->lane[0], bb->done[i], plen[i]);
       link_arrived(bb, s, i);
     }
   }
-  for (int j = 0; j < s->owns; j++) {
-    chunk_range(s->owns, s->tail, j, &r0, &rows);
+  for (int j = 0; j < no; j++) {
     if (s->mode != 'f') {
       int last = 0;
-      while (last + 1 < s->partials && pstart[last + 1] < r0 + rows)
+      while (last + 1 < np && pstart[last + 1] < ostart[j] + olen[j])
         last++;
       await_arrival(bb, s, last, first);
     }
-    gemm(bb, set, 1, M / 2 + r0, rows, 0, N, 1, j + 1 < s->owns ? s->own_sms : 0);
+    gemm(bb, set, 1, M / 2 + ostart[j], olen[j], 0, N, 1);
     if (s->kind == 'a' && s->mode != 'f')
-      link_move(bb, bb->lane[1], bb->reduced[j], rows);
+      link_move(bb, bb->lane[1], bb->reduced[j], olen[j]);
   }
   CHECK(cudaEventRecord(bb->join, bb->lane[1]));
   CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
@@ -378,16 +409,27 @@ int main(int argc, char **argv) {
     iters = 30;
   if (!(gbs > 0.0))
     gbs = 300.0;
-  /* run 71 timed the RS and AR rows marked * on 2 H200s (op(B) T for FP8 RS), run 81 the
-   * AR rows marked +: the model is read against them (run 92) */
+  /* run 71 timed the rows marked * on 2 H200s (FP8 RS op(B) T, bf16 AR), run 81 those
+   * marked +: the model is read against them (runs 92-93). The explicit cuts keep E4M3's
+   * chunk GEMMs near whole waves (1024 rows: 256 tiles of 128 x 256 on 132 SMs, 1152
+   * rows: 288, 2.2 waves) */
   const schedule_t schedules[] = {
-      {"full", 'f', 0, 0, 1, 'f', 0},           {"rs c4 free", 'r', 4, 4, 1, 'f', 0},
-      {"rs c4 val *", 'r', 4, 4, 1, 'v', 0},    {"rs c4 ev", 'r', 4, 4, 1, 'e', 0},
-      {"rs c2 val *", 'r', 2, 2, 1, 'v', 0},    {"rs c4 val o-sm88", 'r', 4, 4, 1, 'v', 88},
-      {"rs c4 val o-sm100", 'r', 4, 4, 1, 'v', 100}, {"rs c4 val o-sm66", 'r', 4, 4, 1, 'v', 66},
-      {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v', 0}, {"ar c4 val *", 'a', 4, 4, 1, 'v', 0},
-      {"ar c4 t2 ev", 'a', 4, 4, 2, 'e', 0},    {"ar c4 t3 val", 'a', 4, 4, 3, 'v', 0},
-      {"ar c4 t2 val o-sm88", 'a', 4, 4, 2, 'v', 88}, {"ar c4 t2 val o-sm100", 'a', 4, 4, 2, 'v', 100},
+      {"full", 'f', 0, 0, 1, 'f', NULL},
+      {"rs c4 free", 'r', 4, 4, 1, 'f', NULL},
+      {"rs c4 val *", 'r', 4, 4, 1, 'v', NULL},
+      {"rs c3 val *", 'r', 3, 3, 1, 'v', NULL},
+      {"rs 1536,1536,1024", 'r', 0, 0, 1, 'v', "1536,1536,1024"},
+      {"rs 1024,1536,1536", 'r', 0, 0, 1, 'v', "1024,1536,1536"},
+      {"rs 512,1536,1536,512", 'r', 0, 0, 1, 'v', "512,1536,1536,512"},
+      {"rs 1536,1024,1024,512", 'r', 0, 0, 1, 'v', "1536,1024,1024,512"},
+      {"rs 1024x3,512x2", 'r', 0, 0, 1, 'v', "1024,1024,1024,512,512"},
+      {"rs 512,1024x3,512", 'r', 0, 0, 1, 'v', "512,1024,1024,1024,512"},
+      {"rs 2048,1536,512", 'r', 0, 0, 1, 'v', "2048,1536,512"},
+      {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v', NULL},
+      {"ar 1024x3,512x2", 'a', 0, 0, 1, 'v', "1024,1024,1024,512,512"},
+      {"ar 1024,1024,1536,512", 'a', 0, 0, 1, 'v', "1024,1024,1536,512"},
+      {"ar 1280x3,256", 'a', 0, 0, 1, 'v', "1280,1280,1280,256"},
+      {"ar 512,1152,1152,768,512", 'a', 0, 0, 1, 'v', "512,1152,1152,768,512"},
   };
   enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
@@ -441,7 +483,7 @@ int main(int argc, char **argv) {
              us[k] / us[0]);
     fflush(stdout);
     CHECK(cudaDeviceSynchronize());
-    plans_release();
+    plans_release(fp8);
     LT(cublasLtDestroy(bb.lt));
     for (int s = 0; s < SETS; s++) {
       cudaFree(bb.a[s]);
