@@ -46,7 +46,8 @@
  * Neither waits by event or by a watcher instead of stream values, nor lane
  * 0's stream priority (the persistent GEMM kernels hold their SMs), nor an
  * SM count target (both lanes at SMs / 2: 1.37-1.42x; own chunks at 66-100
- * SMs: 1.09-1.51x) gain anything.
+ * SMs: 1.09-1.51x) gain anything; explicit cuts (run 95: three larger chunks,
+ * head and tail chunks) stay within the model's error of the library's.
  *
  *   tpla_chunk_bench [iters] [gbs] [prio]
  *
