@@ -54,7 +54,7 @@
  * For E4M3 (split accumulation) and bf16: median of `iters` (default 30)
  * rounds after 5 warm-up rounds, one sample of every schedule per round (a
  * drift of the clocks falls on all alike; run 89's first version timed each
- * back to back, and its last `full` read 16% above its first), CUDA events,
+ * back to back, and its last `full` read 16-17% above its first), CUDA events,
  * random inputs, two operand sets alternating (each over the L2 cache); `gbs`
  * defaults to 300 (runs 82-85: one copy engine moved 240-380 GB/s). One line
  * per schedule with its time over `full`'s; exits 0, or 77 without a GPU.
@@ -339,7 +339,7 @@ static int by_value(const void *a, const void *b) {
 
 /* One sample of each schedule per round, so that a drift of the clocks over
  * the run (run 89's first version timed each schedule's samples back to back:
- * its last `full` read 16% above its first) falls on all of them alike. */
+ * its last `full` read 16-17% above its first) falls on all of them alike. */
 static void median_us(bench_t *bb, const schedule_t *sched, int count, int iters, float *out) {
   float *ms = malloc(sizeof(float) * (size_t)iters * (size_t)count);
   cudaEvent_t t0, t1;
