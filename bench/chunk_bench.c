@@ -110,7 +110,7 @@ typedef struct {
 /* A GEMM's cuBLASLt objects, made once per shape (the heuristic query costs
  * more host time than a chunk's GEMM lasts on the GPU). */
 typedef struct {
-  int64_t rows, cols;
+  int64_t rows;
   int own;
   int tile, stages, cluster; /* the heuristic's choice (cublasLtMatmulTile_t, ...) */
   cublasLtMatmulDesc_t desc;
@@ -122,16 +122,16 @@ enum { MAX_PLANS = 64 };
 static lt_plan_t plans[MAX_PLANS];
 static int nplans;
 
-static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int own) {
+static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int own) {
   for (int i = 0; i < nplans; i++)
-    if (plans[i].rows == rows && plans[i].cols == cols && plans[i].own == own)
+    if (plans[i].rows == rows && plans[i].own == own)
       return &plans[i];
   if (nplans == MAX_PLANS) {
     fprintf(stderr, "chunk_bench: too many shapes\n");
     exit(1);
   }
   lt_plan_t *p = &plans[nplans++];
-  p->rows = rows, p->cols = cols, p->own = own;
+  p->rows = rows, p->own = own;
   cudaDataType_t in = bb->fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   LT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   int32_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
@@ -143,11 +143,11 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
     LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bb->one,
                                       sizeof bb->one));
   }
-  /* column-major: cuBLASLt's A = our B (k x cols, op T), B = our A (k x rows), D cols x rows */
-  LT(cublasLtMatrixLayoutCreate(&p->la, in, K, (uint64_t)cols, K));
+  /* column-major: cuBLASLt's A = our B (k x N, op T), B = our A (k x rows), D N x rows */
+  LT(cublasLtMatrixLayoutCreate(&p->la, in, K, N, K));
   LT(cublasLtMatrixLayoutCreate(&p->lb, in, K, (uint64_t)rows, K));
-  LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, (uint64_t)cols, (uint64_t)rows, N));
-  LT(cublasLtMatrixLayoutCreate(&p->ld, CUDA_R_16BF, (uint64_t)cols, (uint64_t)rows, N));
+  LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, N, (uint64_t)rows, N));
+  LT(cublasLtMatrixLayoutCreate(&p->ld, CUDA_R_16BF, N, (uint64_t)rows, N));
   cublasLtMatmulPreference_t pref;
   uint64_t ws = WS_BYTES;
   LT(cublasLtMatmulPreferenceCreate(&pref));
@@ -159,8 +159,7 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
                                     &got));
   cublasLtMatmulPreferenceDestroy(pref);
   if (got < 1) {
-    fprintf(stderr, "chunk_bench: no algorithm for %lld x %lld\n", (long long)rows,
-            (long long)cols);
+    fprintf(stderr, "chunk_bench: no algorithm for %lld x %d\n", (long long)rows, N);
     exit(1);
   }
   p->algo = h.algo;
@@ -181,8 +180,8 @@ static const lt_plan_t *plan_for(bench_t *bb, int64_t rows, int64_t cols, int ow
 
 static void plans_release(int fp8) {
   for (int i = 0; i < nplans; i++) {
-    printf("# %s plan %lld x %lld%s: cublasLtMatmulTile_t %d, stages %d, cluster shape %d\n",
-           fp8 ? "e4m3" : "bf16", (long long)plans[i].rows, (long long)plans[i].cols,
+    printf("# %s plan %lld x %d%s: cublasLtMatmulTile_t %d, stages %d, cluster shape %d\n",
+           fp8 ? "e4m3" : "bf16", (long long)plans[i].rows, N,
            plans[i].own ? " beta 1" : "", plans[i].tile, plans[i].stages, plans[i].cluster);
     cublasLtMatrixLayoutDestroy(plans[i].la);
     cublasLtMatrixLayoutDestroy(plans[i].lb);
@@ -193,17 +192,16 @@ static void plans_release(int fp8) {
   nplans = 0;
 }
 
-/* One GEMM: D[r0.., c0..] (rows x cols) = A[r0..] B[c0..]^T + beta C. */
-static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int64_t c0,
-                 int64_t cols, int own) {
-  const lt_plan_t *p = plan_for(bb, rows, cols, own);
+/* One GEMM: D[r0..] (rows x N) = A[r0..] B^T + beta C (own rows: the received partial). */
+static void gemm(bench_t *bb, int set, int lane, int64_t r0, int64_t rows, int own) {
+  const lt_plan_t *p = plan_for(bb, rows, own);
   size_t e = bb->fp8 ? 1 : 2;
   float alpha = 1.0f, beta = own ? 1.0f : 0.0f;
   const char *a = (const char *)bb->a[set] + (size_t)r0 * K * e;
-  const char *b = (const char *)bb->b[set] + (size_t)c0 * K * e;
-  char *d = (char *)bb->d[set] + ((size_t)r0 * N + (size_t)c0) * 2;
+  const char *b = (const char *)bb->b[set];
+  char *d = (char *)bb->d[set] + (size_t)r0 * N * 2;
   const char *c =
-      own ? (const char *)bb->c[set] + ((size_t)(r0 - M / 2) * N + (size_t)c0) * 2 : d;
+      own ? (const char *)bb->c[set] + (size_t)(r0 - M / 2) * N * 2 : d;
   LT(cublasLtMatmul(bb->lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, d, p->ld,
                     &p->algo, bb->ws[lane], WS_BYTES, bb->lane[lane]));
 }
@@ -295,7 +293,7 @@ static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t firs
  * and the call ends with the link. */
 static void issue(bench_t *bb, int set, const schedule_t *s) {
   if (s->kind == 'f') {
-    gemm(bb, set, 0, 0, M, 0, N, 0);
+    gemm(bb, set, 0, 0, M, 0);
     return;
   }
   CHECK(cudaEventRecord(bb->fork, bb->lane[0]));
@@ -307,7 +305,7 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
   const int np = chunk_cut(s, s->partials, pstart, plen);
   const int no = chunk_cut(s, s->owns, ostart, olen);
   for (int i = 0; i < np; i++) {
-    gemm(bb, set, 0, pstart[i], plen[i], 0, N, 0);
+    gemm(bb, set, 0, pstart[i], plen[i], 0);
     if (s->mode != 'f') {
       link_move(bb, bb->lane[0], bb->done[i], plen[i]);
       link_arrived(bb, s, i);
@@ -320,7 +318,7 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
         last++;
       await_arrival(bb, s, last, first);
     }
-    gemm(bb, set, 1, M / 2 + ostart[j], olen[j], 0, N, 1);
+    gemm(bb, set, 1, M / 2 + ostart[j], olen[j], 1);
     if (s->kind == 'a' && s->mode != 'f')
       link_move(bb, bb->lane[1], bb->reduced[j], olen[j]);
   }
