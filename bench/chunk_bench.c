@@ -49,6 +49,14 @@
  * SMs: 1.09-1.51x) gain anything; explicit cuts (run 95: three larger chunks,
  * head and tail chunks) stay within the model's error of the library's.
  *
+ * Run 99 (one H200) added one-lane schedules ("1lane"/"1l": the own chunks on lane 0 after the
+ * partials, no two GEMMs at once): 1.15-1.32x for E4M3 GEMM+RS, far above the two-lane ones. Run
+ * 100 timed them for real on 2 H200s (a patched library, bench/run100_one_lane_patch.py): 4
+ * chunks 491 us against the library's 478, so the model is wrong here by much more than its
+ * error elsewhere: its link is a kernel, which gets an SM only between back-to-back GEMMs that
+ * hold them all, while a real push runs on a copy engine beside them. Read one-lane rows as an
+ * upper bound only.
+ *
  *   tpla_chunk_bench [iters] [gbs] [prio]
  *
  * For E4M3 (split accumulation) and bf16: median of `iters` (default 30)
@@ -213,6 +221,7 @@ typedef struct {
   int tail;           /* the last chunk 1/tail of the others (TPLA_OVERLAP_TAIL) */
   char mode;          /* 'f' free, 'e' link ev, 'v' link val, 'w' link watch */
   const char *cut;    /* non-NULL: both halves cut into these row counts ("1536,1536,1024") */
+  int one_lane;       /* the own chunks on lane 0 too, after every partial: no GEMMs overlap */
 } schedule_t;
 
 /* The chunks of a half (starts and lengths, at most MAX_CHUNKS): the
@@ -277,18 +286,18 @@ static void link_arrived(bench_t *bb, const schedule_t *s, int i) {
   }
 }
 
-static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t first) {
+static void await_arrival(bench_t *bb, const schedule_t *s, int i, uint32_t first, int lane) {
   if (s->mode == 'v') {
-    if (bb->wait_value((CUstream)bb->lane[1], (CUdeviceptr)(uintptr_t)bb->flag,
+    if (bb->wait_value((CUstream)bb->lane[lane], (CUdeviceptr)(uintptr_t)bb->flag,
                        first + (uint32_t)i, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
       exit(1);
   } else {
-    CHECK(cudaStreamWaitEvent(bb->lane[1], bb->arrived[i], 0));
+    CHECK(cudaStreamWaitEvent(bb->lane[lane], bb->arrived[i], 0));
   }
 }
 
 /* Partial chunks on lane 0, each pushed over the link; own chunk j on lane 1
- * after the arrival of the last partial chunk that overlaps its rows; for
+ * (or 0: one_lane) after the arrival of the last partial chunk that overlaps its rows; for
  * GEMM+AR each reduced own chunk then crosses the link too (the peer's pull),
  * and the call ends with the link. */
 static void issue(bench_t *bb, int set, const schedule_t *s) {
@@ -304,6 +313,7 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
   int64_t pstart[MAX_CHUNKS], plen[MAX_CHUNKS], ostart[MAX_CHUNKS], olen[MAX_CHUNKS];
   const int np = chunk_cut(s, s->partials, pstart, plen);
   const int no = chunk_cut(s, s->owns, ostart, olen);
+  const int ol = s->one_lane ? 0 : 1;
   for (int i = 0; i < np; i++) {
     gemm(bb, set, 0, pstart[i], plen[i], 0);
     if (s->mode != 'f') {
@@ -316,11 +326,11 @@ static void issue(bench_t *bb, int set, const schedule_t *s) {
       int last = 0;
       while (last + 1 < np && pstart[last + 1] < ostart[j] + olen[j])
         last++;
-      await_arrival(bb, s, last, first);
+      await_arrival(bb, s, last, first, ol);
     }
-    gemm(bb, set, 1, M / 2 + ostart[j], olen[j], 1);
+    gemm(bb, set, ol, M / 2 + ostart[j], olen[j], 1);
     if (s->kind == 'a' && s->mode != 'f')
-      link_move(bb, bb->lane[1], bb->reduced[j], olen[j]);
+      link_move(bb, bb->lane[ol], bb->reduced[j], olen[j]);
   }
   CHECK(cudaEventRecord(bb->join, bb->lane[1]));
   CHECK(cudaStreamWaitEvent(bb->lane[0], bb->join, 0));
@@ -413,28 +423,28 @@ int main(int argc, char **argv) {
    * chunk GEMMs near whole waves (1024 rows: 256 tiles of 128 x 256 on 132 SMs, 1152
    * rows: 288, 2.2 waves) */
   const schedule_t schedules[] = {
-      {"full", 'f', 0, 0, 1, 'f', NULL},
-      {"rs c4 free", 'r', 4, 4, 1, 'f', NULL},
-      {"rs c4 val *", 'r', 4, 4, 1, 'v', NULL},
-      {"rs c3 val *", 'r', 3, 3, 1, 'v', NULL},
-      {"rs 1536,1536,1024", 'r', 0, 0, 1, 'v', "1536,1536,1024"},
-      {"rs 1024,1536,1536", 'r', 0, 0, 1, 'v', "1024,1536,1536"},
-      {"rs 512,1536,1536,512", 'r', 0, 0, 1, 'v', "512,1536,1536,512"},
-      {"rs 1536,1024,1024,512", 'r', 0, 0, 1, 'v', "1536,1024,1024,512"},
-      {"rs 1024x3,512x2", 'r', 0, 0, 1, 'v', "1024,1024,1024,512,512"},
-      {"rs 512,1024x3,512", 'r', 0, 0, 1, 'v', "512,1024,1024,1024,512"},
-      {"rs 2048,1536,512", 'r', 0, 0, 1, 'v', "2048,1536,512"},
-      {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v', NULL},
-      {"ar 1024x3,512x2", 'a', 0, 0, 1, 'v', "1024,1024,1024,512,512"},
-      {"ar 1024,1024,1536,512", 'a', 0, 0, 1, 'v', "1024,1024,1536,512"},
-      {"ar 1280x3,256", 'a', 0, 0, 1, 'v', "1280,1280,1280,256"},
-      {"ar 512,1152,1152,768,512", 'a', 0, 0, 1, 'v', "512,1152,1152,768,512"},
+      {"full", 'f', 0, 0, 1, 'f', NULL, 0},
+      {"rs c4 free", 'r', 4, 4, 1, 'f', NULL, 0},
+      {"rs c4 val *", 'r', 4, 4, 1, 'v', NULL, 0},
+      {"rs 1536,1536,1024", 'r', 0, 0, 1, 'v', "1536,1536,1024", 0},
+      {"rs c4 1lane", 'r', 4, 4, 1, 'v', NULL, 1},
+      {"rs c3 1lane", 'r', 3, 3, 1, 'v', NULL, 1},
+      {"rs c2 1lane", 'r', 2, 2, 1, 'v', NULL, 1},
+      {"rs 1536,1536,1024 1l", 'r', 0, 0, 1, 'v', "1536,1536,1024", 1},
+      {"rs 1024,1536,1536 1l", 'r', 0, 0, 1, 'v', "1024,1536,1536", 1},
+      {"rs 2048,1024,1024 1l", 'r', 0, 0, 1, 'v', "2048,1024,1024", 1},
+      {"rs 1536,1024,1024,512 1l", 'r', 0, 0, 1, 'v', "1536,1024,1024,512", 1},
+      {"ar c4 t2 val *+", 'a', 4, 4, 2, 'v', NULL, 0},
+      {"ar c4 t2 1lane", 'a', 4, 4, 2, 'v', NULL, 1},
+      {"ar c3 t2 1lane", 'a', 3, 3, 2, 'v', NULL, 1},
+      {"ar 1536,1536,768,256 1l", 'a', 0, 0, 1, 'v', "1536,1536,768,256", 1},
+      {"ar 1024,1024,1536,512 1l", 'a', 0, 0, 1, 'v', "1024,1024,1536,512", 1},
   };
   enum { COUNT = sizeof schedules / sizeof schedules[0] };
   printf("# chunk_bench: D (%d x %d, bf16) = A (%d x %d) B^T, partial rows beta 0, own rows "
          "beta 1 with C; link %.0f GB/s; lane 0 priority %s; median of %d rounds after 5, CUDA events\n",
          M, N, M, K, gbs, prio ? "highest" : "default", iters);
-  printf("# %-5s %-16s %10s %8s\n", "dtype", "schedule", "time_us", "vs_full");
+  printf("# %-5s %-26s %10s %8s\n", "dtype", "schedule", "time_us", "vs_full");
   uint64_t seed = 1234;
   for (int fp8 = 1; fp8 >= 0; fp8--) {
     bench_t bb;
@@ -478,7 +488,7 @@ int main(int argc, char **argv) {
     float us[COUNT];
     median_us(&bb, schedules, COUNT, iters, us);
     for (int k = 0; k < COUNT; k++)
-      printf("  %-5s %-16s %10.1f %8.3f\n", fp8 ? "e4m3" : "bf16", schedules[k].name, us[k],
+      printf("  %-5s %-26s %10.1f %8.3f\n", fp8 ? "e4m3" : "bf16", schedules[k].name, us[k],
              us[k] / us[0]);
     fflush(stdout);
     CHECK(cudaDeviceSynchronize());
