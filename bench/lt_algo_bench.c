@@ -50,7 +50,9 @@ static int read_keys(FILE *f, entry_t *keys) {
     memset(&e, 0, sizeof e);
     tpla_lt_key_t *k = &e.key;
     long long m, nn, kk, lda, ldb, ldc, ldd;
-    if (sscanf(p + 6, "%lld %lld %lld %lld %lld %lld %lld %d %d %d %d %d %u %u %u %u %d %d %d %d %d %d %zu",
+    if (sscanf(p + 6,
+               "%lld %lld %lld %lld %lld %lld %lld %d %d %d %d %d %u %u %u %u %d %d %d %d %d %d "
+               "%zu",
                &m, &nn, &kk, &lda, &ldb, &ldc, &ldd, &k->op_a, &k->op_b, &k->a_dtype,
                &k->b_dtype, &k->d_dtype, &k->align_a, &k->align_b, &k->align_c, &k->align_d,
                &k->beta_zero, &k->tf32, &k->bias, &k->c_separate, &k->fast_accum,
