@@ -684,7 +684,20 @@ typedef struct {
  *   mode, transport  see above
  *   chunks     row chunks per rank's slice, 1..TPLA_OVERLAP_MAX_CHUNKS, or
  *              0: chosen from the shape (more chunks when the transfer is
- *              long next to the GEMM); ignored by SERIAL */
+ *              long next to the GEMM); ignored by SERIAL
+ *   window_group  0: the plan has buffers of its own. g > 0: the plan
+ *              shares its buffers (peer-visible window, flags, staging,
+ *              internal streams) with every other plan of the context in
+ *              group g, which hold them once, at the largest plan's size,
+ *              so a layer stack pays for one set. The plans of a group are
+ *              one ordered sequence of calls: every rank issues them in
+ *              the same order, each after the group's previous call in
+ *              stream order (one stream, or the caller orders them), and
+ *              a plan joins or leaves a group only while no call of the
+ *              group is in flight on any rank. A gathered view (and an
+ *              FP8 plan's staged B^T) lasts until the group's next call.
+ *              A group holds plans of one mode and one resolved transport
+ *              (INVALID_ARGUMENT otherwise). Must agree. */
 
 /* AllGather+GEMM. Rank r holds A_local (local_rows x k); the gathered A is
  * the rows of ranks 0, 1, ... in order (m = sum of local_rows). D is m x n
@@ -704,10 +717,11 @@ typedef struct {
   tpla_overlap_mode_t mode;
   tpla_transport_t transport; /* AUTO, PEER or SENDRECV */
   int chunks;
+  int window_group;
 } tpla_ag_gemm_desc_t;
 #define TPLA_AG_GEMM_DESC_INIT                                                               \
   {sizeof(tpla_ag_gemm_desc_t), 0, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,       \
-   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0, 0}
 
 /* GEMM+ReduceScatter. A is m x k (k = this rank's K_local, may differ
  * between ranks and be 0), D_local is local_rows x n: rows
@@ -730,10 +744,11 @@ typedef struct {
   tpla_overlap_mode_t mode;
   tpla_transport_t transport;
   int chunks;
+  int window_group;
 } tpla_gemm_rs_desc_t;
 #define TPLA_GEMM_RS_DESC_INIT                                                               \
   {sizeof(tpla_gemm_rs_desc_t), 0, -1, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,   \
-   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0, 0}
 
 /* GEMM+AllReduce. A is m x k (k local, may be 0), D is m x n on every rank.
  * Internally the rows are split evenly for the reduction. m, n, dtype,
@@ -751,10 +766,11 @@ typedef struct {
   tpla_overlap_mode_t mode;
   tpla_transport_t transport;
   int chunks;
+  int window_group;
 } tpla_gemm_ar_desc_t;
 #define TPLA_GEMM_AR_DESC_INIT                                                               \
   {sizeof(tpla_gemm_ar_desc_t), 0, 0, 0, TPLA_OP_N, TPLA_FLOAT32, TPLA_FLOAT32, 0, 0,       \
-   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0}
+   TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0, 0}
 
 /* What a plan resolved to. */
 typedef struct {
@@ -803,7 +819,9 @@ TPLA_API tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_
 TPLA_API tpla_status_t tpla_ag_gemm_plan_destroy(tpla_ag_gemm_plan_t plan);
 TPLA_API tpla_status_t tpla_gemm_rs_plan_destroy(tpla_gemm_rs_plan_t plan);
 TPLA_API tpla_status_t tpla_gemm_ar_plan_destroy(tpla_gemm_ar_plan_t plan);
-/* Executor memory the plan holds, in bytes. INVALID_ARGUMENT for NULL. */
+/* Executor memory the plan holds, in bytes; in a window group, the group's
+ * buffers (held once for all of its plans) plus nothing per plan.
+ * INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ag_gemm_plan_workspace_bytes(tpla_ag_gemm_plan_t plan, size_t *bytes);
 TPLA_API tpla_status_t tpla_gemm_rs_plan_workspace_bytes(tpla_gemm_rs_plan_t plan, size_t *bytes);
 TPLA_API tpla_status_t tpla_gemm_ar_plan_workspace_bytes(tpla_gemm_ar_plan_t plan, size_t *bytes);
@@ -832,14 +850,16 @@ TPLA_API tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d,
                                     const tpla_overlap_args_t *args, void *stream);
 /* *available = 1 when the plan's buffer holds the gathered A of its last
  * call (after a successful tpla_ag_gemm; both modes keep it), 0 before the
- * first call and after a failed one. A plain field read: never fails on a
+ * first call, after a failed one, and in a window group once another plan
+ * of the group was called or created. A plain field read: never fails on a
  * valid plan and never synchronizes. INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *available);
 /* *gathered = a dense view (m x k, ld k, the plan's dtype) of the gathered
  * A of the last call, in the plan's executor memory. Read it only in stream
  * order after that call and before the plan's next call (which overwrites
  * it; peers write into it from the start of their next call, which cannot
- * start before this rank's next call begins). Do not write into it.
+ * start before this rank's next call begins), or in a window group before
+ * the group's next call. Do not write into it.
  * Errors: INVALID_ARGUMENT (NULL), INVALID_USAGE (not available: see
  * tpla_ag_gemm_plan_has_gathered; fall back to tpla_allgather_rows). */
 TPLA_API tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gathered);

@@ -98,7 +98,8 @@ class OverlapArgs(_Sized):
 
 
 _OVL_TAIL = [("op_b", c_int), ("dtype", c_int), ("d_dtype", c_int), ("bias", c_int),
-             ("allow_tf32", c_int), ("mode", c_int), ("transport", c_int), ("chunks", c_int)]
+             ("allow_tf32", c_int), ("mode", c_int), ("transport", c_int), ("chunks", c_int),
+             ("window_group", c_int)]
 
 
 class AgGemmDesc(_Sized):

@@ -168,6 +168,7 @@ struct tpla_ctx {
   tpla_config_t cfg;
   void *impl; /* the executor's own state */
   tpla_ctx_counters_t counters;
+  struct ovl_group *ovl_groups; /* the overlap plans' window groups (src/core/overlap_group.c) */
 };
 
 #endif /* TPLA_INTERNAL_H */

@@ -135,6 +135,9 @@ struct tpla_xport_ops {
   tpla_status_t (*wait_ready)(tpla_xport_t *xp, int lane, int peer, uint32_t seq);
   /* `lane` waits for the work enqueued so far on every other lane. */
   tpla_status_t (*sync_lanes)(tpla_xport_t *xp, int lane);
+  /* The host waits until the work enqueued on every lane is done (a window
+   * group's buffers change hands: overlap_group.c). */
+  tpla_status_t (*quiesce)(tpla_xport_t *xp);
   /* A validated GEMM (m, n > 0; k may be 0) on `lane`:
    *   D = alpha op(A) op(B) + beta C + bias,
    * C = D when c is NULL, else *c (D's shape and dtype, any ld, not
@@ -213,7 +216,9 @@ typedef struct {
   tpla_dtype_t cur_b_dtype;
   tpla_op_t cur_op_b;
   tpla_fp8_scaling_t cur_fp8;
-  uint32_t seq;               /* calls issued */
+  uint32_t seq;               /* calls issued (in a window group: the group's calls) */
+  struct ovl_group *group;    /* window_group > 0: the shared buffers (overlap_group.c) */
+  bool fence_peers;           /* this call follows another member's: wait for the peers first */
   bool has_gathered;          /* AG: the window holds the last call's gathered A */
   bool broken;                /* an execute failed after it started: unusable */
 } ovl_plan_t;
@@ -240,9 +245,34 @@ static inline int ovl_flag(const ovl_plan_t *p, int phase, int i, int c) {
 }
 
 /* overlap_plan.c */
+/* The executor's plan-time all-gather of `bytes` from every rank (collective). */
+tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                           size_t bytes);
+/* After a local step that may fail on some ranks (collective): every rank
+ * learns every status; returns this rank's failure, or REMOTE naming the
+ * first other that could not do `what`. */
+tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, const char *what);
 void ovl_plan_free(ovl_plan_t *p);
 void ovl_plan_info(const ovl_plan_t *p, tpla_overlap_info_t *info);
 size_t ovl_plan_bytes(const ovl_plan_t *p);
+
+/* overlap_group.c: window groups (plans sharing their buffers).
+ * join: collective; the plan (p->mode, p->staging_bytes and p->ops set, `xd` its
+ * transport's needs) takes the group's buffers, which are created or replaced
+ * with larger ones first; p->xp, p->staging and p->seq are then the group's.
+ * leave: the last member releases the buffers. enter/exit bracket a call:
+ * enter fails (INVALID_USAGE) once a call of the group failed, and forgets
+ * what another member's call overwrote (gathered view, staged B^T); exit
+ * (after a call that began) carries the call count back to the group.
+ * holds: no other member used the buffers since this plan's last call.
+ * bytes: the group's executor memory. */
+typedef struct ovl_group ovl_group_t;
+tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd, const char *fn);
+void ovl_group_leave(ovl_plan_t *p);
+tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn);
+void ovl_group_exit(ovl_plan_t *p, bool failed);
+bool ovl_group_holds(const ovl_plan_t *p);
+size_t ovl_group_bytes(const ovl_plan_t *p);
 
 /* overlap_exec.c: run a validated call (views checked against the plan). */
 typedef struct {

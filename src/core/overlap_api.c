@@ -147,6 +147,14 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   return TPLA_SUCCESS;
 }
 
+/* One validated call; a plan of a window group takes the group's buffers and count. */
+static tpla_status_t run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
+  TPLA_TRY(ovl_group_enter(p, fn));
+  tpla_status_t st = ovl_run(p, call, fn);
+  ovl_group_exit(p, st != TPLA_SUCCESS);
+  return st;
+}
+
 tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d, tpla_matrix_t a_local,
                            tpla_matrix_t b, const tpla_overlap_args_t *args, void *stream) {
   static const char fn[] = "tpla_ag_gemm";
@@ -157,7 +165,7 @@ tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d, tpla_matri
   ovl_call_t call;
   TPLA_TRY(check_call(fn, p, &call, &d, "d", &a_local, "a_local", ovl_rows(p, p->rank), p->m, &b,
                       args, stream));
-  TPLA_TRY(ovl_run(p, &call, fn));
+  TPLA_TRY(run(p, &call, fn));
   p->ctx->counters.allgathers++;
   p->ctx->counters.overlap_calls++;
   return TPLA_SUCCESS;
@@ -173,7 +181,7 @@ tpla_status_t tpla_gemm_rs(tpla_gemm_rs_plan_t plan, tpla_matrix_t d_local, tpla
   ovl_call_t call;
   TPLA_TRY(check_call(fn, p, &call, &d_local, "d_local", &a, "a", p->m, ovl_rows(p, p->rank), &b,
                       args, stream));
-  TPLA_TRY(ovl_run(p, &call, fn));
+  TPLA_TRY(run(p, &call, fn));
   p->ctx->counters.reduce_scatters++;
   p->ctx->counters.overlap_calls++;
   return TPLA_SUCCESS;
@@ -188,7 +196,7 @@ tpla_status_t tpla_gemm_ar(tpla_gemm_ar_plan_t plan, tpla_matrix_t d, tpla_matri
   ovl_plan_t *p = &plan->p;
   ovl_call_t call;
   TPLA_TRY(check_call(fn, p, &call, &d, "d", &a, "a", p->m, p->m, &b, args, stream));
-  TPLA_TRY(ovl_run(p, &call, fn));
+  TPLA_TRY(run(p, &call, fn));
   p->ctx->counters.allreduces++;
   p->ctx->counters.overlap_calls++;
   return TPLA_SUCCESS;
@@ -196,13 +204,21 @@ tpla_status_t tpla_gemm_ar(tpla_gemm_ar_plan_t plan, tpla_matrix_t d, tpla_matri
 
 /* ---- the gathered operand ---------------------------------------------------------- */
 
+static const char *no_gathered_why(const ovl_plan_t *p) {
+  if (p->broken)
+    return "its last call failed";
+  if (p->has_gathered)
+    return "another plan of its window group has run or was created since";
+  return "no call has run yet";
+}
+
 tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *available) {
   static const char fn[] = "tpla_ag_gemm_plan_has_gathered";
   tpla_clear_error();
   if (plan == NULL || available == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
                      plan == NULL ? "plan" : "available");
-  *available = plan->p.has_gathered;
+  *available = plan->p.has_gathered && ovl_group_holds(&plan->p);
   return TPLA_SUCCESS;
 }
 
@@ -213,11 +229,11 @@ tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gat
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
                      plan == NULL ? "plan" : "gathered");
   ovl_plan_t *p = &plan->p;
-  if (!p->has_gathered)
+  if (!p->has_gathered || !ovl_group_holds(p))
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "the plan holds no gathered operand (%s); check "
                      "tpla_ag_gemm_plan_has_gathered and fall back to tpla_allgather_rows",
-                     p->broken ? "its last call failed" : "no call has run yet");
+                     no_gathered_why(p));
   *gathered = ovl_dense(p->ops->window(p->xp), 0, p->m, p->k, p->dtype);
   p->ctx->counters.gathered_views++;
   return TPLA_SUCCESS;
@@ -233,9 +249,9 @@ tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan, const float
   if (!p->fp8)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "a %s plan has no scales (FP8 plans only)",
                      tpla_dtype_name(p->dtype));
-  if (!p->has_gathered)
+  if (!p->has_gathered || !ovl_group_holds(p))
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "the plan holds no gathered operand (%s)",
-                     p->broken ? "its last call failed" : "no call has run yet");
+                     no_gathered_why(p));
   *scales = (const float *)((const char *)p->ops->window(p->xp) + p->scales_off);
   return TPLA_SUCCESS;
 }

@@ -495,6 +495,18 @@ static tpla_status_t output_amax(ovl_plan_t *p, const ovl_call_t *c) {
   return p->ops->amax(p->xp, OVL_LANE_COMPUTE0, c->d, c->fp8.d_amax);
 }
 
+/* A window group's call that follows another member's: every lane waits until every peer
+ * has begun this call, so none of them still reads what the other member left in this
+ * rank's window (overlap_group.c). */
+static tpla_status_t fence_peers(ovl_plan_t *p) {
+  p->fence_peers = false;
+  for (int lane = 0; lane < OVL_LANES; lane++)
+    for (int q = 0; q < p->nranks; q++)
+      if (q != p->rank)
+        TPLA_TRY(p->ops->wait_ready(p->xp, lane, q, p->seq));
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
   static tpla_status_t (*const schedules[3][2])(ovl_plan_t *, const ovl_call_t *) = {
       {ag_overlap, ag_serial}, {rs_overlap, rs_serial}, {ar_overlap, ar_serial}};
@@ -503,6 +515,8 @@ tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
   p->has_gathered = false;
   p->cur_fp8 = c->fp8;
   tpla_status_t st = p->ops->begin(p->xp, p->seq, c->stream, fn);
+  if (st == TPLA_SUCCESS && p->fence_peers)
+    st = fence_peers(p);
   if (st == TPLA_SUCCESS) {
     st = stage_b(p, c);
     if (st == TPLA_SUCCESS)

@@ -25,7 +25,7 @@
  * no padding, the same layout in every process. */
 typedef struct {
   int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks, tail,
-      unused;
+      window_group;
   int64_t m, rows, k, n;
   char message[MSG_LEN];
 } summary_t;
@@ -86,6 +86,9 @@ static tpla_status_t check_common(summary_t *s) {
   if (s->chunks < 0 || s->chunks > OVL_MAX_CHUNKS)
     return bad(msg, IA, "argument 'desc': chunks %d is not in [0, %d] (0: automatic)",
                s->chunks, OVL_MAX_CHUNKS);
+  if (s->window_group < 0)
+    return bad(msg, IA, "argument 'desc': window_group %d is negative (0: buffers of the "
+               "plan's own)", s->window_group);
   int64_t big = s->m > s->rows ? s->m : s->rows;
   big = big > s->k ? big : s->k;
   big = big > s->n ? big : s->n;
@@ -106,6 +109,7 @@ static tpla_status_t check_common(summary_t *s) {
     (s)->mode = (int32_t)(d)->mode;                                                        \
     (s)->transport = (int32_t)(d)->transport;                                              \
     (s)->chunks = (d)->chunks;                                                             \
+    (s)->window_group = (d)->window_group;                                                 \
   } while (0)
 
 static tpla_status_t summarize_ag(summary_t *s, const tpla_ag_gemm_desc_t *d) {
@@ -188,6 +192,7 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   FIELD(transport, true, false)
   FIELD(chunks, true, false)
   FIELD(tail, true, false)
+  FIELD(window_group, true, false)
 #undef FIELD
   if (what == NULL)
     return false;
@@ -200,8 +205,8 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   return true;
 }
 
-static tpla_status_t exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
-                              size_t bytes) {
+tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                           size_t bytes) {
   if (ctx->backend->exchange == NULL)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no plan-time exchange",
                      ctx->backend->name);
@@ -347,16 +352,13 @@ static void layout(ovl_plan_t *p) {
   }
 }
 
-/* After a local step that may fail on some ranks: every rank learns every
- * status; returns this rank's failure, or REMOTE naming the first other. */
-static tpla_status_t agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
-                                  const char *what) {
+tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, const char *what) {
   char saved[MSG_LEN];
   snprintf(saved, sizeof saved, "%s", tpla_last_error());
   int32_t me = (int32_t)mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
   if (all == NULL)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = exchange(ctx, fn, all, &me, sizeof me);
+  tpla_status_t st = ovl_exchange(ctx, fn, all, &me, sizeof me);
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
     if (all[r] != 0 && r != ctx->rank)
       st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
@@ -370,10 +372,14 @@ static tpla_status_t agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t 
 void ovl_plan_free(ovl_plan_t *p) {
   if (p == NULL)
     return;
-  if (p->ops != NULL)
-    p->ops->destroy(p->xp);
-  if (p->staging != NULL)
-    p->ctx->backend->mem_free(p->ctx, p->staging);
+  if (p->group != NULL) {
+    ovl_group_leave(p);
+  } else {
+    if (p->ops != NULL)
+      p->ops->destroy(p->xp);
+    if (p->staging != NULL)
+      p->ctx->backend->mem_free(p->ctx, p->staging);
+  }
   free(p->offs);
   free(p->stage_off);
   free(p->counts);
@@ -511,14 +517,21 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
                                                         : OVL_XPORT_AUTO;
     xd.nflags = (p->kind == OVL_AR ? 2 : 1) * (p->nranks - 1) * p->chunks;
   }
-  TPLA_TRY(p->ops->create(p->ctx, &xd, &p->xp));
-  p->xkind = p->ops->kind(p->xp);
-  tpla_status_t st = p->ctx->backend->mem_alloc(p->ctx, p->staging_bytes, &p->staging);
-  if (st != TPLA_SUCCESS)
-    p->staging = NULL;
-  else
+  tpla_status_t st;
+  if (s->window_group > 0) { /* the group's buffers, created or enlarged collectively */
+    TPLA_TRY(ovl_group_join(p, s->window_group, &xd, fn));
+    p->xkind = p->ops->kind(p->xp);
     st = rehearse(p, fn);
-  return agree_status(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
+  } else {
+    TPLA_TRY(p->ops->create(p->ctx, &xd, &p->xp));
+    p->xkind = p->ops->kind(p->xp);
+    st = p->ctx->backend->mem_alloc(p->ctx, p->staging_bytes, &p->staging);
+    if (st != TPLA_SUCCESS)
+      p->staging = NULL;
+    else
+      st = rehearse(p, fn);
+  }
+  return ovl_agree(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
 }
 
 /* The common create: validate (summary already filled, status in st),
@@ -544,7 +557,7 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
     ovl_plan_free(p);
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   }
-  st = exchange(ctx, fn, all, mine, sizeof *mine);
+  st = ovl_exchange(ctx, fn, all, mine, sizeof *mine);
   if (st == TPLA_SUCCESS && mine->status != 0)
     st = tpla_fail((tpla_status_t)mine->status, fn, "%s", mine->message);
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
@@ -611,6 +624,8 @@ tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_ctx_t ctx
 }
 
 size_t ovl_plan_bytes(const ovl_plan_t *p) {
+  if (p->group != NULL)
+    return ovl_group_bytes(p);
   return p->staging_bytes + (p->xp != NULL ? p->ops->bytes(p->xp) : 0);
 }
 

@@ -199,6 +199,8 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
   }
   if (xp->kind != OVL_XPORT_PEER)
     return tpla_fail(TPLA_ERROR_INTERNAL, xp->fn, "a transfer step on a local transport");
+  xp->flag_pull[s->flag] = (unsigned char)(s->pull != 0); /* plans of a window group share
+                                                            flag numbers: push or pull per step */
   if (!s->pull) {
     if (s->to < 0)
       return TPLA_SUCCESS;
@@ -214,7 +216,6 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
                          xp, "push to", s->to, v->rows, v->cols));
     return xp_write(xp, st, xp_step_word(xp, s->to, s->flag), seq, "signal a pushed chunk");
   }
-  xp->flag_pull[s->flag] = 1;
   if (s->to >= 0) /* our piece is in our window: `to` may read it */
     TPLA_TRY(xp_write(xp, st, xp_step_word(xp, s->to, s->flag), seq, "signal a published slice"));
   if (s->from >= 0) {
@@ -343,19 +344,34 @@ static tpla_status_t xp_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, v
   return s;
 }
 
-static tpla_status_t xp_rehearse_end(tpla_xport_t *xp, void *scratch) {
-  const char *fn = xp->fn;
-  tpla_device_guard_t guard;
-  TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, fn));
+/* The host waits for every stream of the transport (the device current). */
+static tpla_status_t sync_streams(tpla_xport_t *xp, const char *what) {
   tpla_status_t first = TPLA_SUCCESS;
   for (int s = 0; s < XP_STREAMS; s++) {
     if (!streams_used(xp, s))
       continue;
-    tpla_status_t t = tpla_cuda_status(cudaStreamSynchronize(xp->streams[s]), fn,
-                                       "cudaStreamSynchronize (end of the plan-time rehearsal)");
+    tpla_status_t t = tpla_cuda_status(cudaStreamSynchronize(xp->streams[s]), xp->fn, what);
     if (first == TPLA_SUCCESS)
       first = t;
   }
+  return first;
+}
+
+static tpla_status_t xp_quiesce(tpla_xport_t *xp) {
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, xp->fn));
+  tpla_status_t st = sync_streams(xp, "cudaStreamSynchronize (a window group's buffers change "
+                                      "hands)");
+  tpla_device_guard_exit(&guard);
+  return st;
+}
+
+static tpla_status_t xp_rehearse_end(tpla_xport_t *xp, void *scratch) {
+  const char *fn = xp->fn;
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, fn));
+  tpla_status_t first =
+      sync_streams(xp, "cudaStreamSynchronize (end of the plan-time rehearsal)");
   if (scratch != NULL) {
     tpla_status_t t = tpla_cuda_status(cudaFreeAsync(scratch, xp->streams[0]), fn,
                                        "cudaFreeAsync (scratch of the plan-time rehearsal)");
@@ -382,6 +398,7 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .arrival = xp_arrival,
     .wait_ready = xp_wait_ready,
     .sync_lanes = xp_sync_lanes,
+    .quiesce = xp_quiesce,
     .gemm = xp_gemm,
     .fold = xp_fold,
     .copy = xp_copy,

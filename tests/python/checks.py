@@ -203,6 +203,19 @@ def check_overlap_ops(rank, world, device):
     d16 = tt.ag_gemm(a_local.bfloat16(), w.bfloat16(), comm, out_dtype=torch.float32)
     assert d16.dtype == torch.float32
     assert torch.allclose(d16, a_full.bfloat16().float() @ w.bfloat16().float().t(), atol=2e-2)
+    # the three in one window group (one set of buffers), interleaved, twice
+    for _ in range(2):
+        dg, gg = tt.ag_gemm(a_local, w, comm, bias=bias, m=sum(rows), return_gathered=True,
+                            window_group=1)
+        assert torch.allclose(dg, a_full @ w.t() + bias, atol=1e-4, rtol=1e-4)
+        assert gg is not None and torch.equal(gg, a_full)
+        dr = tt.gemm_rs(a, b, comm, transpose_b=False, window_group=1)
+        assert torch.allclose(dr.double().cpu(), want, atol=1e-4, rtol=1e-4)
+        da = tt.gemm_ar(a, b, comm, transpose_b=False, window_group=1)
+        assert torch.allclose(da.double().cpu(), full, atol=1e-4, rtol=1e-4)
+    _raises(tpla.InvalidArgumentError,
+            lambda: tt.gemm_ar(a, b, comm, transpose_b=False, mode="serial", window_group=1),
+            "window_group 1")
     # the plain gather, and errors
     g2 = tt.allgather_rows(a_local, comm, rows=rows)
     assert torch.equal(g2, a_full)

@@ -38,6 +38,7 @@ typedef struct {
   int chunks;
   int pad;   /* extra elements per row of every caller view */
   int calls; /* consecutive calls; A is negated before each one after the first */
+  int window_group; /* tpla_*_desc_t.window_group */
   uint64_t seed;
 } ocase_t;
 
@@ -174,6 +175,7 @@ static inline tpla_status_t oc_create(const ocase_t *c, tpla_ctx_t ctx, int rank
     d.n = c->n[rank];
     d.op_b = c->op_b, d.dtype = c->dtype, d.d_dtype = c->d_dtype, d.bias = c->bias;
     d.mode = c->mode, d.transport = c->transport, d.chunks = c->chunks;
+    d.window_group = c->window_group;
     return tpla_ag_gemm_plan_create(ag, ctx, &d);
   }
   if (c->kind == OC_RS) {
@@ -184,6 +186,7 @@ static inline tpla_status_t oc_create(const ocase_t *c, tpla_ctx_t ctx, int rank
     d.n = c->n[0];
     d.op_b = c->op_b, d.dtype = c->dtype, d.d_dtype = c->d_dtype, d.bias = c->bias;
     d.mode = c->mode, d.transport = c->transport, d.chunks = c->chunks;
+    d.window_group = c->window_group;
     return tpla_gemm_rs_plan_create(rs, ctx, &d);
   }
   tpla_gemm_ar_desc_t d = TPLA_GEMM_AR_DESC_INIT;
@@ -192,6 +195,7 @@ static inline tpla_status_t oc_create(const ocase_t *c, tpla_ctx_t ctx, int rank
   d.n = c->n[0];
   d.op_b = c->op_b, d.dtype = c->dtype, d.d_dtype = c->d_dtype, d.bias = c->bias;
   d.mode = c->mode, d.transport = c->transport, d.chunks = c->chunks;
+  d.window_group = c->window_group;
   return tpla_gemm_ar_plan_create(ar, ctx, &d);
 }
 

@@ -33,6 +33,13 @@ weight's update count; 0: transpose every call). ag_gemm(...,
 return_gathered=True) on FP8 returns (D, gathered, scales): the gathered
 FP8 bytes and a float32 view of one scale per rank (rank q's rows were
 quantized with scales[q]), both aliasing the plan's buffer as above.
+
+window_group=g (g > 0) makes the plan share its buffers with the
+communicator's other plans of group g (tpla's window groups): a layer stack
+then holds one set, the largest plan's, instead of one per shape. The
+group's calls must come in the same order on every rank, on one stream (as
+here: the current stream); a gathered view then lasts until the group's
+next call, of any of its plans.
 """
 import operator
 
@@ -149,7 +156,7 @@ def _common(a, b, comm, transpose_b, out_dtype, fn):
 def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
             out_dtype=None, m=None, return_gathered=False, mode="auto", transport="auto",
             chunks=0, allow_tf32=False, scale_a=None, scale_b=None, use_fast_accum=False,
-            b_version=0):
+            b_version=0, window_group=0):
     """D (m x n) = alpha * allgather_rows(a_local) @ op(b) + beta * out + bias.
     a_local: this rank's rows (local_rows x k; counts may differ between
     ranks); m: the global row count, optional (plan cache key, checked).
@@ -163,14 +170,15 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
     lr, k = a_local.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
     key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
-           m_mode, m_xport, chunks, None if m is None else int(m))
+           m_mode, m_xport, chunks, None if m is None else int(m), int(window_group))
 
     def make(ctx):
         desc = _lib.AgGemmDesc.new(local_rows=lr, k=k, n=n,
                                    op_b=_lib.OP_T if transpose_b else _lib.OP_N, dtype=dt,
                                    d_dtype=ddt, bias=int(bias is not None),
                                    allow_tf32=int(bool(allow_tf32)), mode=m_mode,
-                                   transport=m_xport, chunks=chunks)
+                                   transport=m_xport, chunks=chunks,
+                                   window_group=int(window_group))
         return _core.AgGemmPlan(ctx, desc)
 
     plan = comm.plan(key, make)
@@ -209,7 +217,8 @@ def gathered_scales(plan, comm):
 
 def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
             out_dtype=None, local_rows=None, mode="auto", transport="auto", chunks=0,
-            allow_tf32=False, scale_a=None, scale_b=None, use_fast_accum=False, b_version=0):
+            allow_tf32=False, scale_a=None, scale_b=None, use_fast_accum=False, b_version=0,
+            window_group=0):
     """D_local = alpha * [reduce_scatter_rows(sum over ranks of a @ op(b))]_rank
     + beta * out + bias. a: m x k (this rank's k); local_rows: this rank's
     output rows (the ranks' must add up to m; default on every rank: m split
@@ -223,14 +232,15 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     lr = -1 if local_rows is None else int(local_rows)
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
     key = ("rs", m, lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
-           m_mode, m_xport, chunks)
+           m_mode, m_xport, chunks, int(window_group))
 
     def make(ctx):
         desc = _lib.GemmRsDesc.new(m=m, local_rows=lr, k=k,
                                    n=n, op_b=_lib.OP_T if transpose_b else _lib.OP_N, dtype=dt,
                                    d_dtype=ddt, bias=int(bias is not None),
                                    allow_tf32=int(bool(allow_tf32)), mode=m_mode,
-                                   transport=m_xport, chunks=chunks)
+                                   transport=m_xport, chunks=chunks,
+                                   window_group=int(window_group))
         return _core.GemmRsPlan(ctx, desc)
 
     plan = comm.plan(key, make)
@@ -243,7 +253,7 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
 
 def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
             out_dtype=None, mode="auto", transport="auto", chunks=0, allow_tf32=False,
-            scale_a=None, scale_b=None, use_fast_accum=False, b_version=0):
+            scale_a=None, scale_b=None, use_fast_accum=False, b_version=0, window_group=0):
     """D (m x n) = alpha * allreduce(a @ op(b)) + beta * out + bias, every rank.
     FP8: scale_a, scale_b (this rank's), use_fast_accum, b_version as in the
     module's docstring."""
@@ -254,13 +264,14 @@ def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     m, k = a.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
     key = ("ar", m, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
-           m_mode, m_xport, chunks)
+           m_mode, m_xport, chunks, int(window_group))
 
     def make(ctx):
         desc = _lib.GemmArDesc.new(m=m, k=k, n=n, op_b=_lib.OP_T if transpose_b else _lib.OP_N,
                                    dtype=dt, d_dtype=ddt, bias=int(bias is not None),
                                    allow_tf32=int(bool(allow_tf32)), mode=m_mode,
-                                   transport=m_xport, chunks=chunks)
+                                   transport=m_xport, chunks=chunks,
+                                   window_group=int(window_group))
         return _core.GemmArPlan(ctx, desc)
 
     plan = comm.plan(key, make)

@@ -1,0 +1,187 @@
+/*
+ * overlap_group.c - window groups: overlap plans of one context that share
+ * their buffers (tpla_*_desc_t.window_group > 0).
+ *
+ * A plan's buffers are its transport (the peer-visible window, the flags,
+ * the lanes) and its local staging. The plans of a layer stack run one
+ * after another, so one set, at the largest plan's size, serves them all.
+ * Sharing the transport object itself keeps the peer protocol unchanged:
+ * calls are numbered per group instead of per plan (the group is one
+ * ordered sequence of calls on every rank, as the API requires), so the
+ * "ready for seq" announcements and the step flags mean what they meant for
+ * one plan, but for one thing: a member's peers may read its window after
+ * its call (GEMM+AllReduce's published slice, until they start their next
+ * call), and the next member may write there at once, so a call that
+ * follows another member's first waits, on every lane, for every peer to
+ * announce it. A plan that needs more than the group holds replaces the
+ * group's buffers with larger ones for every member; ranks decide that
+ * together (their windows may differ in size), so they create the new
+ * transport collectively or not at all.
+ */
+#include "overlap.h"
+
+#include <stdlib.h>
+
+struct ovl_group {
+  int id;
+  int users;
+  tpla_overlap_mode_t mode;
+  ovl_xport_kind_t xkind;
+  tpla_xport_t *xp;
+  size_t window_bytes;
+  int nflags;
+  void *staging;
+  size_t staging_bytes;
+  uint32_t seq;              /* calls of the group's plans */
+  const ovl_plan_t *last;    /* the member whose call last used the buffers (NULL: none since
+                                a member joined) */
+  bool broken;               /* a call failed after it started: every member is unusable */
+  struct ovl_group *next;
+};
+
+static const char *xkind_name(ovl_xport_kind_t k) {
+  return k == OVL_XPORT_PEER ? "PEER" : k == OVL_XPORT_SENDRECV ? "SENDRECV" : "no";
+}
+
+static void release(tpla_ctx_t ctx, const struct tpla_xport_ops *ops, tpla_xport_t *xp,
+                    void *staging) {
+  ops->destroy(xp);
+  if (staging != NULL)
+    ctx->backend->mem_free(ctx, staging);
+}
+
+tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
+                             const char *fn) {
+  tpla_ctx_t ctx = p->ctx;
+  ovl_group_t *g = ctx->ovl_groups;
+  while (g != NULL && g->id != id)
+    g = g->next;
+  /* the same verdict on every rank: groups change only at collective plan creation */
+  if (g != NULL && (g->mode != p->mode || (g->mode == TPLA_OVERLAP_OVERLAP &&
+                                           xd->kind != OVL_XPORT_AUTO && xd->kind != g->xkind)))
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': window_group %d holds "
+                     "%s plans over the %s transport; this plan asks for %s", id,
+                     g->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP", xkind_name(g->xkind),
+                     p->mode == TPLA_OVERLAP_SERIAL         ? "SERIAL"
+                     : xd->kind == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
+                                                            : "the PEER transport");
+  /* The members' calls may still run here, and peers may still read this rank's window for
+   * theirs: the host waits for its lanes, and the agreement returns once every rank's have
+   * finished, so the window can be zeroed (the rehearsal) or freed (a larger one). */
+  TPLA_TRY(ovl_agree(ctx, fn, g != NULL ? p->ops->quiesce(g->xp) : TPLA_SUCCESS,
+                     "wait for the calls of its window group"));
+  int32_t grow = g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
+                 p->staging_bytes > g->staging_bytes;
+  int32_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  if (all == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  tpla_status_t st = ovl_exchange(ctx, fn, all, &grow, sizeof grow);
+  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) /* ranks' windows may differ */
+    grow |= all[r];
+  free(all);
+  TPLA_TRY(st);
+  if (!grow) {
+    g->users++;
+  } else { /* new buffers on every rank, or none: the old ones stay until all have them */
+    ovl_xport_desc_t bigger = *xd;
+    size_t staging_bytes = p->staging_bytes;
+    if (g != NULL) {
+      bigger.kind = g->mode == TPLA_OVERLAP_OVERLAP ? g->xkind : OVL_XPORT_LOCAL;
+      bigger.window_bytes = g->window_bytes > xd->window_bytes ? g->window_bytes
+                                                                : xd->window_bytes;
+      bigger.nflags = g->nflags > xd->nflags ? g->nflags : xd->nflags;
+      staging_bytes = g->staging_bytes > staging_bytes ? g->staging_bytes : staging_bytes;
+    }
+    void *staging = NULL;
+    ovl_group_t *fresh = g == NULL ? calloc(1, sizeof *fresh) : NULL;
+    st = g == NULL && fresh == NULL
+             ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
+             : ctx->backend->mem_alloc(ctx, staging_bytes, &staging);
+    st = ovl_agree(ctx, fn, st, "allocate its window group's staging");
+    tpla_xport_t *xp = NULL;
+    if (st == TPLA_SUCCESS)
+      st = p->ops->create(ctx, &bigger, &xp); /* collective, one verdict */
+    if (st != TPLA_SUCCESS) {
+      if (staging != NULL)
+        ctx->backend->mem_free(ctx, staging);
+      free(fresh);
+      return st;
+    }
+    if (g == NULL) {
+      g = fresh;
+      g->id = id;
+      g->mode = p->mode;
+      g->next = ctx->ovl_groups;
+      ctx->ovl_groups = g;
+    } else {
+      release(ctx, p->ops, g->xp, g->staging);
+    }
+    g->users++;
+    g->xp = xp;
+    g->xkind = p->ops->kind(xp);
+    g->window_bytes = bigger.window_bytes;
+    g->nflags = bigger.nflags;
+    g->staging = staging;
+    g->staging_bytes = staging_bytes;
+  }
+  p->group = g;
+  p->xp = g->xp;
+  p->staging = g->staging;
+  p->seq = g->seq;
+  g->last = NULL; /* the rehearsal that follows zeroes the window: every member's next
+                     call starts afresh, and fenced */
+  return TPLA_SUCCESS;
+}
+
+void ovl_group_leave(ovl_plan_t *p) {
+  ovl_group_t *g = p->group;
+  p->group = NULL;
+  p->xp = NULL;
+  p->staging = NULL;
+  if (g == NULL || --g->users > 0) {
+    if (g != NULL && g->last == p)
+      g->last = NULL;
+    return;
+  }
+  ovl_group_t **at = &p->ctx->ovl_groups;
+  while (*at != g)
+    at = &(*at)->next;
+  *at = g->next;
+  release(p->ctx, p->ops, g->xp, g->staging);
+  free(g);
+}
+
+tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn) {
+  ovl_group_t *g = p->group;
+  if (g == NULL)
+    return TPLA_SUCCESS;
+  if (g->broken)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "a call of another plan of window_group %d "
+                     "failed after it started; destroy the group's plans", g->id);
+  p->xp = g->xp; /* a later member may have replaced the buffers with larger ones */
+  p->staging = g->staging;
+  p->seq = g->seq;
+  if (g->last != p) { /* another member wrote the window and the staging */
+    p->has_gathered = false;
+    p->bt_of.b_version = 0;
+    /* and peers may still read what it published (GEMM+AllReduce's slice) */
+    p->fence_peers = g->xkind == OVL_XPORT_PEER;
+  }
+  g->last = p;
+  return TPLA_SUCCESS;
+}
+
+void ovl_group_exit(ovl_plan_t *p, bool failed) {
+  ovl_group_t *g = p->group;
+  if (g == NULL)
+    return;
+  g->seq = p->seq;
+  g->broken |= failed;
+}
+
+bool ovl_group_holds(const ovl_plan_t *p) { return p->group == NULL || p->group->last == p; }
+
+size_t ovl_group_bytes(const ovl_plan_t *p) {
+  const ovl_group_t *g = p->group;
+  return g->staging_bytes + p->ops->bytes(g->xp);
+}

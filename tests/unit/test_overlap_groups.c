@@ -1,0 +1,337 @@
+/*
+ * test_overlap_groups.c - window groups (tpla_*_desc_t.window_group): the
+ * overlap plans of a context that share one set of buffers. On 2 and 3 host
+ * ranks, a group's plans (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce
+ * of different shapes, created smallest first so the group's buffers grow
+ * twice) are called interleaved, several rounds, and every output is
+ * checked against the float64 reference; the group holds less memory than
+ * the plans alone; a gathered view lasts exactly until the group's next
+ * call; a member destroyed early leaves the others working; ranks that
+ * disagree on the group fail alike, and a group refuses a plan of another
+ * mode or transport while its members keep working.
+ *
+ *   ./test_overlap_groups     (CTest: test_overlap_groups, and with lazy pulls)
+ */
+#include "test_overlap_common.h"
+
+enum { NPLANS = 3, ROUNDS = 3 };
+
+typedef struct {
+  orun_t runs[NPLANS];     /* the group's plans, in creation order */
+  size_t alone[NPLANS];    /* each plan's workspace without a group (rank 0) */
+  int early_destroy;       /* index of a plan destroyed after round 0, or -1 */
+  int gathered_checks_ok;  /* set by rank 0's body */
+} groups_t;
+
+typedef struct {
+  tpla_ag_gemm_plan_t ag;
+  tpla_gemm_rs_plan_t rs;
+  tpla_gemm_ar_plan_t ar;
+} plans_t;
+
+static tpla_status_t call(const ocase_t *c, plans_t *pl, orank_t *o) {
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  args.alpha = c->alpha;
+  args.beta = c->beta;
+  args.bias = c->bias ? o->bias.data : NULL;
+  if (c->kind == OC_AG)
+    return tpla_ag_gemm(pl->ag, o->d, o->a, o->b, &args, NULL);
+  if (c->kind == OC_RS)
+    return tpla_gemm_rs(pl->rs, o->d, o->a, o->b, &args, NULL);
+  return tpla_gemm_ar(pl->ar, o->d, o->a, o->b, &args, NULL);
+}
+
+static void destroy(plans_t *pl) {
+  tpla_ag_gemm_plan_destroy(pl->ag);
+  tpla_gemm_rs_plan_destroy(pl->rs);
+  tpla_gemm_ar_plan_destroy(pl->ar);
+  memset(pl, 0, sizeof *pl);
+}
+
+static size_t workspace(const ocase_t *c, const plans_t *pl) {
+  size_t ws = 0;
+  if (c->kind == OC_AG)
+    tpla_ag_gemm_plan_workspace_bytes(pl->ag, &ws);
+  else if (c->kind == OC_RS)
+    tpla_gemm_rs_plan_workspace_bytes(pl->rs, &ws);
+  else
+    tpla_gemm_ar_plan_workspace_bytes(pl->ar, &ws);
+  return ws;
+}
+
+/* Rank 0 only: the AG plan's gathered view right after its call, and gone
+ * after the next call of another member (the view equals the true gather:
+ * oc_gathered_ok on the copy taken here). */
+static int gathered_semantics(groups_t *g, int ag_index, plans_t *pl, int next, orank_t *o) {
+  int avail = 0;
+  tpla_matrix_t view;
+  if (tpla_ag_gemm_plan_has_gathered(pl[ag_index].ag, &avail) != TPLA_SUCCESS || !avail ||
+      tpla_ag_gemm_gathered(pl[ag_index].ag, &view) != TPLA_SUCCESS) {
+    fprintf(stderr, "  the gathered view is missing right after its call: %s\n",
+            tpla_last_error());
+    return 0;
+  }
+  oc_copy(g->runs[ag_index].r[0].gathered, view);
+  if (call(g->runs[next].c, &pl[next], o) != TPLA_SUCCESS)
+    return 0;
+  if (tpla_ag_gemm_plan_has_gathered(pl[ag_index].ag, &avail) != TPLA_SUCCESS || avail ||
+      tpla_ag_gemm_gathered(pl[ag_index].ag, &view) != TPLA_ERROR_INVALID_USAGE) {
+    fprintf(stderr, "  the gathered view outlived another member's call\n");
+    return 0;
+  }
+  return 1;
+}
+
+/* Rank 0's copy of its gathered view equals every rank's A_local stacked, bit for bit. */
+static int gathered_ok_rank0(const orun_t *run) {
+  size_t es = tpla_dtype_size(run->c->dtype);
+  int64_t base = 0;
+  for (int q = 0; q < run->c->P; q++) {
+    tpla_matrix_t a = run->r[q].a, view = run->r[0].gathered;
+    for (int64_t i = 0; i < a.rows; i++)
+      if (memcmp((char *)view.data + (size_t)((base + i) * view.ld) * es,
+                 (char *)a.data + (size_t)(i * a.ld) * es, (size_t)a.cols * es) != 0) {
+        fprintf(stderr, "  gathered row %lld (rank %d's row %lld) differs\n",
+                (long long)(base + i), q, (long long)i);
+        return 0;
+      }
+    base += a.rows;
+  }
+  return 1;
+}
+
+static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks;
+  groups_t *g = arg;
+  plans_t pl[NPLANS];
+  memset(pl, 0, sizeof pl);
+  int ag_index = -1;
+  for (int i = 0; i < NPLANS; i++) {
+    orank_t *o = &g->runs[i].r[rank];
+    if (oc_note(o, oc_create(g->runs[i].c, ctx, rank, &pl[i].ag, &pl[i].rs, &pl[i].ar)))
+      return 0;
+    ag_index = g->runs[i].c->kind == OC_AG ? i : ag_index;
+  }
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < NPLANS; i++) {
+      orank_t *o = &g->runs[i].r[rank];
+      if (i == g->early_destroy && round > 0)
+        continue;
+      if (round > 0)
+        oc_negate(o->a);
+      oc_copy(o->d, o->d0);
+      if (oc_note(o, call(g->runs[i].c, &pl[i], o)) != TPLA_SUCCESS)
+        return 0;
+    }
+    if (round == 0 && g->early_destroy >= 0) {
+      tpla_barrier(ctx, NULL); /* no call of the group in flight on any rank */
+      destroy(&pl[g->early_destroy]);
+    }
+  }
+  for (int i = 0; i < NPLANS; i++)
+    g->runs[i].r[rank].ws = pl[i].ag || pl[i].rs || pl[i].ar ? workspace(g->runs[i].c, &pl[i])
+                                                             : 0;
+  /* the AG plan once more (its inputs unchanged: the outputs stay checkable), then its view */
+  if (ag_index >= 0 && ag_index != g->early_destroy) {
+    orank_t *o = &g->runs[ag_index].r[rank];
+    oc_copy(o->d, o->d0);
+    oc_note(o, call(g->runs[ag_index].c, &pl[ag_index], o));
+    int next = (ag_index + 1) % NPLANS == g->early_destroy ? (ag_index + 2) % NPLANS
+                                                            : (ag_index + 1) % NPLANS;
+    orank_t *on = &g->runs[next].r[rank];
+    oc_copy(on->d, on->d0);
+    if (rank == 0)
+      g->gathered_checks_ok = gathered_semantics(g, ag_index, pl, next, on);
+    else
+      oc_note(on, call(g->runs[next].c, &pl[next], on));
+  }
+  tpla_barrier(ctx, NULL);
+  for (int i = 0; i < NPLANS; i++)
+    destroy(&pl[i]);
+  return 0;
+}
+
+/* Three plans of one group on P ranks: AR, AG, RS, each larger than the last. */
+static void make_cases(ocase_t *c, int P, tpla_transport_t transport, int group) {
+  memset(c, 0, NPLANS * sizeof *c);
+  for (int i = 0; i < NPLANS; i++) {
+    c[i].P = P;
+    c[i].alpha = 1.0f;
+    c[i].calls = ROUNDS;
+    c[i].dtype = c[i].d_dtype = TPLA_FLOAT32;
+    c[i].mode = TPLA_OVERLAP_OVERLAP;
+    c[i].transport = transport;
+    c[i].chunks = 2;
+    c[i].window_group = group;
+    c[i].seed = 4242 + 31 * (uint64_t)i + 7 * (uint64_t)P;
+  }
+  c[0].kind = OC_AR, c[0].m = 24, c[0].n[0] = 8;
+  for (int r = 0; r < P; r++)
+    c[0].k[r] = 5 + r;
+  c[1].kind = OC_AG, c[1].k[0] = 12, c[1].op_b = TPLA_OP_T, c[1].bias = 1;
+  for (int r = 0; r < P; r++)
+    c[1].rows[r] = 16 + 8 * r, c[1].n[r] = 6 + r;
+  c[2].kind = OC_RS, c[2].m = 96, c[2].n[0] = 20, c[2].beta = 1.0f, c[2].chunks = 3;
+  for (int r = 0; r < P; r++)
+    c[2].k[r] = 9, c[2].rows[r] = -1;
+}
+
+static int run_group(int P, tpla_transport_t transport, int early_destroy) {
+  ocase_t cases[NPLANS];
+  groups_t g;
+  memset(&g, 0, sizeof g);
+  g.early_destroy = early_destroy;
+  make_cases(cases, P, transport, 0);
+  for (int i = 0; i < NPLANS; i++) { /* each alone first: its own workspace */
+    orun_t alone;
+    cases[i].calls = 1;
+    if (oc_run_case(&cases[i], &alone))
+      return 1;
+    g.alone[i] = alone.r[0].ws;
+    oc_free(&alone);
+  }
+  make_cases(cases, P, transport, 7);
+  for (int i = 0; i < NPLANS; i++)
+    oc_setup(&g.runs[i], &cases[i]);
+  int bad = run_host_ranks(P, body, &g) != 0;
+  size_t sum = 0;
+  for (int i = 0; i < NPLANS && !bad; i++) {
+    for (int r = 0; r < P && !bad; r++)
+      if (g.runs[i].r[r].status != TPLA_SUCCESS) {
+        fprintf(stderr, "  plan %d rank %d: %s: %s\n", i, r,
+                tpla_status_string(g.runs[i].r[r].status), g.runs[i].r[r].error);
+        bad = 1;
+      }
+    if (i == early_destroy)
+      continue;
+    double rel = 0, worst = bad ? 0 : oc_check(&g.runs[i], &rel);
+    if (worst > 1.0) {
+      fprintf(stderr, "  plan %d: error %.3g x the rounding bound\n", i, worst);
+      bad = 1;
+    }
+    sum += g.alone[i];
+    if (g.runs[i].r[0].ws != g.runs[(i + 1) % NPLANS == early_destroy ? (i + 2) % NPLANS
+                                                                       : (i + 1) % NPLANS]
+                                 .r[0]
+                                 .ws) {
+      fprintf(stderr, "  plan %d reports %zu bytes, another member of its group differs\n", i,
+              g.runs[i].r[0].ws);
+      bad = 1;
+    }
+  }
+  if (!bad && early_destroy < 0 && !(g.runs[0].r[0].ws < sum)) {
+    fprintf(stderr, "  the group holds %zu bytes, the plans alone %zu\n", g.runs[0].r[0].ws, sum);
+    bad = 1;
+  }
+  if (!bad && early_destroy != 1 && !g.gathered_checks_ok) {
+    fprintf(stderr, "  the gathered view's lifetime is wrong\n");
+    bad = 1;
+  }
+  if (!bad && early_destroy != 1 && !gathered_ok_rank0(&g.runs[1]))
+    bad = 1;
+  if (bad)
+    fprintf(stderr, "  P=%d transport %d early_destroy %d\n", P, (int)transport, early_destroy);
+  for (int i = 0; i < NPLANS; i++)
+    oc_free(&g.runs[i]);
+  return bad;
+}
+
+static void test_group_one_rank(void) { ASSERT_EQ_INT(run_group(1, TPLA_TRANSPORT_AUTO, -1), 0); }
+static void test_group_two_ranks_peer(void) {
+  ASSERT_EQ_INT(run_group(2, TPLA_TRANSPORT_PEER, -1), 0);
+}
+static void test_group_three_ranks_peer(void) {
+  ASSERT_EQ_INT(run_group(3, TPLA_TRANSPORT_PEER, -1), 0);
+}
+static void test_group_two_ranks_sendrecv(void) {
+  ASSERT_EQ_INT(run_group(2, TPLA_TRANSPORT_SENDRECV, -1), 0);
+}
+static void test_group_member_destroyed_early(void) {
+  ASSERT_EQ_INT(run_group(2, TPLA_TRANSPORT_PEER, 0), 0);
+  ASSERT_EQ_INT(run_group(3, TPLA_TRANSPORT_PEER, 2), 0);
+}
+
+/* ---- what a group refuses ----------------------------------------------------------- */
+
+typedef struct {
+  int case_id;
+  tpla_status_t first[OC_MAX_RANKS], second[OC_MAX_RANKS], after[OC_MAX_RANKS];
+  double worst;
+  orun_t run; /* the first plan's buffers: still called after the refusal */
+} refuse_t;
+
+/* Case 0: ranks name different groups. 1: a negative group on rank 1. 2: a SERIAL plan into
+ * an OVERLAP group. 3: a SENDRECV plan into a PEER group. 2 and 3 then call the first plan. */
+static int refuse_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks;
+  refuse_t *t = arg;
+  const ocase_t *c = t->run.c;
+  tpla_gemm_rs_desc_t d = TPLA_GEMM_RS_DESC_INIT;
+  d.m = c->m, d.k = c->k[rank], d.n = c->n[0], d.dtype = d.d_dtype = TPLA_FLOAT32;
+  d.transport = TPLA_TRANSPORT_PEER, d.chunks = 2;
+  plans_t pl = {0}, other = {0};
+  if (t->case_id < 2) {
+    d.window_group = t->case_id == 0 ? 3 + rank : (rank == 1 ? -2 : 3);
+    t->first[rank] = tpla_gemm_rs_plan_create(&pl.rs, ctx, &d);
+    destroy(&pl);
+    return 0;
+  }
+  d.window_group = 5;
+  t->first[rank] = tpla_gemm_rs_plan_create(&pl.rs, ctx, &d);
+  tpla_gemm_ar_desc_t e = TPLA_GEMM_AR_DESC_INIT;
+  e.m = 8, e.k = 4, e.n = 4, e.dtype = e.d_dtype = TPLA_FLOAT32, e.window_group = 5;
+  if (t->case_id == 2)
+    e.mode = TPLA_OVERLAP_SERIAL;
+  else
+    e.transport = TPLA_TRANSPORT_SENDRECV;
+  t->second[rank] = tpla_gemm_ar_plan_create(&other.ar, ctx, &e);
+  orank_t *o = &t->run.r[rank];
+  oc_copy(o->d, o->d0);
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  t->after[rank] = pl.rs ? tpla_gemm_rs(pl.rs, o->d, o->a, o->b, &args, NULL) : TPLA_ERROR_INTERNAL;
+  tpla_barrier(ctx, NULL);
+  destroy(&pl);
+  destroy(&other);
+  return 0;
+}
+
+static void test_group_refusals(void) {
+  ocase_t c;
+  memset(&c, 0, sizeof c);
+  c.kind = OC_RS, c.P = 2, c.m = 32, c.k[0] = 6, c.k[1] = 7, c.n[0] = 5, c.rows[0] = -1;
+  c.dtype = c.d_dtype = TPLA_FLOAT32, c.alpha = 1.0f, c.calls = 1, c.seed = 99;
+  for (int id = 0; id < 4; id++) {
+    refuse_t t;
+    memset(&t, 0, sizeof t);
+    t.case_id = id;
+    oc_setup(&t.run, &c);
+    ASSERT_EQ_INT(run_host_ranks(2, refuse_body, &t), 0);
+    if (id == 0) { /* every rank names the disagreement */
+      ASSERT_EQ_INT(t.first[0], TPLA_ERROR_REMOTE);
+      ASSERT_EQ_INT(t.first[1], TPLA_ERROR_REMOTE);
+    } else if (id == 1) { /* the rank with the bad value, and the other */
+      ASSERT_EQ_INT(t.first[0], TPLA_ERROR_REMOTE);
+      ASSERT_EQ_INT(t.first[1], TPLA_ERROR_INVALID_ARGUMENT);
+    } else { /* the same verdict on both ranks; the group's plan still works */
+      ASSERT_EQ_INT(t.first[0], TPLA_SUCCESS);
+      ASSERT_EQ_INT(t.first[1], TPLA_SUCCESS);
+      ASSERT_EQ_INT(t.second[0], TPLA_ERROR_INVALID_ARGUMENT);
+      ASSERT_EQ_INT(t.second[1], TPLA_ERROR_INVALID_ARGUMENT);
+      ASSERT_EQ_INT(t.after[0], TPLA_SUCCESS);
+      ASSERT_EQ_INT(t.after[1], TPLA_SUCCESS);
+      double rel = 0;
+      ASSERT_LE(oc_check(&t.run, &rel), 1.0);
+    }
+    oc_free(&t.run);
+  }
+}
+
+int main(void) {
+  TEST(test_group_one_rank);
+  TEST(test_group_two_ranks_peer);
+  TEST(test_group_three_ranks_peer);
+  TEST(test_group_two_ranks_sendrecv);
+  TEST(test_group_member_destroyed_early);
+  TEST(test_group_refusals);
+  return test_summary();
+}
