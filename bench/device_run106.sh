@@ -5,7 +5,7 @@
 # Run in the repository root: bash bench/device_run106.sh
 set -u
 . bench/device_lib.sh 106
-rm -rf /tmp/s106 && cp -r "$PWD" /tmp/s106 && cd /tmp/s106 || exit 1
+rm -rf /tmp/s106 && cp -r "$PWD" /tmp/s106 && cd /tmp/s106 && rm -rf build-gpu || exit 1
 sed -i 's/  if (st == TPLA_SUCCESS \&\& p->fence_peers)/  if (st == TPLA_SUCCESS \&\& p->fence_peers \&\& 0)/' src/core/overlap_exec.c
 say "fence removed: $(grep -c 'p->fence_peers && 0' src/core/overlap_exec.c) place"
 gpu_build test_gpu_overlap_groups
