@@ -692,12 +692,13 @@ typedef struct {
  *              so a layer stack pays for one set. The plans of a group are
  *              one ordered sequence of calls: every rank issues them in
  *              the same order, each after the group's previous call in
- *              stream order (one stream, or the caller orders them), and
- *              a plan joins or leaves a group only while no call of the
- *              group is in flight on any rank. A gathered view (and an
- *              FP8 plan's staged B^T) lasts until the group's next call.
- *              A group holds plans of one mode and one resolved transport
- *              (INVALID_ARGUMENT otherwise). Must agree. */
+ *              stream order (one stream, or the caller orders them).
+ *              Creating a member waits for the group's calls enqueued so
+ *              far (it may replace the buffers with larger ones). A
+ *              gathered view (and an FP8 plan's staged B^T) lasts until
+ *              the group's next call. A group holds plans of one mode and
+ *              one transport (INVALID_ARGUMENT on every rank otherwise).
+ *              Must agree. */
 
 /* AllGather+GEMM. Rank r holds A_local (local_rows x k); the gathered A is
  * the rows of ranks 0, 1, ... in order (m = sum of local_rows). D is m x n
@@ -819,9 +820,8 @@ TPLA_API tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_
 TPLA_API tpla_status_t tpla_ag_gemm_plan_destroy(tpla_ag_gemm_plan_t plan);
 TPLA_API tpla_status_t tpla_gemm_rs_plan_destroy(tpla_gemm_rs_plan_t plan);
 TPLA_API tpla_status_t tpla_gemm_ar_plan_destroy(tpla_gemm_ar_plan_t plan);
-/* Executor memory the plan holds, in bytes; in a window group, the group's
- * buffers (held once for all of its plans) plus nothing per plan.
- * INVALID_ARGUMENT for NULL. */
+/* Executor memory the plan holds, in bytes (in a window group: the group's
+ * buffers, held once for all of its plans). INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ag_gemm_plan_workspace_bytes(tpla_ag_gemm_plan_t plan, size_t *bytes);
 TPLA_API tpla_status_t tpla_gemm_rs_plan_workspace_bytes(tpla_gemm_rs_plan_t plan, size_t *bytes);
 TPLA_API tpla_status_t tpla_gemm_ar_plan_workspace_bytes(tpla_gemm_ar_plan_t plan, size_t *bytes);
