@@ -698,7 +698,8 @@ typedef struct {
  *              gathered view (and an FP8 plan's staged B^T) lasts until
  *              the group's next call. A group holds plans of one mode and
  *              one transport (INVALID_ARGUMENT on every rank otherwise).
- *              Must agree. */
+ *              Must agree. A descriptor whose size field ends before
+ *              window_group (a caller built before it) has group 0. */
 
 /* AllGather+GEMM. Rank r holds A_local (local_rows x k); the gathered A is
  * the rows of ranks 0, 1, ... in order (m = sum of local_rows). D is m x n

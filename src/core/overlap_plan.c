@@ -14,6 +14,7 @@
 #include "overlap.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,17 +110,22 @@ static tpla_status_t check_common(summary_t *s) {
     (s)->mode = (int32_t)(d)->mode;                                                        \
     (s)->transport = (int32_t)(d)->transport;                                              \
     (s)->chunks = (d)->chunks;                                                             \
-    (s)->window_group = (d)->window_group;                                                 \
   } while (0)
+
+/* A descriptor from a caller built before window_group (its size ends there) has none. */
+#define WINDOW_GROUP(s, d, type)                                                           \
+  ((s)->window_group = (d)->size == sizeof(type) ? (d)->window_group : 0)
+#define SIZE_OK(d, type) ((d)->size == sizeof(type) || (d)->size == offsetof(type, window_group))
 
 static tpla_status_t summarize_ag(summary_t *s, const tpla_ag_gemm_desc_t *d) {
   const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
   if (d == NULL)
     return bad(s->message, IA, "argument 'desc' is NULL");
-  if (d->size != sizeof *d)
+  if (!SIZE_OK(d, tpla_ag_gemm_desc_t))
     return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
                "with TPLA_AG_GEMM_DESC_INIT)", d->size, sizeof *d);
   COPY_COMMON(s, d);
+  WINDOW_GROUP(s, d, tpla_ag_gemm_desc_t);
   s->rows = d->local_rows;
   s->k = d->k;
   s->n = d->n;
@@ -133,10 +139,11 @@ static tpla_status_t summarize_rs(summary_t *s, const tpla_gemm_rs_desc_t *d) {
   const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
   if (d == NULL)
     return bad(s->message, IA, "argument 'desc' is NULL");
-  if (d->size != sizeof *d)
+  if (!SIZE_OK(d, tpla_gemm_rs_desc_t))
     return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
                "with TPLA_GEMM_RS_DESC_INIT)", d->size, sizeof *d);
   COPY_COMMON(s, d);
+  WINDOW_GROUP(s, d, tpla_gemm_rs_desc_t);
   s->m = d->m;
   s->rows = d->local_rows;
   s->k = d->k;
@@ -152,10 +159,11 @@ static tpla_status_t summarize_ar(summary_t *s, const tpla_gemm_ar_desc_t *d) {
   const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
   if (d == NULL)
     return bad(s->message, IA, "argument 'desc' is NULL");
-  if (d->size != sizeof *d)
+  if (!SIZE_OK(d, tpla_gemm_ar_desc_t))
     return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
                "with TPLA_GEMM_AR_DESC_INIT)", d->size, sizeof *d);
   COPY_COMMON(s, d);
+  WINDOW_GROUP(s, d, tpla_gemm_ar_desc_t);
   s->m = d->m;
   s->rows = -1;
   s->k = d->k;

@@ -14,6 +14,8 @@
  */
 #include "test_overlap_common.h"
 
+#include <stddef.h>
+
 enum { NPLANS = 3, ROUNDS = 3 };
 
 typedef struct {
@@ -326,6 +328,32 @@ static void test_group_refusals(void) {
   }
 }
 
+/* A caller built before window_group passes a smaller descriptor: accepted, no group. */
+static int old_size_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  tpla_status_t *st = arg;
+  tpla_gemm_ar_desc_t d = TPLA_GEMM_AR_DESC_INIT;
+  d.size = offsetof(tpla_gemm_ar_desc_t, window_group);
+  d.window_group = -5; /* beyond the caller's struct: never read */
+  d.m = 8, d.k = 2 + rank, d.n = 4;
+  tpla_gemm_ar_plan_t p = NULL;
+  st[rank] = tpla_gemm_ar_plan_create(&p, ctx, &d);
+  d.size = sizeof d + 4;
+  tpla_gemm_ar_plan_t q = NULL;
+  st[nranks + rank] = tpla_gemm_ar_plan_create(&q, ctx, &d);
+  tpla_gemm_ar_plan_destroy(p);
+  tpla_gemm_ar_plan_destroy(q);
+  return 0;
+}
+
+static void test_descriptor_sizes(void) {
+  tpla_status_t st[4] = {TPLA_ERROR_INTERNAL, TPLA_ERROR_INTERNAL, 0, 0};
+  ASSERT_EQ_INT(run_host_ranks(2, old_size_body, st), 0);
+  ASSERT_EQ_INT(st[0], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[1], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[2], TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ_INT(st[3], TPLA_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void) {
   TEST(test_group_one_rank);
   TEST(test_group_two_ranks_peer);
@@ -333,5 +361,6 @@ int main(void) {
   TEST(test_group_two_ranks_sendrecv);
   TEST(test_group_member_destroyed_early);
   TEST(test_group_refusals);
+  TEST(test_descriptor_sizes);
   return test_summary();
 }
