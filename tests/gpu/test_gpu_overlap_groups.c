@@ -10,7 +10,8 @@
  * last call bit for bit, and the group reports one workspace, smaller than
  * the plans' own. On 2 GPUs (PEER on NVLink peers), then on 1.
  *
- * Run: build/tests/test_gpu_overlap_groups (exits 77 without a GPU).
+ * Run: build/tests/test_gpu_overlap_groups (exits 77 without a GPU; TPLA_TEST_QUICK=1: two
+ * rounds instead of twelve, e.g. under compute-sanitizer).
  */
 #include "test.h"
 #include "tpla.h"
@@ -18,7 +19,8 @@
 #ifdef TPLA_HAVE_CUDA
 #include "test_gpu_overlap_util.h"
 
-enum { NPLANS = 3, ROUNDS = 12 };
+enum { NPLANS = 3 };
+static int rounds = 12; /* TPLA_TEST_QUICK=1 (e.g. under compute-sanitizer): 2 */
 
 typedef struct {
   tpla_matrix_t a[2], b, d, bias;
@@ -132,8 +134,8 @@ static int body(gt_rank_t *r, void *arg) {
     args[i] = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
     args[i].bias = cases[i].bias ? mb[i].bias.data : NULL;
   }
-  gt_step(r, "%d rounds of the three calls, back to back", ROUNDS);
-  for (int round = 0; round < ROUNDS && failures == 0; round++)
+  gt_step(r, "%d rounds of the three calls, back to back", rounds);
+  for (int round = 0; round < rounds && failures == 0; round++)
     for (int i = 0; i < NPLANS && failures == 0; i++) {
       tpla_matrix_t a = mb[i].a[round % 2];
       tpla_status_t st =
@@ -145,10 +147,10 @@ static int body(gt_rank_t *r, void *arg) {
   /* the AG plan once more, last: its gathered view is then the group's */
   int ag = 1;
   if (failures == 0)
-    failures += TPLA_FAILED(tpla_ag_gemm(mb[ag].ag, mb[ag].d, mb[ag].a[(ROUNDS - 1) % 2],
+    failures += TPLA_FAILED(tpla_ag_gemm(mb[ag].ag, mb[ag].d, mb[ag].a[(rounds - 1) % 2],
                                          mb[ag].b, &args[ag], r->stream));
   failures += gt_sync(r, "the calls");
-  double sign = ROUNDS % 2 ? 1.0 : -1.0;
+  double sign = rounds % 2 ? 1.0 : -1.0;
   for (int i = 0; i < NPLANS && failures == 0; i++) {
     double *out = gt_download(mb[i].d, &failures);
     double worst = out ? check_output(&cases[i], P, me, &in[i], out, sign) : INFINITY;
@@ -221,6 +223,7 @@ int main(void) {
   }
   seed = gpu_fresh_seed("test_gpu_overlap_groups");
   gw_test_name = "test_gpu_overlap_groups";
+  rounds = getenv("TPLA_TEST_QUICK") != NULL ? 2 : 12;
   watchdog_arm("test_gpu_overlap_groups", 600);
   TEST(test_group_2gpus);
   TEST(test_group_1gpu);
