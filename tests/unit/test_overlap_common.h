@@ -199,15 +199,9 @@ static inline tpla_status_t oc_create(const ocase_t *c, tpla_ctx_t ctx, int rank
   return tpla_gemm_ar_plan_create(ar, ctx, &d);
 }
 
-static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
-  orun_t *run = arg;
-  const ocase_t *c = run->c;
-  orank_t *o = &run->r[rank];
-  tpla_ag_gemm_plan_t ag = NULL;
-  tpla_gemm_rs_plan_t rs = NULL;
-  tpla_gemm_ar_plan_t ar = NULL;
-  if (oc_note(o, oc_create(c, ctx, rank, &ag, &rs, &ar)) != TPLA_SUCCESS)
-    return 0; /* the test inspects o->status */
+/* One call of the case's plan (the one of the three that is set) on this rank's buffers. */
+static inline tpla_status_t oc_call(const ocase_t *c, tpla_ag_gemm_plan_t ag,
+                                    tpla_gemm_rs_plan_t rs, tpla_gemm_ar_plan_t ar, orank_t *o) {
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.alpha = c->alpha;
   args.beta = c->beta;
@@ -217,17 +211,28 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     args.fp8.b_scale = &o->b_scale;
     args.fp8.d_amax = &o->amax;
   }
+  if (c->kind == OC_AG)
+    return tpla_ag_gemm(ag, o->d, o->a, o->b, &args, NULL);
+  if (c->kind == OC_RS)
+    return tpla_gemm_rs(rs, o->d, o->a, o->b, &args, NULL);
+  return tpla_gemm_ar(ar, o->d, o->a, o->b, &args, NULL);
+}
+
+static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  orun_t *run = arg;
+  const ocase_t *c = run->c;
+  orank_t *o = &run->r[rank];
+  tpla_ag_gemm_plan_t ag = NULL;
+  tpla_gemm_rs_plan_t rs = NULL;
+  tpla_gemm_ar_plan_t ar = NULL;
+  if (oc_note(o, oc_create(c, ctx, rank, &ag, &rs, &ar)) != TPLA_SUCCESS)
+    return 0; /* the test inspects o->status */
   o->info = (tpla_overlap_info_t)TPLA_OVERLAP_INFO_INIT;
   for (int call = 0; call < c->calls && o->status == TPLA_SUCCESS; call++) {
     if (call > 0)
       oc_negate(o->a);
     oc_copy(o->d, o->d0);
-    if (c->kind == OC_AG)
-      oc_note(o, tpla_ag_gemm(ag, o->d, o->a, o->b, &args, NULL));
-    else if (c->kind == OC_RS)
-      oc_note(o, tpla_gemm_rs(rs, o->d, o->a, o->b, &args, NULL));
-    else
-      oc_note(o, tpla_gemm_ar(ar, o->d, o->a, o->b, &args, NULL));
+    oc_note(o, oc_call(c, ag, rs, ar, o));
   }
   if (c->kind == OC_AG) {
     tpla_matrix_t view;

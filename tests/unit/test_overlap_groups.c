@@ -32,15 +32,7 @@ typedef struct {
 } plans_t;
 
 static tpla_status_t call(const ocase_t *c, plans_t *pl, orank_t *o) {
-  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
-  args.alpha = c->alpha;
-  args.beta = c->beta;
-  args.bias = c->bias ? o->bias.data : NULL;
-  if (c->kind == OC_AG)
-    return tpla_ag_gemm(pl->ag, o->d, o->a, o->b, &args, NULL);
-  if (c->kind == OC_RS)
-    return tpla_gemm_rs(pl->rs, o->d, o->a, o->b, &args, NULL);
-  return tpla_gemm_ar(pl->ar, o->d, o->a, o->b, &args, NULL);
+  return oc_call(c, pl->ag, pl->rs, pl->ar, o);
 }
 
 static void destroy(plans_t *pl) {
