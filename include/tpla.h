@@ -71,7 +71,8 @@ typedef enum {
   TPLA_ERROR_CUBLAS = 7,           /* a cuBLAS/cuBLASLt call failed */
   TPLA_ERROR_REMOTE = 8,           /* another rank failed or disagreed */
   TPLA_ERROR_TIMEOUT = 9,          /* a collective wait ran out of time */
-  TPLA_ERROR_INTERNAL = 10
+  TPLA_ERROR_INTERNAL = 10,
+  TPLA_ERROR_ABORTED = 11          /* tpla_ctx_abort was called on the context */
 } tpla_status_t;
 
 /* Name of a status, e.g. "TPLA_ERROR_INVALID_ARGUMENT". Never NULL. */
@@ -159,7 +160,10 @@ typedef struct {
   size_t size;                 /* sizeof(tpla_config_t); set by the INIT macro */
   int64_t timeout_ms;          /* how long a collective wait may last before
                                   TPLA_ERROR_TIMEOUT (and, on NCCL, an abort
-                                  of the communicator); 0 = 300000 (5 min) */
+                                  of the communicator), host-side or, for a
+                                  call waiting on the device, as seen by the
+                                  context's watchdog (tpla_ctx_abort);
+                                  0 = 300000 (5 min) */
   size_t gemm_workspace_bytes; /* cuBLASLt workspace; 0 = 32 MiB */
 } tpla_config_t;
 #define TPLA_CONFIG_INIT {sizeof(tpla_config_t), 0, 0}
@@ -261,6 +265,45 @@ TPLA_API tpla_status_t tpla_ctx_get_info(tpla_ctx_t ctx, int *rank, int *nranks,
 /* Device (or, on the host executor, host) workspace bytes the context holds
  * now: the GEMM workspace plus any grow-only scratch. */
 TPLA_API tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes);
+
+/* Abort the context, so that a job whose peer died or hangs reports an
+ * error instead of hanging: every call of this rank that is queued or
+ * running ends early, and so do the other ranks' calls that wait for this
+ * rank. Callable from any thread, also while another thread is inside a
+ * call on the context or waits for a stream; returns once the waits are
+ * released (the device may still be draining the calls). In detail:
+ *  - CUDA executor: the device-side waits of the overlap and pulled
+ *    Newton-Schulz plans are released, the borrowed communicator is aborted
+ *    (ncclCommAbort: do not use it again; tpla_nccl_comm_destroy of it is
+ *    then a no-op), and this rank is marked aborted in the flags of every
+ *    peer it shares a PEER transport with, so that the peer's watchdog
+ *    aborts the peer's context (TPLA_ERROR_REMOTE) while it has a call in
+ *    flight.
+ *  - host executor: the group breaks, so every rank's waits end with
+ *    TPLA_ERROR_REMOTE.
+ * The outputs of the calls in flight, on every rank, are undefined. Every
+ * later call on the context or its plans fails with the context's failure
+ * (tpla_ctx_get_async_error); queries and the destroy functions still
+ * work: destroy the plans and the context on every rank, then build new ones
+ * (on a new communicator). Aborting a context that already failed does
+ * nothing. The CUDA executor's watchdog calls this itself when a call has
+ * waited on the device for longer than cfg.timeout_ms (see below). */
+TPLA_API tpla_status_t tpla_ctx_abort(tpla_ctx_t ctx);
+
+/* TPLA_SUCCESS while the context works; otherwise why it stopped, with
+ * tpla_last_error() saying more. Cheap; poll it like
+ * ncclCommGetAsyncError, e.g. after a stream synchronization.
+ *  ABORTED  tpla_ctx_abort was called on this rank;
+ *  TIMEOUT  the watchdog (CUDA executor, contexts of 2 or more ranks: a
+ *           thread that polls the events around each call) found a call
+ *           that had been running on the device for longer than
+ *           cfg.timeout_ms, as when a peer never makes its matching call,
+ *           and aborted the context;
+ *  REMOTE   another rank aborted (CUDA: its mark in this rank's flags,
+ *           seen by the watchdog; host: the group broke);
+ *  NCCL     NCCL reported an asynchronous error on the communicator;
+ *  CUDA     the device reported an error to the watchdog. */
+TPLA_API tpla_status_t tpla_ctx_get_async_error(tpla_ctx_t ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Collectives (on the context's ranks; NCCL or shared host memory)          */

@@ -105,7 +105,9 @@ tpla_status_t tpla_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_
   TPLA_TRY(check_buffer(fn, "send", send, count, dtype));
   if (count == 0)
     return TPLA_SUCCESS;
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->allreduce(ctx, recv, send, count, dtype, stream);
+  tpla_call_end(ctx, true, stream);
   if (s == TPLA_SUCCESS)
     ctx->counters.allreduces++; /* tpla_ctx_get_counters */
   return s;
@@ -122,7 +124,9 @@ tpla_status_t tpla_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, cons
   TPLA_TRY(check_buffer(fn, "send", send, counts[ctx->rank], dtype));
   if (total == 0)
     return TPLA_SUCCESS;
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->allgatherv(ctx, recv, send, counts, dtype, stream);
+  tpla_call_end(ctx, true, stream);
   if (s == TPLA_SUCCESS)
     ctx->counters.allgathers++; /* tpla_ctx_get_counters */
   return s;
@@ -139,7 +143,9 @@ tpla_status_t tpla_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   TPLA_TRY(check_buffer(fn, "send", send, total, dtype));
   if (total == 0)
     return TPLA_SUCCESS;
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->reduce_scatterv(ctx, recv, send, counts, dtype, stream);
+  tpla_call_end(ctx, true, stream);
   if (s == TPLA_SUCCESS)
     ctx->counters.reduce_scatters++; /* tpla_ctx_get_counters */
   return s;
@@ -156,7 +162,10 @@ tpla_status_t tpla_broadcast(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype
                      root, ctx->nranks);
   if (count == 0)
     return TPLA_SUCCESS;
-  return ctx->backend->broadcast(ctx, buf, count, dtype, root, stream);
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
+  tpla_status_t s = ctx->backend->broadcast(ctx, buf, count, dtype, root, stream);
+  tpla_call_end(ctx, true, stream);
+  return s;
 }
 
 tpla_status_t tpla_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count, int dst,
@@ -175,13 +184,19 @@ tpla_status_t tpla_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count,
   TPLA_TRY(check_buffer(fn, "recv", recv, src < 0 ? 0 : recv_count, dtype));
   if (dst < 0 && src < 0)
     return TPLA_SUCCESS;
-  return ctx->backend->sendrecv(ctx, send, dst < 0 ? 0 : send_count, dst, recv,
-                                src < 0 ? 0 : recv_count, src, dtype, stream);
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
+  tpla_status_t s = ctx->backend->sendrecv(ctx, send, dst < 0 ? 0 : send_count, dst, recv,
+                                           src < 0 ? 0 : recv_count, src, dtype, stream);
+  tpla_call_end(ctx, true, stream);
+  return s;
 }
 
 tpla_status_t tpla_barrier(tpla_ctx_t ctx, void *stream) {
   CHECK_CTX("tpla_barrier");
-  return ctx->backend->barrier(ctx, stream);
+  TPLA_TRY(tpla_call_begin(ctx, "tpla_barrier", true, stream));
+  tpla_status_t s = ctx->backend->barrier(ctx, stream);
+  tpla_call_end(ctx, true, stream);
+  return s;
 }
 
 /* ---- GEMM ---------------------------------------------------------------- */
@@ -353,5 +368,8 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
     return TPLA_SUCCESS;
   tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
                            ga.fp8, NULL};
-  return ctx->backend->gemm(ctx, &call, stream);
+  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
+  tpla_status_t s = ctx->backend->gemm(ctx, &call, stream);
+  tpla_call_end(ctx, true, stream);
+  return s;
 }

@@ -13,6 +13,7 @@
 #include "tpla.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
@@ -152,12 +153,53 @@ typedef struct tpla_backend {
   /* The transport of the overlap plans (src/core/overlap.h): peer-mapped
    * windows, flags, lanes, GEMMs on lanes. NULL: overlap plans unsupported. */
   const struct tpla_xport_ops *xport;
+
+  /* ---- failure handling (ctx_fail.c); any may be NULL ------------------
+   * call_begin/call_end bracket a public call that enqueues work (CUDA: the
+   * call holds the context's call lock, so an abort never frees the
+   * communicator under it, and the watchdog tracks it on `stream`).
+   * abort stops this rank's work in flight and makes the other ranks' waits
+   * for it end (CUDA: releases the device waits, aborts the communicator,
+   * marks this rank aborted in the peers' flags; host: breaks the group).
+   * Called once, from any thread, after the failure is recorded.
+   * poll_failure records a failure the backend learns of by asking (host:
+   * the group broke). */
+  tpla_status_t (*call_begin)(tpla_ctx_t ctx, const char *fn, bool on_device, void *stream);
+  void (*call_end)(tpla_ctx_t ctx, bool on_device, void *stream);
+  void (*abort)(tpla_ctx_t ctx);
+  void (*poll_failure)(tpla_ctx_t ctx);
 } tpla_backend_t;
 
 /* Operations issued on a context (tpla_ctx_get_counters); zero at creation. */
 typedef struct {
   uint64_t allgathers, reduce_scatters, allreduces, overlap_calls, gathered_views;
 } tpla_ctx_counters_t;
+
+/* Why a context stopped working: tpla_ctx_abort, the CUDA watchdog, a peer's
+ * abort. Written once (state 0 -> 1 -> 2), read without a lock once 2. */
+typedef struct {
+  _Atomic int state; /* 0 healthy, 1 being recorded, 2 failed */
+  tpla_status_t status;
+  char why[400];
+} tpla_ctx_failure_t;
+
+/* ---- failure of a context (ctx_fail.c) ----------------------------------- */
+
+/* Record the context's failure and abort its work (backend->abort). The
+ * first failure wins; later ones are dropped. Thread-safe. Returns true if
+ * this call recorded it. */
+bool tpla_ctx_fail(tpla_ctx_t ctx, tpla_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* SUCCESS while the context is healthy, else its failure, reported as the
+ * thread's last error from `fn`. */
+tpla_status_t tpla_ctx_check(tpla_ctx_t ctx, const char *fn);
+/* Around every public call that communicates or enqueues work (plan
+ * creation included): fails with the context's failure, else lets the
+ * backend serialize the call with an abort and, with `on_device`, watch the
+ * work it enqueues on `stream` (call_begin). tpla_call_end follows every
+ * successful tpla_call_begin. */
+tpla_status_t tpla_call_begin(tpla_ctx_t ctx, const char *fn, bool on_device, void *stream);
+void tpla_call_end(tpla_ctx_t ctx, bool on_device, void *stream);
 
 struct tpla_ctx {
   const tpla_backend_t *backend;
@@ -169,6 +211,10 @@ struct tpla_ctx {
   void *impl; /* the executor's own state */
   tpla_ctx_counters_t counters;
   struct ovl_group *ovl_groups; /* the overlap plans' window groups (src/core/overlap_group.c) */
+  tpla_ctx_failure_t failure;   /* set once the context is aborted (ctx_fail.c) */
 };
+
+/* True once the context has failed (no message; tpla_ctx_check gives one). */
+static inline bool tpla_ctx_failed(tpla_ctx_t ctx) { return atomic_load(&ctx->failure.state) != 0; }
 
 #endif /* TPLA_INTERNAL_H */

@@ -243,12 +243,9 @@ static tpla_status_t agree_header(tpla_ctx_t ctx, const char *fn, tpla_ns_batch_
   return st;
 }
 
-tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, int count,
-                                        const tpla_ns_desc_t *descs) {
-  static const char fn[] = "tpla_ns_batch_plan_create";
-  tpla_clear_error();
-  if (ctx == NULL)
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+/* The collective part of tpla_ns_batch_plan_create. */
+static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, int count,
+                                  const tpla_ns_desc_t *descs, const char *fn) {
   TPLA_TRY(agree_header(ctx, fn, plan, count, descs));
   *plan = NULL;
   int P = ctx->nranks;
@@ -299,6 +296,18 @@ tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t c
   }
   *plan = b;
   return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, int count,
+                                        const tpla_ns_desc_t *descs) {
+  static const char fn[] = "tpla_ns_batch_plan_create";
+  tpla_clear_error();
+  if (ctx == NULL)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));
+  tpla_status_t st = create_batch(plan, ctx, count, descs, fn);
+  tpla_call_end(ctx, false, NULL);
+  return st;
 }
 
 tpla_status_t tpla_ns_batch_plan_destroy(tpla_ns_batch_plan_t plan) {
@@ -428,9 +437,11 @@ tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix
     TPLA_TRY(ns_check_x(fn, arg, plan->plans[i], &xs[i]));
   }
   TPLA_TRY(check_overlaps(fn, plan, xs));
-  TPLA_TRY(run_owners(plan, xs, stream));
-  for (int i = 0; i < plan->count; i++)
+  TPLA_TRY(tpla_call_begin(plan->ctx, fn, true, stream));
+  tpla_status_t st = run_owners(plan, xs, stream);
+  for (int i = 0; st == TPLA_SUCCESS && i < plan->count; i++)
     if (plan->owner[i] < 0)
-      TPLA_TRY(ns_plan_run(plan->plans[i], xs[i], xs[i], stream));
-  return TPLA_SUCCESS;
+      st = ns_plan_run(plan->plans[i], xs[i], xs[i], stream);
+  tpla_call_end(plan->ctx, true, stream);
+  return st;
 }

@@ -391,10 +391,12 @@ tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
   tpla_clear_error();
   if (ctx == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));
   bool again = false;
   tpla_status_t st = create_plan(plan, ctx, desc, fn, true, &again);
   if (st == TPLA_SUCCESS && again)
     st = create_plan(plan, ctx, desc, fn, false, &again);
+  tpla_call_end(ctx, false, NULL);
   return st;
 }
 
@@ -475,6 +477,15 @@ tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, 
   return st != TPLA_SUCCESS ? st : joined;
 }
 
+/* A public call: inside the context's call bracket (ctx_fail.c). */
+static tpla_status_t ns_plan_run_public(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x,
+                                        void *stream, const char *fn) {
+  TPLA_TRY(tpla_call_begin(p->ctx, fn, true, stream));
+  tpla_status_t st = ns_plan_run(p, out, x, stream);
+  tpla_call_end(p->ctx, true, stream);
+  return st;
+}
+
 tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_matrix_t x,
                                   void *stream) {
   static const char fn[] = "tpla_ns_execute_out";
@@ -487,7 +498,7 @@ tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t out, tpla_m
   if (!same && tpla_matrices_overlap(&out, &x))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'out' overlaps 'x' (pass the same view for in place)");
-  return ns_plan_run(plan, out, x, stream);
+  return ns_plan_run_public(plan, out, x, stream, fn);
 }
 
 tpla_status_t tpla_ns_execute(tpla_ns_plan_t plan, tpla_matrix_t x, void *stream) {
@@ -496,5 +507,5 @@ tpla_status_t tpla_ns_execute(tpla_ns_plan_t plan, tpla_matrix_t x, void *stream
   if (plan == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
   TPLA_TRY(ns_check_x(fn, "x", plan, &x));
-  return ns_plan_run(plan, x, x, stream);
+  return ns_plan_run_public(plan, x, x, stream, fn);
 }

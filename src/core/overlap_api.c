@@ -149,9 +149,13 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
 
 /* One validated call; a plan of a window group takes the group's buffers and count. */
 static tpla_status_t run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
-  TPLA_TRY(ovl_group_enter(p, fn));
-  tpla_status_t st = ovl_run(p, call, fn);
-  ovl_group_exit(p, st != TPLA_SUCCESS);
+  TPLA_TRY(tpla_call_begin(p->ctx, fn, true, call->stream));
+  tpla_status_t st = ovl_group_enter(p, fn);
+  if (st == TPLA_SUCCESS) {
+    st = ovl_run(p, call, fn);
+    ovl_group_exit(p, st != TPLA_SUCCESS);
+  }
+  tpla_call_end(p->ctx, true, call->stream);
   return st;
 }
 
@@ -218,7 +222,7 @@ tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *avai
   if (plan == NULL || available == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
                      plan == NULL ? "plan" : "available");
-  *available = plan->p.has_gathered && ovl_group_holds(&plan->p);
+  *available = plan->p.has_gathered && ovl_group_holds(&plan->p) && !tpla_ctx_failed(plan->p.ctx);
   return TPLA_SUCCESS;
 }
 
@@ -229,6 +233,7 @@ tpla_status_t tpla_ag_gemm_gathered(tpla_ag_gemm_plan_t plan, tpla_matrix_t *gat
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
                      plan == NULL ? "plan" : "gathered");
   ovl_plan_t *p = &plan->p;
+  TPLA_TRY(tpla_ctx_check(p->ctx, fn));
   if (!p->has_gathered || !ovl_group_holds(p))
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "the plan holds no gathered operand (%s); check "
@@ -246,6 +251,7 @@ tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan, const float
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
                      plan == NULL ? "plan" : "scales");
   ovl_plan_t *p = &plan->p;
+  TPLA_TRY(tpla_ctx_check(p->ctx, fn));
   if (!p->fp8)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "a %s plan has no scales (FP8 plans only)",
                      tpla_dtype_name(p->dtype));
@@ -310,13 +316,16 @@ tpla_status_t tpla_allgather_rows(tpla_ctx_t ctx, tpla_matrix_t gathered, tpla_m
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   for (int q = 0; q < ctx->nranks; q++)
     counts[q] = (size_t)rows[q] * (size_t)gathered.cols;
-  tpla_status_t st = TPLA_SUCCESS;
-  if (!in_place && place.rows > 0 && place.cols > 0)
-    st = ctx->backend->axpby(ctx, place, a_local, 1.0f, 0.0f, stream);
-  if (st == TPLA_SUCCESS && total > 0 && gathered.cols > 0) {
-    char *send = (char *)gathered.data +
-                 (size_t)offset * (size_t)gathered.cols * tpla_dtype_size(t);
-    st = ctx->backend->allgatherv(ctx, gathered.data, send, counts, t, stream);
+  tpla_status_t st = tpla_call_begin(ctx, fn, true, stream);
+  if (st == TPLA_SUCCESS) {
+    if (!in_place && place.rows > 0 && place.cols > 0)
+      st = ctx->backend->axpby(ctx, place, a_local, 1.0f, 0.0f, stream);
+    if (st == TPLA_SUCCESS && total > 0 && gathered.cols > 0) {
+      char *send = (char *)gathered.data +
+                   (size_t)offset * (size_t)gathered.cols * tpla_dtype_size(t);
+      st = ctx->backend->allgatherv(ctx, gathered.data, send, counts, t, stream);
+    }
+    tpla_call_end(ctx, true, stream);
   }
   free(counts);
   if (st == TPLA_SUCCESS)

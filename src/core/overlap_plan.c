@@ -608,7 +608,10 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
                                           "argument 'plan' is NULL")                      \
                                     : summarize(&mine, desc);                             \
     ovl_plan_t *p = NULL;                                                                 \
-    TPLA_TRY(create(&p, ctx, kind_, &mine, st, fn));                                      \
+    TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));                                      \
+    st = create(&p, ctx, kind_, &mine, st, fn);                                           \
+    tpla_call_end(ctx, false, NULL);                                                      \
+    TPLA_TRY(st);                                                                         \
     *plan = (plan_t)p; /* the public struct wraps ovl_plan_t as its first member */       \
     return TPLA_SUCCESS;                                                                  \
   } while (0)

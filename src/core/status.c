@@ -20,6 +20,7 @@ const char *tpla_status_string(tpla_status_t status) {
   case TPLA_ERROR_REMOTE: return "TPLA_ERROR_REMOTE";
   case TPLA_ERROR_TIMEOUT: return "TPLA_ERROR_TIMEOUT";
   case TPLA_ERROR_INTERNAL: return "TPLA_ERROR_INTERNAL";
+  case TPLA_ERROR_ABORTED: return "TPLA_ERROR_ABORTED";
   }
   return "TPLA_ERROR_UNKNOWN_STATUS";
 }
