@@ -17,6 +17,7 @@
 #define TPLA_CUDA_EVENTS 4
 
 typedef struct tpla_lt_cache tpla_lt_cache_t;
+struct tpla_watchdog;
 
 typedef struct {
   ncclComm_t comm;  /* borrowed from the caller: never destroyed here */
@@ -42,6 +43,12 @@ typedef struct {
   void *ops_state;               /* the building blocks' state (cuda_ops.h) */
   struct local_meet *meet;       /* all ranks in this process: host exchange (local_meet.h) */
   float *fp8_one;                /* device 1.0f: the FP8 scale a NULL pointer stands for */
+
+  /* Failure handling (watchdog.h): a public call holds call_mu (recursive)
+   * from its begin to its end; the watchdog exists for 2 or more ranks. */
+  pthread_mutex_t call_mu;
+  int call_mu_ready, call_depth;
+  struct tpla_watchdog *wd;
 } tpla_cuda_ctx_t;
 
 /* An FP8 scale pointer for cuBLASLt: never NULL. A plan whose heuristic ran

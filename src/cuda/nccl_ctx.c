@@ -12,6 +12,7 @@
 #include "local_meet.h"
 #include "lt_gemm.h"
 #include "overlap.h" /* tpla_cuda_xport_ops */
+#include "watchdog.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ void tpla_cuda_test_override_version(int version) { version_override = version; 
  * the context's device current. Returns the first failure. */
 static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
   tpla_status_t first = TPLA_SUCCESS;
+  tpla_wd_destroy(impl); /* first: its thread reads the events and the transports */
 #define KEEP_FIRST(expr)                        \
   do {                                          \
     tpla_status_t s_ = (expr);                  \
@@ -120,7 +122,7 @@ static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl
                                impl->internal));
   CUDA_TRY(fn, cudaStreamSynchronize(impl->internal));
   TPLA_TRY(tpla_cuda_ops_init(ctx, &impl->ops_state));
-  return TPLA_SUCCESS;
+  return tpla_wd_create(ctx, impl, fn);
 }
 
 /* ---- the creation-time exchange ---------------------------------------------------- */
@@ -455,4 +457,7 @@ const tpla_backend_t tpla_nccl_backend = {
     .alltoallv = tpla_cuda_alltoallv,
     .exchange = nccl_exchange,
     .xport = &tpla_cuda_xport_ops, /* transport.c (overlap plans) */
+    .call_begin = tpla_wd_call_begin, /* watchdog.c */
+    .call_end = tpla_wd_call_end,
+    .abort = tpla_wd_abort,
 };

@@ -91,6 +91,7 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
 /* The device stays current until xp_end (or until a failed begin returns). */
 static tpla_status_t xp_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
   xp->fn = fn;
+  atomic_store(&xp->last_seq, seq);
   TPLA_TRY(tpla_device_guard_enter(&xp->guard, xp->device, fn));
   tpla_status_t s = begin_on_device(xp, seq, (cudaStream_t)stream, fn);
   if (s != TPLA_SUCCESS)
@@ -344,13 +345,27 @@ static tpla_status_t xp_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, v
   return s;
 }
 
+/* The host waits for `st`, polling: it gives up once the context has
+ * failed, since a stream stuck in an NCCL kernel drains only after the
+ * abort takes the call lock, which this call holds (watchdog.h). */
+static tpla_status_t wait_stream(tpla_xport_t *xp, cudaStream_t st, const char *what) {
+  for (int round = 0;; round++) {
+    cudaError_t e = cudaStreamQuery(st);
+    if (e != cudaErrorNotReady)
+      return tpla_cuda_status(e, xp->fn, what);
+    if (tpla_ctx_failed(xp->ctx))
+      return tpla_ctx_check(xp->ctx, xp->fn);
+    tpla_poll_sleep(round);
+  }
+}
+
 /* The host waits for every stream of the transport (the device current). */
 static tpla_status_t sync_streams(tpla_xport_t *xp, const char *what) {
   tpla_status_t first = TPLA_SUCCESS;
   for (int s = 0; s < XP_STREAMS; s++) {
     if (!streams_used(xp, s))
       continue;
-    tpla_status_t t = tpla_cuda_status(cudaStreamSynchronize(xp->streams[s]), xp->fn, what);
+    tpla_status_t t = wait_stream(xp, xp->streams[s], what);
     if (first == TPLA_SUCCESS)
       first = t;
   }

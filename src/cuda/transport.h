@@ -17,7 +17,8 @@
  *
  * Memory of one transport: one cudaMalloc holding [flags][window]. Flags
  * are uint32 words: [nranks] "ready for call" (word q written by rank q),
- * [nflags] step flags, one spare word (the creation-time self test). Peers
+ * [nflags] step flags, one spare word (the creation-time self test),
+ * [nranks] abort marks (word q set by rank q's abort, watchdog.h). Peers
  * write them with cuStreamWriteValue32 (which fences the copies before it
  * on the stream) and this rank's lanes wait with cuStreamWaitValue32 (GEQ,
  * cyclic), so no SM ever spins. The driver entry points come from
@@ -59,6 +60,7 @@ struct tpla_xport {
   tpla_device_guard_t guard;  /* begin .. end */
   const char *fn;             /* the call's public function */
   int rehearsal;              /* plan-time rehearsal: no peer is announced, written or waited */
+  _Atomic uint32_t last_seq;  /* the last call begun: an abort releases every wait up to it */
 };
 
 /* ---- stream memory operations (transport_map.c) -------------------------- */
@@ -78,6 +80,10 @@ static inline uint32_t *xp_ready_word(const tpla_xport_t *xp, int owner, int wri
 }
 static inline uint32_t *xp_step_word(const tpla_xport_t *xp, int owner, int flag) {
   return xp_flags_of(xp, owner) + xp->nranks + flag;
+}
+/* word `writer` of owner's abort marks (watchdog.h), after the spare word */
+static inline uint32_t *xp_mark_word(const tpla_xport_t *xp, int owner, int writer) {
+  return xp_flags_of(xp, owner) + xp->nranks + xp->nflags + 1 + writer;
 }
 static inline char *xp_window_of(const tpla_xport_t *xp, int q) {
   return xp->peer_base[q] + xp->flag_bytes;

@@ -26,6 +26,7 @@
  */
 #include "transport.h"
 #include "local_meet.h" /* tpla_process_nonce */
+#include "watchdog.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -143,6 +144,7 @@ static void fill_identity(rec_t *rec, int device) {
 void xp_destroy(tpla_xport_t *xp) {
   if (xp == NULL)
     return;
+  tpla_wd_remove_xport(xp->impl, xp);
   tpla_device_guard_t guard;
   bool entered = tpla_device_guard_enter(&guard, xp->device, "tpla overlap plan destroy") ==
                  TPLA_SUCCESS;
@@ -205,7 +207,7 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
   STEP(cudaEventCreateWithFlags(&xp->fork, cudaEventDisableTiming));
   for (int f = 0; f < xp->nflags; f++)
     STEP(cudaEventCreateWithFlags(&xp->flag_events[f], cudaEventDisableTiming));
-  size_t words = (size_t)(xp->nranks + xp->nflags + 1);
+  size_t words = (size_t)(2 * xp->nranks + xp->nflags + 1);
   xp->flag_bytes = (words * sizeof(uint32_t) + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN;
   if (s == TPLA_SUCCESS && xp->window_bytes > SIZE_MAX - xp->flag_bytes)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "a window of %zu bytes", xp->window_bytes);
@@ -429,6 +431,7 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
                                   ? saved + strlen(fn) + 2
                                   : saved);
   }
+  tpla_wd_add_xport(xp->impl, xp);
   *out = xp;
   return TPLA_SUCCESS;
 }

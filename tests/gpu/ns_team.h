@@ -48,6 +48,7 @@ struct team {
   tpla_host_group_t group;
   team_body_t body;
   void *arg;
+  int64_t timeout_ms[TEAM_MAX_RANKS]; /* each rank's cfg.timeout_ms; 0: TEAM_TIMEOUT_MS */
 };
 
 typedef struct {
@@ -156,7 +157,8 @@ static inline bool all_bytes(const unsigned char *p, size_t n, unsigned char v) 
 
 static inline int team_setup(rank_env_t *e, struct ncclComm **comm) {
   tpla_config_t cfg = TPLA_CONFIG_INIT;
-  cfg.timeout_ms = TEAM_TIMEOUT_MS;
+  int64_t own = e->team->timeout_ms[e->rank];
+  cfg.timeout_ms = own > 0 ? own : TEAM_TIMEOUT_MS;
   if (e->host)
     return TPLA_FAILED(tpla_ctx_create_host(&e->ctx, e->team->group, e->rank, &cfg));
   if (CUDA_FAILED(cudaSetDevice(e->rank)) ||
@@ -187,10 +189,14 @@ static void *team_main(void *p) {
 }
 
 /* Run `body` on nranks ranks (GPU r for rank r, or host ranks); returns the
- * total number of failures, setup included. */
-static inline int team_run(int nranks, bool host, team_body_t body, void *arg) {
+ * total number of failures, setup included. timeouts: each rank's
+ * cfg.timeout_ms (NULL: TEAM_TIMEOUT_MS). */
+static inline int team_run_timeouts(int nranks, bool host, team_body_t body, void *arg,
+                                    const int64_t *timeouts) {
   team_t team;
   memset(&team, 0, sizeof team);
+  for (int r = 0; timeouts != NULL && r < nranks && r < TEAM_MAX_RANKS; r++)
+    team.timeout_ms[r] = timeouts[r];
   team.nranks = nranks;
   team.host = host;
   team.body = body;
@@ -223,6 +229,10 @@ static inline int team_run(int nranks, bool host, team_body_t body, void *arg) {
   if (host)
     failures += TPLA_FAILED(tpla_host_group_destroy(team.group));
   return failures;
+}
+
+static inline int team_run(int nranks, bool host, team_body_t body, void *arg) {
+  return team_run_timeouts(nranks, host, body, arg, NULL);
 }
 
 #endif /* TPLA_NS_TEAM_H */

@@ -1,0 +1,218 @@
+/*
+ * test_gpu_abort.c - a CUDA-executor context stops instead of hanging
+ * (tpla_ctx_abort, tpla_ctx_get_async_error; src/cuda/watchdog.h), on 2 GPUs
+ * with one thread per rank:
+ *  - a GEMM+AllReduce (PEER transport) whose peer never makes the call waits
+ *    on the device; the watchdog (cfg.timeout_ms 2 s on that rank) aborts
+ *    the context (TIMEOUT) and the stream drains; the peer's next calls, which
+ *    wait for the aborted rank, end with REMOTE (its mark), long before the
+ *    peer's own 60 s timeout;
+ *  - an NCCL all-reduce whose peer never comes is stuck until tpla_ctx_abort
+ *    (ABORTED) aborts the communicator;
+ *  - on 1 GPU: after tpla_ctx_abort every call fails with ABORTED, queries
+ *    and destroy still work.
+ *
+ * Run: build/tests/test_gpu_abort (exits 77 without a GPU).
+ */
+#include "test.h"
+#include "tpla.h"
+
+#ifdef TPLA_HAVE_CUDA
+#include "ns_team.h"
+
+enum { M = 512, K = 256, N = 256 };
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The async error is `want` and its message contains `needle`. */
+static int expect_async(rank_env_t *e, tpla_status_t want, const char *needle) {
+  tpla_status_t s = tpla_ctx_get_async_error(e->ctx);
+  if (s == want && strstr(tpla_last_error(), needle) != NULL)
+    return 0;
+  fprintf(stderr, "  rank %d: tpla_ctx_get_async_error gave %s (%s), expected %s with '%s'\n",
+          e->rank, tpla_status_string(s), tpla_last_error(), tpla_status_string(want), needle);
+  return 1;
+}
+
+/* Waits for the rank's stream; 1 (with a message) unless it drained after
+ * lo .. hi seconds from t0. */
+static int drained_within(rank_env_t *e, double t0, double lo, double hi, const char *what) {
+  if (sync_stream_timeout(e->stream, (int)hi + 30, what))
+    return 1;
+  double took = now_s() - t0;
+  if (took >= lo && took <= hi)
+    return 0;
+  fprintf(stderr, "  rank %d: %s: the stream drained after %.2f s, expected %.1f .. %.1f s\n",
+          e->rank, what, took, lo, hi);
+  return 1;
+}
+
+static int status_is(rank_env_t *e, tpla_status_t got, tpla_status_t want, const char *call) {
+  if (got == want)
+    return 0;
+  fprintf(stderr, "  rank %d: %s gave %s (%s), expected %s\n", e->rank, call,
+          tpla_status_string(got), tpla_last_error(), tpla_status_string(want));
+  return 1;
+}
+
+/* ---- the watchdog: a peer that never makes its call ---------------------------------- */
+
+static int body_watchdog(rank_env_t *e, void *arg) {
+  (void)arg;
+  int failures = 0;
+  bool oom = false;
+  tpla_gemm_ar_desc_t desc = TPLA_GEMM_AR_DESC_INIT;
+  desc.m = M, desc.k = K, desc.n = N;
+  desc.dtype = desc.d_dtype = TPLA_BFLOAT16;
+  desc.mode = TPLA_OVERLAP_OVERLAP;
+  desc.transport = TPLA_TRANSPORT_PEER;
+  tpla_gemm_ar_plan_t plan = NULL;
+  failures += TPLA_FAILED(tpla_gemm_ar_plan_create(&plan, e->ctx, &desc));
+  void *a = team_alloc(e, (size_t)M * K * 2, &oom), *b = team_alloc(e, (size_t)K * N * 2, &oom);
+  void *d = team_alloc(e, (size_t)M * N * 2, &oom);
+  if (team_sync(e, failures || oom)) {
+    failures += oom;
+    goto out;
+  }
+  failures += team_fill(e, a, 0x3c, (size_t)M * K * 2) + team_fill(e, b, 0x3c, (size_t)K * N * 2);
+  tpla_matrix_t va = {a, M, K, K, TPLA_BFLOAT16}, vb = {b, K, N, N, TPLA_BFLOAT16};
+  tpla_matrix_t vd = {d, M, N, N, TPLA_BFLOAT16};
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  /* one call on both ranks: the plan works */
+  failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+  failures += team_drain(e, "the first call");
+  if (team_sync(e, failures))
+    goto out;
+  if (e->rank == 0) { /* rank 1 is not calling: the watchdog must end this call */
+    double t0 = now_s();
+    failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+    failures += drained_within(e, t0, 1.5, 15.0, "a call whose peer never came");
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_gemm_ar");
+    failures += status_is(e, tpla_gemm_ar(plan, vd, va, vb, &args, e->stream),
+                          TPLA_ERROR_TIMEOUT, "tpla_gemm_ar after the abort");
+    failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "a second tpla_ctx_abort");
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "watchdog");
+  }
+  team_sync(e, 0);
+  if (e->rank == 1) { /* the first call meets rank 0's released one; the next waits in vain */
+    double t0 = now_s();
+    for (int i = 0; i < 2; i++)
+      failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+    failures += drained_within(e, t0, 0.0, 15.0, "calls after the peer's abort");
+    failures += expect_async(e, TPLA_ERROR_REMOTE, "rank 0 aborted");
+  }
+  team_sync(e, 0);
+out:
+  failures += TPLA_FAILED(tpla_gemm_ar_plan_destroy(plan));
+  team_free(e, a), team_free(e, b), team_free(e, d);
+  return failures;
+}
+
+/* ---- tpla_ctx_abort: an NCCL collective whose peer never comes ------------------------ */
+
+static int body_nccl(rank_env_t *e, void *arg) {
+  (void)arg;
+  int failures = 0;
+  bool oom = false;
+  const size_t count = (size_t)1 << 20;
+  float *buf = team_alloc(e, count * sizeof(float), &oom);
+  if (team_sync(e, oom))
+    goto out;
+  failures += team_fill(e, buf, 0, count * sizeof(float));
+  /* both ranks: NCCL connects the pair at its first collective */
+  failures += TPLA_FAILED(tpla_allreduce(e->ctx, buf, buf, count, TPLA_FLOAT32, e->stream));
+  failures += team_drain(e, "the first all-reduce");
+  if (team_sync(e, failures))
+    goto out;
+  if (e->rank == 0) {
+    failures += TPLA_FAILED(tpla_allreduce(e->ctx, buf, buf, count, TPLA_FLOAT32, e->stream));
+    usleep(300 * 1000);
+    if (cudaStreamQuery(e->stream) != cudaErrorNotReady) {
+      fprintf(stderr, "  rank 0: the all-reduce without its peer was not waiting\n");
+      failures++;
+    }
+    double t0 = now_s();
+    failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "tpla_ctx_abort");
+    failures += drained_within(e, t0, 0.0, 10.0, "an all-reduce after tpla_ctx_abort");
+    failures += expect_async(e, TPLA_ERROR_ABORTED, "tpla_ctx_abort");
+    failures += status_is(e, tpla_allreduce(e->ctx, buf, buf, count, TPLA_FLOAT32, e->stream),
+                          TPLA_ERROR_ABORTED, "tpla_allreduce after the abort");
+  }
+  team_sync(e, 0);
+  if (e->rank == 1) /* its partner's communicator is gone: end this one too */
+    failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "tpla_ctx_abort (rank 1)");
+out:
+  team_free(e, buf);
+  return failures;
+}
+
+/* ---- one GPU: every call after the abort fails, queries and destroy work -------------- */
+
+static int body_single(rank_env_t *e, void *arg) {
+  (void)arg;
+  int failures = expect_async(e, TPLA_SUCCESS, "");
+  failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "tpla_ctx_abort");
+  failures += expect_async(e, TPLA_ERROR_ABORTED, "tpla_ctx_abort");
+  float one = 1.0f, *x = NULL;
+  if (CUDA_FAILED(cudaMalloc((void **)&x, sizeof one)) ||
+      CUDA_FAILED(cudaMemcpy(x, &one, sizeof one, cudaMemcpyHostToDevice)))
+    return failures + 1;
+  failures += status_is(e, tpla_allreduce(e->ctx, x, x, 1, TPLA_FLOAT32, e->stream),
+                        TPLA_ERROR_ABORTED, "tpla_allreduce");
+  tpla_matrix_t m = {x, 1, 1, 1, TPLA_FLOAT32};
+  tpla_matrix_t out = {NULL, 1, 1, 1, TPLA_FLOAT32};
+  failures += CUDA_FAILED(cudaMalloc(&out.data, sizeof(float)));
+  failures += status_is(e, tpla_gemm(e->ctx, out, m, TPLA_OP_N, m, TPLA_OP_N, NULL, e->stream),
+                        TPLA_ERROR_ABORTED, "tpla_gemm");
+  tpla_gemm_ar_desc_t desc = TPLA_GEMM_AR_DESC_INIT;
+  desc.m = desc.k = desc.n = 64;
+  tpla_gemm_ar_plan_t plan = (tpla_gemm_ar_plan_t)&one; /* must come back NULL */
+  failures += status_is(e, tpla_gemm_ar_plan_create(&plan, e->ctx, &desc), TPLA_ERROR_ABORTED,
+                        "tpla_gemm_ar_plan_create");
+  if (plan != NULL) {
+    fprintf(stderr, "  a refused plan creation left *plan set\n");
+    failures++;
+  }
+  int rank = -1;
+  failures += TPLA_FAILED(tpla_ctx_get_info(e->ctx, &rank, NULL, NULL, NULL));
+  failures += rank != 0;
+  cudaFree(x), cudaFree(out.data);
+  return failures;
+}
+
+static void test_watchdog_2gpus(void) {
+  if (gpu_count() < 2)
+    SKIP("needs 2 GPUs, found %d", gpu_count());
+  int64_t timeouts[2] = {2000, 60000};
+  ASSERT_EQ_INT(team_run_timeouts(2, false, body_watchdog, NULL, timeouts), 0);
+}
+
+static void test_abort_nccl_2gpus(void) {
+  if (gpu_count() < 2)
+    SKIP("needs 2 GPUs, found %d", gpu_count());
+  ASSERT_EQ_INT(team_run(2, false, body_nccl, NULL), 0);
+}
+
+static void test_abort_1gpu(void) { ASSERT_EQ_INT(team_run(1, false, body_single, NULL), 0); }
+static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
+
+int main(void) {
+  gpu_eager_loading();
+  if (gpu_count() == 0) {
+    TEST(test_requires_gpu);
+    return test_summary();
+  }
+  watchdog_arm("test_gpu_abort", 300);
+  TEST(test_abort_1gpu);
+  TEST(test_watchdog_2gpus);
+  TEST(test_abort_nccl_2gpus);
+  return test_summary();
+}
+
+#else /* a build without the CUDA executor */
+TEST_MAIN_WITHOUT_CUDA()
+#endif
