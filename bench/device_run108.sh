@@ -5,10 +5,13 @@
 # REMOTE; an NCCL all-reduce without its peer, ended by tpla_ctx_abort); (2) the whole GPU suite
 # at this library (every public call now goes through the call bracket); (3) what the bracket
 # costs: `tpla` at three shapes, this library against 6eba229's (snap/run108_base.tar), two
-# alternating rounds. About 8 minutes.
+# alternating rounds. About 8 minutes. The tree under test is snap/run108_new.tar (`git archive`
+# of the commit, so that uncommitted work in the working tree stays out).
 # Run in the repository root of main with carry ["snap"]: bash bench/device_run108.sh
 set -u
 . bench/device_lib.sh 108
+BASE=$PWD
+rm -rf /tmp/n108 && mkdir -p /tmp/n108 && tar xf snap/run108_new.tar -C /tmp/n108 && cd /tmp/n108
 gpu_build test_gpu_abort tpla_tool
 CUDA_VISIBLE_DEVICES=0,1 bounded 240 "$L/abort.log" build-gpu/tests/test_gpu_abort
 say "test_gpu_abort: exit $? ($(el)) $(tail -n 1 "$L/abort.log")"
@@ -17,7 +20,7 @@ OUT=$L/gpu-tests timeout 420 bash tests/gpu/run.sh > "$L/gpu_tests.log" 2>&1
 say "suite: exit $? ($(el)) $(tail -n 1 "$L/gpu_tests.log")"
 grep -E "FAIL|HANG|Failed" "$L/gpu_tests.log" | head -20 >> "$S"
 pack
-tar_build /tmp/s108 snap/run108_base.tar base tpla_tool
+tar_build /tmp/s108 "$BASE/snap/run108_base.tar" base tpla_tool
 configs=(
   "ag 16384,8192,1024|ag-gemm -d bf16 -n 30 -w 5 -s 1234 16384 8192 1024"
   "ar 8192,4096,8192|gemm-ar -d bf16 -n 30 -w 5 -s 1234 8192 4096 8192"
