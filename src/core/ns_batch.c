@@ -304,6 +304,8 @@ tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t c
   tpla_clear_error();
   if (ctx == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
+  if (plan != NULL)
+    *plan = NULL; /* also when the context has failed (tpla_call_begin) */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));
   tpla_status_t st = create_batch(plan, ctx, count, descs, fn);
   tpla_call_end(ctx, false, NULL);

@@ -95,6 +95,8 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
                                 int64_t d_rows, const tpla_matrix_t *b,
                                 const tpla_overlap_args_t *args, void *stream) {
   if (p->broken)
+    TPLA_TRY(tpla_ctx_check(p->ctx, fn)); /* a failed context's status comes first */
+  if (p->broken)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "the plan failed in an earlier call (rank %d of %d, call %" PRIu32 "); "
                      "destroy it on every rank and create a new one",
