@@ -6,7 +6,8 @@
  * entry rendezvous of each operation is timed, and a rank whose wait runs
  * out marks the group broken, so every rank still waiting, and every later
  * call on any rank, fails with TPLA_ERROR_REMOTE instead of hanging. A rank
- * that destroys its context while others wait for it breaks the group too.
+ * that destroys its context while others wait for it breaks the group too,
+ * and so does tpla_ctx_abort (host_group_break, from any thread).
  *
  * Point-to-point transfers use one outgoing mailbox per rank (a sendrecv
  * sends at most one message): post the send, receive (claim the peer's
@@ -56,7 +57,7 @@ struct tpla_host_group {
   int sync_flag;       /* OR of the flags of the current rendezvous */
   int last_sync_flag;  /* ... of the last completed one */
   int live;
-  bool broken;
+  _Atomic bool broken; /* read without the lock by host_group_broken */
   char why[320];
   struct shm_group *shm; /* a cross-process group (shm_group.c): no slots here */
   rank_slot_t slots[];
@@ -179,6 +180,26 @@ static void break_group(struct tpla_host_group *g, const char *fmt, ...) {
     g->broken = true;
   }
   pthread_cond_broadcast(&g->cv);
+}
+
+tpla_status_t host_group_break(tpla_host_group_t g, const char *why) {
+  if (g->shm != NULL)
+    return shm_group_break(g->shm, why);
+  pthread_mutex_lock(&g->mu); /* waiters hold it only between their condition waits */
+  break_group(g, "%s", why);
+  pthread_mutex_unlock(&g->mu);
+  return TPLA_SUCCESS;
+}
+
+bool host_group_broken(tpla_host_group_t g, char *why, size_t size) {
+  if (g->shm != NULL)
+    return shm_group_broken(g->shm, why, size);
+  if (!atomic_load_explicit(&g->broken, memory_order_acquire))
+    return false;
+  pthread_mutex_lock(&g->mu);
+  snprintf(why, size, "%s", g->why);
+  pthread_mutex_unlock(&g->mu);
+  return true;
 }
 
 static tpla_status_t fail_broken(struct tpla_host_group *g, const char *fn) {

@@ -71,6 +71,15 @@ struct shm_group *host_group_shared(tpla_host_group_t g);
 /* The group's configuration (defaults applied). */
 const tpla_config_t *host_group_config(tpla_host_group_t g);
 
+/* Break the group (thread or cross-process) for `why` unless it is broken
+ * already (the first reason stays): every rank's waits in it end, and every
+ * later collective fails, with REMOTE. Callable from any thread, also while
+ * a rank waits in the group. tpla_ctx_abort's path (backend->abort). */
+tpla_status_t host_group_break(tpla_host_group_t g, const char *why);
+/* True if the group is broken, with the reason in why[size]. Cheap while
+ * it is not (one atomic load); thread-safe. */
+bool host_group_broken(tpla_host_group_t g, char *why, size_t size);
+
 /* Register / unregister the context of `rank` (INVALID_USAGE if the rank
  * already has one). */
 tpla_status_t host_group_join(tpla_host_group_t g, int rank, const char *fn);
@@ -143,6 +152,8 @@ tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_
 tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 void *host_side_stream(tpla_ctx_t ctx, int i);
 tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
+void host_abort(tpla_ctx_t ctx);        /* backend->abort: breaks the group */
+void host_poll_failure(tpla_ctx_t ctx); /* backend->poll_failure: a broken group */
 
 /* Context creation (host_ctx.c). The configuration of a new context: the
  * group's, or cfg checked against it. */

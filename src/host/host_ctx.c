@@ -95,6 +95,23 @@ tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler) {
   return TPLA_SUCCESS;
 }
 
+/* tpla_ctx_abort (after ctx_fail.c recorded the failure): break the group,
+ * so this rank's waits and every peer's waits for it end with REMOTE at
+ * once. Only takes the group's lock, which a waiting rank releases while
+ * it sleeps, so it may run on any thread during a call. */
+void host_abort(tpla_ctx_t ctx) {
+  host_group_break(impl(ctx)->group, ctx->failure.why); /* names the rank */
+}
+
+/* A group broken by a peer (its abort, a timeout, its departure) fails this
+ * context too, so tpla_ctx_get_async_error reports it and calls stop at
+ * their start. One atomic load while the group is whole. */
+void host_poll_failure(tpla_ctx_t ctx) {
+  char why[320];
+  if (host_group_broken(impl(ctx)->group, why, sizeof why))
+    tpla_ctx_fail(ctx, TPLA_ERROR_REMOTE, "the host group is broken: %s", why);
+}
+
 static const tpla_backend_t host_backend = {
     .name = "host",
     .destroy = host_destroy,
@@ -117,6 +134,8 @@ static const tpla_backend_t host_backend = {
     .alltoallv = host_alltoallv,
     .exchange = tpla_host_exchange, /* host_ops.c */
     .xport = &tpla_host_xport_ops,  /* host_transport.c (overlap plans) */
+    .abort = host_abort,
+    .poll_failure = host_poll_failure,
 };
 
 /* ---- contexts ------------------------------------------------------------ */

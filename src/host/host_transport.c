@@ -9,7 +9,8 @@
  *     order after its memcpy, a receiver loads with acquire order, so the
  *     data is visible when the flag is; waits poll with back-off and give
  *     up after the context's timeout_ms (TPLA_ERROR_TIMEOUT), raising an
- *     abort word in every peer so that their waits end at once (REMOTE);
+ *     abort word in every peer so that their waits end at once (REMOTE),
+ *     or when the group breaks (tpla_ctx_abort on any rank: REMOTE);
  *   - SENDRECV steps are the group's blocking point-to-point exchange;
  *   - lanes do not exist: everything runs in program order on the calling
  *     thread, which the schedules are written to allow;
@@ -26,6 +27,7 @@
  * GEMMs go to the host backend's GEMM; bias and the fold of received
  * partials are loops here (fp32 math, like the CUDA kernel).
  */
+#include "host.h" /* host_group_broken */
 #include "overlap.h"
 
 #include <inttypes.h>
@@ -189,7 +191,15 @@ static void back_off(int round) {
   nanosleep(&ts, NULL);
 }
 
-/* Wait until *f reached seq (cyclically). `what` and `peer` name it. */
+/* The group of the transport's context (a thread or cross-process group):
+ * a rank's abort, a timeout or a departure breaks it. */
+static tpla_host_group_t host_group_of(const tpla_xport_t *xp) {
+  return ((const host_ctx_t *)xp->ctx->impl)->group;
+}
+
+/* Wait until *f reached seq (cyclically), the group breaks (REMOTE: this
+ * rank's or a peer's tpla_ctx_abort, a collective's timeout) or the timeout
+ * passes. `what` and `peer` name it. */
 static tpla_status_t wait_flag(tpla_xport_t *xp, flag_t *f, uint32_t seq, const char *what,
                                int peer) {
   int64_t deadline = now_ms() + xp->ctx->cfg.timeout_ms;
@@ -201,6 +211,12 @@ static tpla_status_t wait_flag(tpla_xport_t *xp, flag_t *f, uint32_t seq, const 
       return tpla_fail(TPLA_ERROR_REMOTE, xp->fn,
                        "rank %d: rank %u gave up on call %" PRIu32 " of the plan (timeout); "
                        "the plan is unusable", xp->rank, aborted - 1, seq);
+    char why[320];
+    if ((round & 63) == 63 && host_group_broken(host_group_of(xp), why, sizeof why))
+      return tpla_fail(TPLA_ERROR_REMOTE, xp->fn,
+                       "rank %d stopped waiting for %s from rank %d in call %" PRIu32
+                       " of the plan: the host group is broken: %s",
+                       xp->rank, what, peer, seq, why);
     if ((round & 63) == 63 && now_ms() > deadline) {
       for (int q = 0; q < xp->nranks; q++) /* release everyone else's waits */
         atomic_store_explicit(abort_of(xp, xp->peer_flags[q]), (uint32_t)xp->rank + 1,

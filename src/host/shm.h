@@ -42,6 +42,11 @@ int shm_group_rank(const shm_group_t *g);
 tpla_status_t shm_group_join(shm_group_t *g, const char *fn);
 void shm_group_leave(shm_group_t *g);
 
+/* host_group_break and host_group_broken of a cross-process group: the
+ * break is seen by every process of the group. */
+tpla_status_t shm_group_break(shm_group_t *g, const char *why);
+bool shm_group_broken(shm_group_t *g, char *why, size_t size);
+
 /* Staging area of `rank` (ours to write, the peers' to read) and its size. */
 void *shm_staging(shm_group_t *g, int rank);
 size_t shm_staging_bytes(const shm_group_t *g);

@@ -118,6 +118,8 @@ static const tpla_backend_t shm_backend = {
     .alltoallv = shm_alltoallv,
     .exchange = tpla_host_exchange, /* an all-gather of bytes: shm_allgatherv */
     .xport = &shm_xport_ops,
+    .abort = host_abort,               /* host_ctx.c: breaks the shared group */
+    .poll_failure = host_poll_failure, /* for every process of the group */
 };
 
 /* ---- contexts ------------------------------------------------------------------------ */

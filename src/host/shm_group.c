@@ -62,7 +62,7 @@ typedef struct {
   int32_t attached;
   int32_t arrived; /* ranks inside the current rendezvous */
   int32_t sync_flag, last_sync_flag;
-  int32_t broken;
+  _Atomic int32_t broken; /* read without the lock by shm_group_broken */
   uint64_t generation; /* completed rendezvous */
   char why[320];
   shm_slot_t slots[];
@@ -153,6 +153,22 @@ void shm_wait_bell(shm_group_t *g, const shm_wait_t *w) {
   shm_unlock(g);
   syscall(SYS_futex, (uint32_t *)&g->hdr->bell, FUTEX_WAIT, seen, &t, NULL, 0);
   shm_lock(g);
+}
+
+tpla_status_t shm_group_break(shm_group_t *g, const char *why) {
+  shm_lock(g); /* waiters drop it while they sleep on the bell */
+  break_locked(g, "%s", why);
+  shm_unlock(g);
+  return TPLA_SUCCESS;
+}
+
+bool shm_group_broken(shm_group_t *g, char *why, size_t size) {
+  if (atomic_load_explicit(&g->hdr->broken, memory_order_acquire) == 0)
+    return false;
+  shm_lock(g);
+  snprintf(why, size, "%s", g->hdr->why);
+  shm_unlock(g);
+  return true;
 }
 
 static tpla_status_t fail_broken(shm_group_t *g, const char *fn) {
