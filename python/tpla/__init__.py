@@ -8,14 +8,15 @@ looked for; TPLA_LIBRARY overrides). Every failure raises a subclass of
 `tpla.Error` carrying the C status and tpla_last_error()'s message.
 """
 from ._errors import (  # noqa: F401
-    CublasError, CudaError, Error, InternalError, InvalidArgumentError, InvalidUsageError,
-    LibraryNotFoundError, NcclError, NotSupportedError, OutOfMemoryError, RemoteError,
-    TimeoutError)
+    AbortedError, CublasError, CudaError, Error, InternalError, InvalidArgumentError,
+    InvalidUsageError, LibraryNotFoundError, NcclError, NotSupportedError, OutOfMemoryError,
+    RemoteError, TimeoutError)
 
 __version__ = "0.1.0"
 __all__ = ["Error", "InvalidArgumentError", "InvalidUsageError", "NotSupportedError",
            "OutOfMemoryError", "CudaError", "NcclError", "CublasError", "RemoteError",
-           "TimeoutError", "InternalError", "LibraryNotFoundError", "library_path", "version",
+           "TimeoutError", "InternalError", "AbortedError", "LibraryNotFoundError",
+           "library_path", "version",
            "features", "Context", "NsPlan", "NsBatchPlan", "AgGemmPlan", "GemmRsPlan",
            "GemmArPlan"]
 

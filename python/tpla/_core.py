@@ -196,6 +196,33 @@ class Context:
         check(lib().tpla_ctx_workspace_bytes(self._h(), ctypes.byref(b)))
         return b.value
 
+    def _need_abort(self):
+        if not _lib.library().has_abort:
+            raise NotSupportedError("%s has no tpla_ctx_abort; rebuild libtpla"
+                                    % _lib.library().path)
+
+    def abort(self):
+        """tpla_ctx_abort: stop this rank's work so that no rank hangs on it. Callable from
+        any thread, also while another thread is blocked in a call on this context (the
+        call then raises; ctypes releases the GIL during C calls). This rank's waits and its
+        peers' waits for it end (host executor: the group breaks, RemoteError); every later
+        call raises AbortedError here and RemoteError on the peers. Aborting a context that
+        already failed does nothing. close() still works and is what to do next."""
+        self._need_abort()
+        check(lib().tpla_ctx_abort(self._h()))
+
+    def async_error(self):
+        """None while the context works; else the tpla.Error saying why it stopped
+        (AbortedError: abort() was called here; RemoteError: a peer aborted or the group
+        broke; TimeoutError, NcclError, CudaError: the CUDA executor's watchdog), returned,
+        not raised. Cheap: poll it like ncclCommGetAsyncError."""
+        self._need_abort()
+        status = lib().tpla_ctx_get_async_error(self._h())
+        if status == 0:
+            return None
+        detail = lib().tpla_last_error()
+        return error_for(status, detail.decode("utf-8", "replace") if detail else "")
+
     def counters(self):
         """tpla_ctx_get_counters as a dict."""
         c = _lib.Counters.new()

@@ -13,7 +13,7 @@ STATUS_NAMES = {
     0: "TPLA_SUCCESS", 1: "TPLA_ERROR_INVALID_ARGUMENT", 2: "TPLA_ERROR_INVALID_USAGE",
     3: "TPLA_ERROR_NOT_SUPPORTED", 4: "TPLA_ERROR_OUT_OF_MEMORY", 5: "TPLA_ERROR_CUDA",
     6: "TPLA_ERROR_NCCL", 7: "TPLA_ERROR_CUBLAS", 8: "TPLA_ERROR_REMOTE",
-    9: "TPLA_ERROR_TIMEOUT", 10: "TPLA_ERROR_INTERNAL",
+    9: "TPLA_ERROR_TIMEOUT", 10: "TPLA_ERROR_INTERNAL", 11: "TPLA_ERROR_ABORTED",
 }
 
 
@@ -71,6 +71,12 @@ class InternalError(Error, RuntimeError):
     status = 10
 
 
+class AbortedError(Error, RuntimeError):
+    """The context was aborted (Context.abort / tpla_ctx_abort) on this rank; its peers
+    see RemoteError. Destroy its plans and the context, then build new ones."""
+    status = 11
+
+
 class LibraryNotFoundError(Error, ImportError):
     """libtpla could not be found or loaded (not a C status)."""
     status = -1
@@ -78,7 +84,7 @@ class LibraryNotFoundError(Error, ImportError):
 
 _BY_STATUS = {c.status: c for c in (InvalidArgumentError, InvalidUsageError, NotSupportedError,
                                     OutOfMemoryError, CudaError, NcclError, CublasError,
-                                    RemoteError, TimeoutError, InternalError)}
+                                    RemoteError, TimeoutError, InternalError, AbortedError)}
 
 
 def error_for(status, detail):

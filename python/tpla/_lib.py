@@ -175,6 +175,11 @@ _SHARED = {
     "tpla_host_group_create_shared": (_status, [P(c_void_p), c_char_p, c_int, c_int,
                                                 P(Config)]),
 }
+# Aborting a context (newer than the rest, so a library without it keeps the others)
+_ABORT = {
+    "tpla_ctx_abort": (_status, [c_void_p]),
+    "tpla_ctx_get_async_error": (_status, [c_void_p]),
+}
 _OVERLAP = {}
 for _k, _desc in (("ag_gemm", AgGemmDesc), ("gemm_rs", GemmRsDesc), ("gemm_ar", GemmArDesc)):
     _OVERLAP["tpla_%s_plan_create" % _k] = (_status, [P(c_void_p), c_void_p, P(_desc)])
@@ -216,7 +221,7 @@ def _candidates():
 class Library:
     """The loaded libtpla: `lib` (ctypes.CDLL with prototypes), `path`, and
     which optional parts it has (`has_shared_group`, `has_overlap`,
-    `has_gathered_scales`)."""
+    `has_gathered_scales`, `has_abort`)."""
 
     def __init__(self):
         candidates, explicit = _candidates()
@@ -241,6 +246,7 @@ class Library:
         self.has_shared_group = all(self._bind(n, r, a) for n, (r, a) in _SHARED.items())
         self.has_overlap = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP.items())
         self.has_gathered_scales = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP_FP8.items())
+        self.has_abort = all(self._bind(n, r, a) for n, (r, a) in _ABORT.items())
         v = self.lib.tpla_version()
         self.version = (v // 10000, v // 100 % 100, v % 100)
         if self.version[:2] != (EXPECTED_MAJOR, EXPECTED_MINOR):

@@ -176,6 +176,17 @@ class Communicator:
     def barrier(self):
         self.context.barrier(self.stream())
 
+    def abort(self):
+        """Abort this rank's tpla context (tpla.Context.abort): its calls and the peers'
+        calls waiting for it end with an error instead of hanging; then close() on every
+        rank and build a new Communicator."""
+        self.context.abort()
+
+    def async_error(self):
+        """None while the context works, else the tpla.Error that stopped it
+        (tpla.Context.async_error)."""
+        return self.context.async_error()
+
     def close(self):
         """Destroy the cached plans and the context (every rank)."""
         self._plans.clear()
