@@ -12,6 +12,10 @@
 
 #define WD_SLOTS 256            /* calls in flight that the watchdog follows; more go unwatched */
 #define WD_RELEASE 0x40000000u  /* added to a transport's last call number: past every wait */
+/* A peer's abort matters only to a call that waits for it, so the marks are
+ * read only once the oldest call has run this long (one small copy per
+ * transport per poll: not for every healthy call of a training step). */
+#define WD_MARKS_AFTER_MS 100
 
 typedef struct {
   cudaEvent_t start, end;
@@ -161,9 +165,12 @@ void tpla_wd_abort(tpla_ctx_t ctx) {
 /* ---- the thread ---------------------------------------------------------------------------- */
 
 /* With wd->mu held: retire completed calls; 1 if the oldest call has run
- * for longer than the timeout (message in why), -1 on a CUDA error. */
-static int examine_calls(struct tpla_watchdog *wd, char *why, size_t size, tpla_status_t *st) {
+ * for longer than the timeout or an event query failed (status in *st,
+ * message in why). *age_ms: how long the oldest call has run (0: none). */
+static int examine_calls(struct tpla_watchdog *wd, char *why, size_t size, tpla_status_t *st,
+                         int64_t *age_ms) {
   int64_t now = tpla_now_ms(), limit = wd->ctx->cfg.timeout_ms;
+  *age_ms = 0;
   while (wd->head != wd->tail) {
     wd_call_t *c = &wd->calls[wd->head % WD_SLOTS];
     cudaError_t e = cudaEventQuery(c->end);
@@ -185,7 +192,8 @@ static int examine_calls(struct tpla_watchdog *wd, char *why, size_t size, tpla_
     }
     if (c->started_ms == 0)
       c->started_ms = now;
-    if (now - c->started_ms <= limit)
+    *age_ms = now - c->started_ms;
+    if (*age_ms <= limit)
       return 0;
     snprintf(why, size,
              "the watchdog found %s of rank %d still running on the device %" PRId64
@@ -246,8 +254,9 @@ static void *watch(void *arg) {
       continue;
     }
     tpla_status_t st = TPLA_ERROR_REMOTE;
-    int found = examine_calls(wd, why, sizeof why, &st);
-    if (!found)
+    int64_t age_ms = 0;
+    int found = examine_calls(wd, why, sizeof why, &st, &age_ms);
+    if (!found && age_ms >= WD_MARKS_AFTER_MS)
       found = examine_marks(wd, why, sizeof why);
     pthread_mutex_unlock(&wd->mu);
     if (!found && examine_nccl(wd, why, sizeof why)) {

@@ -10,9 +10,10 @@
  * public call records an event before and after its work on the caller's
  * stream, and a thread polls them. A call whose start event completed more
  * than cfg.timeout_ms ago and whose end event has not aborts the context.
- * While calls are in flight the thread also reads the abort marks that
- * peers write into this rank's flags, and the communicator's asynchronous
- * error. With no call in flight it sleeps.
+ * While calls are in flight the thread also watches the communicator's
+ * asynchronous error and, once the oldest call has run for 100 ms, reads the
+ * abort marks that peers write into this rank's flags. With no call in
+ * flight it sleeps; it polls every min(timeout_ms / 10, 20 ms).
  *
  * The abort: (1) this rank's mark goes into every peer's flags; (2) every
  * flag word of this rank gets a value past any call's number, so every
