@@ -7,6 +7,8 @@
  *    the context (TIMEOUT) and the stream drains; the peer's next calls, which
  *    wait for the aborted rank, end with REMOTE (its mark), long before the
  *    peer's own 60 s timeout;
+ *  - a Newton-Schulz call (GRAM_SHARDED, whose exchanges are pulls through a
+ *    transport's flags) whose peer never calls: the watchdog ends it likewise;
  *  - an NCCL all-reduce whose peer never comes is stuck until tpla_ctx_abort
  *    (ABORTED) aborts the communicator;
  *  - on 1 GPU: after tpla_ctx_abort every call fails with ABORTED, queries
@@ -112,6 +114,48 @@ out:
   return failures;
 }
 
+/* ---- the watchdog: a Newton-Schulz call whose peer never comes ----------------------- */
+
+static int body_ns(rank_env_t *e, void *arg) {
+  (void)arg;
+  enum { ROWS = 1024, COLS = 512 };
+  int failures = 0;
+  bool oom = false;
+  tpla_ns_desc_t desc = TPLA_NS_DESC_INIT;
+  desc.local_rows = ROWS, desc.local_cols = COLS, desc.dtype = TPLA_BFLOAT16;
+  desc.algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
+  tpla_ns_plan_t plan = NULL;
+  failures += TPLA_FAILED(tpla_ns_plan_create(&plan, e->ctx, &desc));
+  void *x = team_alloc(e, (size_t)ROWS * COLS * 2, &oom);
+  if (team_sync(e, failures || oom)) {
+    failures += oom;
+    goto out;
+  }
+  tpla_matrix_t vx = {x, ROWS, COLS, COLS, TPLA_BFLOAT16};
+  for (int i = 0; i < 2; i++) { /* both ranks: the plan works */
+    failures += team_fill(e, x, 0x3c + i, (size_t)ROWS * COLS * 2);
+    failures += TPLA_FAILED(tpla_ns_execute(plan, vx, e->stream));
+    failures += team_drain(e, "a Newton-Schulz call");
+  }
+  if (team_sync(e, failures))
+    goto out;
+  if (e->rank == 0) {
+    double t0 = now_s();
+    failures += TPLA_FAILED(tpla_ns_execute(plan, vx, e->stream));
+    failures += drained_within(e, t0, 1.5, 15.0, "a Newton-Schulz call whose peer never came");
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_ns_execute");
+    failures += status_is(e, tpla_ns_execute(plan, vx, e->stream), TPLA_ERROR_TIMEOUT,
+                          "tpla_ns_execute after the abort");
+  }
+  team_sync(e, 0);
+  if (e->rank == 1) /* its partner's communicator is gone: end this one too */
+    failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "tpla_ctx_abort (rank 1)");
+out:
+  failures += TPLA_FAILED(tpla_ns_plan_destroy(plan));
+  team_free(e, x);
+  return failures;
+}
+
 /* ---- tpla_ctx_abort: an NCCL collective whose peer never comes ------------------------ */
 
 static int body_nccl(rank_env_t *e, void *arg) {
@@ -191,6 +235,13 @@ static void test_watchdog_2gpus(void) {
   ASSERT_EQ_INT(team_run_timeouts(2, false, body_watchdog, NULL, timeouts), 0);
 }
 
+static void test_watchdog_ns_2gpus(void) {
+  if (gpu_count() < 2)
+    SKIP("needs 2 GPUs, found %d", gpu_count());
+  int64_t timeouts[2] = {2000, 60000};
+  ASSERT_EQ_INT(team_run_timeouts(2, false, body_ns, NULL, timeouts), 0);
+}
+
 static void test_abort_nccl_2gpus(void) {
   if (gpu_count() < 2)
     SKIP("needs 2 GPUs, found %d", gpu_count());
@@ -209,6 +260,7 @@ int main(void) {
   watchdog_arm("test_gpu_abort", 300);
   TEST(test_abort_1gpu);
   TEST(test_watchdog_2gpus);
+  TEST(test_watchdog_ns_2gpus);
   TEST(test_abort_nccl_2gpus);
   return test_summary();
 }
