@@ -157,13 +157,15 @@ static inline bool all_bytes(const unsigned char *p, size_t n, unsigned char v) 
 
 static inline int team_setup(rank_env_t *e, struct ncclComm **comm) {
   tpla_config_t cfg = TPLA_CONFIG_INIT;
-  int64_t own = e->team->timeout_ms[e->rank];
+  cfg.timeout_ms = TEAM_TIMEOUT_MS;
+  if (!e->host &&
+      (CUDA_FAILED(cudaSetDevice(e->rank)) ||
+       TPLA_FAILED(tpla_nccl_comm_create(comm, &e->team->id, e->nranks, e->rank, e->rank, &cfg))))
+    return 1;
+  int64_t own = e->team->timeout_ms[e->rank]; /* the context's only */
   cfg.timeout_ms = own > 0 ? own : TEAM_TIMEOUT_MS;
   if (e->host)
     return TPLA_FAILED(tpla_ctx_create_host(&e->ctx, e->team->group, e->rank, &cfg));
-  if (CUDA_FAILED(cudaSetDevice(e->rank)) ||
-      TPLA_FAILED(tpla_nccl_comm_create(comm, &e->team->id, e->nranks, e->rank, e->rank, &cfg)))
-    return 1;
   if (TPLA_FAILED(tpla_ctx_create_nccl(&e->ctx, *comm, &cfg)))
     return 1;
   return CUDA_FAILED(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
