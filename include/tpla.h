@@ -658,8 +658,10 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
  * context may interleave). On the CUDA executor a call only enqueues work
  * on `stream` and returns; internal streams join back before the call
  * returns in stream order. Like an NCCL collective, a call whose peers never
- * make their matching call waits on the device (no timeout there); on the
- * host executor it fails with TPLA_ERROR_TIMEOUT after cfg.timeout_ms, the
+ * make their matching call waits on the device, until the context's
+ * watchdog aborts the context after cfg.timeout_ms (tpla_ctx_abort; the
+ * stream then drains, tpla_ctx_get_async_error says TIMEOUT); on the host
+ * executor it fails with TPLA_ERROR_TIMEOUT after cfg.timeout_ms, the
  * waiting peers get TIMEOUT or REMOTE, and the plan is unusable afterwards.
  * A rank that rejects its arguments (INVALID_ARGUMENT) enqueues nothing and
  * does not count the call, so a corrected retry matches the peers' call.

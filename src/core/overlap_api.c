@@ -94,13 +94,13 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
                                 const tpla_matrix_t *a, const char *a_name, int64_t a_rows,
                                 int64_t d_rows, const tpla_matrix_t *b,
                                 const tpla_overlap_args_t *args, void *stream) {
-  if (p->broken)
+  if (p->broken) {
     TPLA_TRY(tpla_ctx_check(p->ctx, fn)); /* a failed context's status comes first */
-  if (p->broken)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "the plan failed in an earlier call (rank %d of %d, call %" PRIu32 "); "
                      "destroy it on every rank and create a new one",
                      p->rank, p->nranks, p->seq);
+  }
   TPLA_TRY(check_view(fn, d_name, d, d_rows, p->n, p->d_dtype));
   TPLA_TRY(check_view(fn, a_name, a, a_rows, p->k, p->dtype));
   TPLA_TRY(check_b(fn, p, b));
