@@ -277,8 +277,8 @@ TPLA_API tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes);
  *    (ncclCommAbort: do not use it again; tpla_nccl_comm_destroy of it is
  *    then a no-op), and this rank is marked aborted in the flags of every
  *    peer it shares a PEER transport with, so that the peer's watchdog
- *    aborts the peer's context (TPLA_ERROR_REMOTE) while it has a call in
- *    flight.
+ *    aborts the peer's context (TPLA_ERROR_REMOTE) once a call of the peer
+ *    has run for 100 ms (as one waiting for this rank does).
  *  - host executor: the group breaks, so every rank's waits end with
  *    TPLA_ERROR_REMOTE.
  * The outputs of the calls in flight, on every rank, are undefined. Every
