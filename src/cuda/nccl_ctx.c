@@ -49,7 +49,7 @@ void tpla_cuda_test_override_version(int version) { version_override = version; 
  * the context's device current. Returns the first failure. */
 static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
   tpla_status_t first = TPLA_SUCCESS;
-  tpla_wd_destroy(impl); /* first: its thread reads the events and the transports */
+  tpla_wd_destroy(impl); /* first (if still there): its thread reads the events and transports */
 #define KEEP_FIRST(expr)                        \
   do {                                          \
     tpla_status_t s_ = (expr);                  \
@@ -364,9 +364,10 @@ static tpla_status_t nccl_destroy(tpla_ctx_t ctx) {
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
   if (impl == NULL)
     return TPLA_SUCCESS;
-  ctx->impl = NULL;
   tpla_device_guard_t guard;
   tpla_status_t s = tpla_device_guard_enter(&guard, ctx->device, fn);
+  tpla_wd_destroy(impl); /* before ctx->impl goes: an abort on its thread reads it */
+  ctx->impl = NULL;
   tpla_status_t s2 = impl_release(impl, fn); /* never the borrowed communicator */
   tpla_device_guard_exit(&guard);
   return s != TPLA_SUCCESS ? s : s2;
