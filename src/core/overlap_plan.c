@@ -1,8 +1,9 @@
 /*
  * overlap_plan.c - creation of the AllGather+GEMM, GEMM+ReduceScatter and
- * GEMM+AllReduce plans: descriptor validation, the collective agreement,
- * row slices and chunks, buffer layout, the transport (allocated, mapped and
- * exchanged here, once), and the plan queries.
+ * GEMM+AllReduce plans: the collective agreement on the descriptors' summaries
+ * (overlap_desc.c checks and summarizes them), row slices and chunks, buffer
+ * layout, the transport (allocated, mapped and exchanged here, once), and
+ * the plan queries.
  *
  * Agreement protocol (as the Newton-Schulz plans): every rank, even one
  * whose arguments are bad, sends a fixed-size summary of its descriptor with
@@ -11,7 +12,7 @@
  * arguments returns its own status, the others REMOTE naming it; a
  * disagreement is REMOTE with the same message on every rank.
  */
-#include "overlap.h"
+#include "overlap_desc.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -20,198 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MSG_LEN 200
-
-/* What every rank announces. int32 fields first, then int64, then chars:
- * no padding, the same layout in every process. */
-typedef struct {
-  int32_t status, kind, op_b, dtype, d_dtype, bias, allow_tf32, mode, transport, chunks, tail,
-      window_group;
-  int64_t m, rows, k, n;
-  char message[MSG_LEN];
-} summary_t;
-_Static_assert(sizeof(summary_t) == 12 * 4 + 4 * 8 + MSG_LEN, "summary_t has padding");
-
-static const char *kind_name[] = {"AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce"};
-
-static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, MSG_LEN, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
-static bool input_dtype(int t) {
-  return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
-}
-
-static bool fp8_dtype(int t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
-
-/* Checks shared by the three descriptors (already copied into s). */
-static tpla_status_t check_common(summary_t *s) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  char *msg = s->message;
-  /* tuning: the last chunk's size as 1/tail of the others (agreed below) */
-  const char *tail = getenv("TPLA_OVERLAP_TAIL");
-  if (tail != NULL && *tail != '\0') {
-    char *end;
-    long v = strtol(tail, &end, 10);
-    if (*end != '\0' || v < 0 || v > 16)
-      return bad(msg, IA, "environment TPLA_OVERLAP_TAIL=%s is not an integer in 0..16 (0: "
-                 "automatic)", tail);
-    s->tail = (int32_t)v;
-  }
-  if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
-    return bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
-  if (!input_dtype(s->dtype) && !fp8_dtype(s->dtype))
-    return bad(msg, IA, "argument 'desc': dtype %s (%d) is not fp32, fp16, bf16, e4m3 or e5m2",
-               tpla_dtype_name((tpla_dtype_t)s->dtype), s->dtype);
-  if (fp8_dtype(s->dtype) && !input_dtype(s->d_dtype))
-    return bad(msg, IA, "argument 'desc': d_dtype %s: an FP8 plan outputs bf16, fp16 or fp32 "
-               "(its reductions never run in FP8)", tpla_dtype_name((tpla_dtype_t)s->d_dtype));
-  if (!fp8_dtype(s->dtype) && s->d_dtype != s->dtype && s->d_dtype != TPLA_FLOAT32)
-    return bad(msg, IA, "argument 'desc': d_dtype %s must be dtype (%s) or fp32",
-               tpla_dtype_name((tpla_dtype_t)s->d_dtype), tpla_dtype_name((tpla_dtype_t)s->dtype));
-  if (s->bias != 0 && s->bias != 1)
-    return bad(msg, IA, "argument 'desc': bias %d is not 0 or 1", s->bias);
-  if (s->allow_tf32 != 0 && s->allow_tf32 != 1)
-    return bad(msg, IA, "argument 'desc': allow_tf32 %d is not 0 or 1", s->allow_tf32);
-  if (s->mode < TPLA_OVERLAP_AUTO || s->mode > TPLA_OVERLAP_SERIAL)
-    return bad(msg, IA, "argument 'desc': unknown mode %d", s->mode);
-  if (s->transport < TPLA_TRANSPORT_AUTO || s->transport > TPLA_TRANSPORT_SENDRECV)
-    return bad(msg, IA, "argument 'desc': transport %d is not AUTO, PEER or SENDRECV",
-               s->transport);
-  if (s->chunks < 0 || s->chunks > OVL_MAX_CHUNKS)
-    return bad(msg, IA, "argument 'desc': chunks %d is not in [0, %d] (0: automatic)",
-               s->chunks, OVL_MAX_CHUNKS);
-  if (s->window_group < 0)
-    return bad(msg, IA, "argument 'desc': window_group %d is negative (0: buffers of the "
-               "plan's own)", s->window_group);
-  int64_t big = s->m > s->rows ? s->m : s->rows;
-  big = big > s->k ? big : s->k;
-  big = big > s->n ? big : s->n;
-  if (big > INT32_MAX)
-    return bad(msg, TPLA_ERROR_NOT_SUPPORTED,
-               "argument 'desc': sizes m=%" PRId64 " rows=%" PRId64 " k=%" PRId64 " n=%" PRId64
-               " exceed 2^31-1", s->m, s->rows, s->k, s->n);
-  return TPLA_SUCCESS;
-}
-
-#define COPY_COMMON(s, d)                                                                  \
-  do {                                                                                     \
-    (s)->op_b = (int32_t)(d)->op_b;                                                        \
-    (s)->dtype = (int32_t)(d)->dtype;                                                      \
-    (s)->d_dtype = (int32_t)(d)->d_dtype;                                                  \
-    (s)->bias = (d)->bias;                                                                 \
-    (s)->allow_tf32 = (d)->allow_tf32;                                                     \
-    (s)->mode = (int32_t)(d)->mode;                                                        \
-    (s)->transport = (int32_t)(d)->transport;                                              \
-    (s)->chunks = (d)->chunks;                                                             \
-  } while (0)
-
-/* A descriptor from a caller built before window_group (its size ends there) has none. */
-#define WINDOW_GROUP(s, d, type)                                                           \
-  ((s)->window_group = (d)->size == sizeof(type) ? (d)->window_group : 0)
-#define SIZE_OK(d, type) ((d)->size == sizeof(type) || (d)->size == offsetof(type, window_group))
-
-static tpla_status_t summarize_ag(summary_t *s, const tpla_ag_gemm_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_ag_gemm_desc_t))
-    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-               "with TPLA_AG_GEMM_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_ag_gemm_desc_t);
-  s->rows = d->local_rows;
-  s->k = d->k;
-  s->n = d->n;
-  if (d->local_rows < 0 || d->k <= 0 || d->n < 0)
-    return bad(s->message, IA, "argument 'desc': local_rows %" PRId64 " (>= 0), k %" PRId64
-               " (> 0), n %" PRId64 " (>= 0) out of range", d->local_rows, d->k, d->n);
-  return check_common(s);
-}
-
-static tpla_status_t summarize_rs(summary_t *s, const tpla_gemm_rs_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_gemm_rs_desc_t))
-    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-               "with TPLA_GEMM_RS_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_gemm_rs_desc_t);
-  s->m = d->m;
-  s->rows = d->local_rows;
-  s->k = d->k;
-  s->n = d->n;
-  if (d->m <= 0 || d->local_rows < -1 || d->local_rows > d->m || d->k < 0 || d->n <= 0)
-    return bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), local_rows %" PRId64
-               " (-1 or 0..m), k %" PRId64 " (>= 0), n %" PRId64 " (> 0) out of range", d->m,
-               d->local_rows, d->k, d->n);
-  return check_common(s);
-}
-
-static tpla_status_t summarize_ar(summary_t *s, const tpla_gemm_ar_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_gemm_ar_desc_t))
-    return bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-               "with TPLA_GEMM_AR_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_gemm_ar_desc_t);
-  s->m = d->m;
-  s->rows = -1;
-  s->k = d->k;
-  s->n = d->n;
-  if (d->m <= 0 || d->k < 0 || d->n <= 0)
-    return bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), k %" PRId64
-               " (>= 0), n %" PRId64 " (> 0) out of range", d->m, d->k, d->n);
-  return check_common(s);
-}
-
 /* ---- agreement ---------------------------------------------------------------- */
-
-/* The first field that must agree and in which rank r differs from rank 0. */
-static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
-  const char *what = NULL;
-  int64_t v = 0, v0 = 0;
-  bool dtype = false;
-  ovl_kind_t kind = (ovl_kind_t)s0->kind;
-#define FIELD(name, cond, is_dtype)                                        \
-  if (what == NULL && (cond) && s->name != s0->name) {                     \
-    what = #name;                                                          \
-    v = s->name;                                                           \
-    v0 = s0->name;                                                         \
-    dtype = is_dtype;                                                      \
-  }
-  FIELD(kind, true, false)
-  FIELD(m, kind != OVL_AG, false)
-  FIELD(k, kind == OVL_AG, false)
-  FIELD(n, kind != OVL_AG, false)
-  FIELD(dtype, true, true)
-  FIELD(d_dtype, kind != OVL_AG, true)
-  FIELD(bias, kind == OVL_AR, false)
-  FIELD(mode, true, false)
-  FIELD(transport, true, false)
-  FIELD(chunks, true, false)
-  FIELD(tail, true, false)
-  FIELD(window_group, true, false)
-#undef FIELD
-  if (what == NULL)
-    return false;
-  if (dtype)
-    snprintf(msg, MSG_LEN, "ranks disagree: rank %d has %s = %s, rank 0 has %s", r, what,
-             tpla_dtype_name((tpla_dtype_t)v), tpla_dtype_name((tpla_dtype_t)v0));
-  else
-    snprintf(msg, MSG_LEN, "ranks disagree: rank %d has %s = %" PRId64 ", rank 0 has %" PRId64,
-             r, what, v, v0);
-  return true;
-}
 
 tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
                            size_t bytes) {
@@ -223,7 +33,7 @@ tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const voi
 
 /* Row slices from the agreed summaries into p->offs; REMOTE if they do
  * not add up. */
-static tpla_status_t slices(ovl_plan_t *p, const summary_t *all, const char *fn) {
+static tpla_status_t slices(ovl_plan_t *p, const ovl_summary_t *all, const char *fn) {
   int P = p->nranks;
   p->offs[0] = 0;
   if (p->kind == OVL_AG) {
@@ -361,7 +171,7 @@ static void layout(ovl_plan_t *p) {
 }
 
 tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, const char *what) {
-  char saved[MSG_LEN];
+  char saved[OVL_MSG_LEN];
   snprintf(saved, sizeof saved, "%s", tpla_last_error());
   int32_t me = (int32_t)mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
   if (all == NULL)
@@ -465,7 +275,7 @@ static tpla_status_t rehearse(ovl_plan_t *p, const char *fn) {
 /* Hopper's FP8 GEMMs take 16-byte aligned rows and dimensions that are
  * multiples of 16: every slice's rows, k and n (every rank's, from the
  * agreed summaries, so all ranks give the same verdict). */
-static tpla_status_t fp8_shapes(const ovl_plan_t *p, const summary_t *all, const char *fn) {
+static tpla_status_t fp8_shapes(const ovl_plan_t *p, const ovl_summary_t *all, const char *fn) {
   for (int r = 0; r < p->nranks; r++) {
     int64_t rows = ovl_rows(p, r), k = all[r].k, n = all[r].n;
     if (rows % 16 || k % 16 || n % 16)
@@ -477,8 +287,8 @@ static tpla_status_t fp8_shapes(const ovl_plan_t *p, const summary_t *all, const
 }
 
 /* Everything after a successful agreement: shape, transport, buffers. */
-static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) {
-  const summary_t *s = &all[p->rank];
+static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *fn) {
+  const ovl_summary_t *s = &all[p->rank];
   p->ops = p->ctx->backend->xport;
   p->m = s->m;
   p->k = s->k;
@@ -488,7 +298,7 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
   p->d_dtype = (tpla_dtype_t)s->d_dtype;
   p->bias = s->bias != 0;
   p->allow_tf32 = s->allow_tf32;
-  p->fp8 = fp8_dtype(p->dtype);
+  p->fp8 = ovl_fp8_dtype(p->dtype);
   TPLA_TRY(slices(p, all, fn));
   if (p->fp8 && p->ctx->executor == TPLA_EXECUTOR_CUDA)
     TPLA_TRY(fp8_shapes(p, all, fn));
@@ -513,7 +323,7 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
                  (double)tpla_dtype_size(p->kind == OVL_AG ? p->dtype : p->d_dtype);
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s buffers (%g bytes) are too large",
-                     kind_name[p->kind], total);
+                     ovl_kind_name[p->kind], total);
   layout(p);
   for (int r = 0; r < p->nranks; r++)
     p->counts[r] = (size_t)ovl_rows(p, r) * (size_t)(p->kind == OVL_AG ? p->k : p->n);
@@ -544,13 +354,13 @@ static tpla_status_t build(ovl_plan_t *p, const summary_t *all, const char *fn) 
 
 /* The common create: validate (summary already filled, status in st),
  * agree, build. *out is NULL on failure. */
-static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, summary_t *mine,
-                            tpla_status_t st, const char *fn) {
+static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind,
+                            ovl_summary_t *mine, tpla_status_t st, const char *fn) {
   if (ctx->backend->xport == NULL)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no overlap transport",
                      ctx->backend->name);
   ovl_plan_t *p = calloc(1, sizeof *p);
-  summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  ovl_summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
   if (st == TPLA_SUCCESS && p != NULL) {
     p->offs = calloc((size_t)ctx->nranks + 1, sizeof *p->offs);
     p->stage_off = calloc((size_t)ctx->nranks, sizeof *p->stage_off);
@@ -558,7 +368,7 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
   }
   if (st == TPLA_SUCCESS &&
       (p == NULL || p->offs == NULL || p->stage_off == NULL || p->counts == NULL))
-    st = bad(mine->message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
+    st = ovl_bad(mine->message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
   mine->status = (int32_t)st;
   mine->kind = (int32_t)kind;
   if (all == NULL) { /* cannot take part: the others will time out */
@@ -572,9 +382,9 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
     if (all[r].status != 0)
       st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d rejected its arguments: %s", r,
                      all[r].message);
-  char msg[MSG_LEN];
+  char msg[OVL_MSG_LEN];
   for (int r = 1; st == TPLA_SUCCESS && r < ctx->nranks; r++)
-    if (differs(msg, &all[0], &all[r], r))
+    if (ovl_differs(msg, &all[0], &all[r], r))
       st = tpla_fail(TPLA_ERROR_REMOTE, fn, "%s", msg);
   if (st == TPLA_SUCCESS) {
     p->kind = kind;
@@ -601,11 +411,11 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
       *plan = NULL;                                                                       \
     if (ctx == NULL)                                                                      \
       return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");        \
-    summary_t mine;                                                                       \
+    ovl_summary_t mine;                                                                   \
     memset(&mine, 0, sizeof mine);                                                        \
     /* a NULL plan pointer still takes part, as a failure, so nobody waits */             \
-    tpla_status_t st = plan == NULL ? bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,       \
-                                          "argument 'plan' is NULL")                      \
+    tpla_status_t st = plan == NULL ? ovl_bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,   \
+                                              "argument 'plan' is NULL")                  \
                                     : summarize(&mine, desc);                             \
     ovl_plan_t *p = NULL;                                                                 \
     TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));                                      \
@@ -619,19 +429,19 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind, s
 tpla_status_t tpla_ag_gemm_plan_create(tpla_ag_gemm_plan_t *plan, tpla_ctx_t ctx,
                                        const tpla_ag_gemm_desc_t *desc) {
   static const char fn[] = "tpla_ag_gemm_plan_create";
-  CREATE(OVL_AG, summarize_ag, tpla_ag_gemm_plan_t);
+  CREATE(OVL_AG, ovl_summarize_ag, tpla_ag_gemm_plan_t);
 }
 
 tpla_status_t tpla_gemm_rs_plan_create(tpla_gemm_rs_plan_t *plan, tpla_ctx_t ctx,
                                        const tpla_gemm_rs_desc_t *desc) {
   static const char fn[] = "tpla_gemm_rs_plan_create";
-  CREATE(OVL_RS, summarize_rs, tpla_gemm_rs_plan_t);
+  CREATE(OVL_RS, ovl_summarize_rs, tpla_gemm_rs_plan_t);
 }
 
 tpla_status_t tpla_gemm_ar_plan_create(tpla_gemm_ar_plan_t *plan, tpla_ctx_t ctx,
                                        const tpla_gemm_ar_desc_t *desc) {
   static const char fn[] = "tpla_gemm_ar_plan_create";
-  CREATE(OVL_AR, summarize_ar, tpla_gemm_ar_plan_t);
+  CREATE(OVL_AR, ovl_summarize_ar, tpla_gemm_ar_plan_t);
 }
 
 size_t ovl_plan_bytes(const ovl_plan_t *p) {
