@@ -29,6 +29,10 @@ tpla_status_t tpla_fail(tpla_status_t status, const char *fn, const char *fmt, .
     __attribute__((format(printf, 3, 4)));
 /* Clear the thread's last error (every public call starts with this). */
 void tpla_clear_error(void);
+/* msg[size] = the formatted text (a rank's reason, exchanged at plan
+ * creation, not the thread's last error); returns `status`. */
+tpla_status_t tpla_msg(char *msg, size_t size, tpla_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Evaluate a tpla call and return its status from the caller on failure. */
 #define TPLA_TRY(expr)                  \

@@ -32,15 +32,8 @@ typedef struct {
   char message[MSG_LEN];
 } summary_t;
 
-static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tpla_status_t bad(char *msg, tpla_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, MSG_LEN, fmt, ap);
-  va_end(ap);
-  return st;
-}
+/* msg (MSG_LEN) = the formatted text; evaluates to st. */
+#define bad(msg, st, ...) tpla_msg((msg), MSG_LEN, (st), __VA_ARGS__)
 
 static bool ns_dtype(tpla_dtype_t t) {
   return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;

@@ -13,14 +13,6 @@
 
 const char *const ovl_kind_name[] = {"AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce"};
 
-tpla_status_t ovl_bad(char *msg, tpla_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, OVL_MSG_LEN, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 static bool input_dtype(int t) {
   return t == TPLA_FLOAT32 || t == TPLA_FLOAT16 || t == TPLA_BFLOAT16;
 }
@@ -75,8 +67,18 @@ static tpla_status_t check_common(ovl_summary_t *s) {
   return TPLA_SUCCESS;
 }
 
-#define COPY_COMMON(s, d)                                                                  \
+/* What the three descriptors share: rejects a NULL descriptor or a wrong
+ * size field (returning from the caller), then copies the common fields,
+ * k and n. A descriptor from a caller built before window_group (its size
+ * ends there) has no group. */
+#define SUMMARIZE_COMMON(s, d, type, init)                                                 \
   do {                                                                                     \
+    if ((d) == NULL)                                                                       \
+      return ovl_bad((s)->message, TPLA_ERROR_INVALID_ARGUMENT, "argument 'desc' is NULL");\
+    if ((d)->size != sizeof(type) && (d)->size != offsetof(type, window_group))           \
+      return ovl_bad((s)->message, TPLA_ERROR_INVALID_ARGUMENT,                            \
+                     "argument 'desc': size field is %zu, expected %zu (initialize with "  \
+                     init ")", (d)->size, sizeof(type));                                   \
     (s)->op_b = (int32_t)(d)->op_b;                                                        \
     (s)->dtype = (int32_t)(d)->dtype;                                                      \
     (s)->d_dtype = (int32_t)(d)->d_dtype;                                                  \
@@ -85,67 +87,41 @@ static tpla_status_t check_common(ovl_summary_t *s) {
     (s)->mode = (int32_t)(d)->mode;                                                        \
     (s)->transport = (int32_t)(d)->transport;                                              \
     (s)->chunks = (d)->chunks;                                                             \
+    (s)->window_group = (d)->size == sizeof(type) ? (d)->window_group : 0;                 \
+    (s)->k = (d)->k;                                                                       \
+    (s)->n = (d)->n;                                                                       \
   } while (0)
 
-/* A descriptor from a caller built before window_group (its size ends there) has none. */
-#define WINDOW_GROUP(s, d, type)                                                           \
-  ((s)->window_group = (d)->size == sizeof(type) ? (d)->window_group : 0)
-#define SIZE_OK(d, type) ((d)->size == sizeof(type) || (d)->size == offsetof(type, window_group))
-
 tpla_status_t ovl_summarize_ag(ovl_summary_t *s, const tpla_ag_gemm_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return ovl_bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_ag_gemm_desc_t))
-    return ovl_bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-                   "with TPLA_AG_GEMM_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_ag_gemm_desc_t);
+  SUMMARIZE_COMMON(s, d, tpla_ag_gemm_desc_t, "TPLA_AG_GEMM_DESC_INIT");
   s->rows = d->local_rows;
-  s->k = d->k;
-  s->n = d->n;
   if (d->local_rows < 0 || d->k <= 0 || d->n < 0)
-    return ovl_bad(s->message, IA, "argument 'desc': local_rows %" PRId64 " (>= 0), k %" PRId64
-                   " (> 0), n %" PRId64 " (>= 0) out of range", d->local_rows, d->k, d->n);
+    return ovl_bad(s->message, TPLA_ERROR_INVALID_ARGUMENT,
+                   "argument 'desc': local_rows %" PRId64 " (>= 0), k %" PRId64 " (> 0), n %"
+                   PRId64 " (>= 0) out of range", d->local_rows, d->k, d->n);
   return check_common(s);
 }
 
 tpla_status_t ovl_summarize_rs(ovl_summary_t *s, const tpla_gemm_rs_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return ovl_bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_gemm_rs_desc_t))
-    return ovl_bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-                   "with TPLA_GEMM_RS_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_gemm_rs_desc_t);
+  SUMMARIZE_COMMON(s, d, tpla_gemm_rs_desc_t, "TPLA_GEMM_RS_DESC_INIT");
   s->m = d->m;
   s->rows = d->local_rows;
-  s->k = d->k;
-  s->n = d->n;
   if (d->m <= 0 || d->local_rows < -1 || d->local_rows > d->m || d->k < 0 || d->n <= 0)
-    return ovl_bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), local_rows %" PRId64
-                   " (-1 or 0..m), k %" PRId64 " (>= 0), n %" PRId64 " (> 0) out of range", d->m,
-                   d->local_rows, d->k, d->n);
+    return ovl_bad(s->message, TPLA_ERROR_INVALID_ARGUMENT,
+                   "argument 'desc': m %" PRId64 " (> 0), local_rows %" PRId64 " (-1 or 0..m), k %"
+                   PRId64 " (>= 0), n %" PRId64 " (> 0) out of range", d->m, d->local_rows, d->k,
+                   d->n);
   return check_common(s);
 }
 
 tpla_status_t ovl_summarize_ar(ovl_summary_t *s, const tpla_gemm_ar_desc_t *d) {
-  const tpla_status_t IA = TPLA_ERROR_INVALID_ARGUMENT;
-  if (d == NULL)
-    return ovl_bad(s->message, IA, "argument 'desc' is NULL");
-  if (!SIZE_OK(d, tpla_gemm_ar_desc_t))
-    return ovl_bad(s->message, IA, "argument 'desc': size field is %zu, expected %zu (initialize "
-                   "with TPLA_GEMM_AR_DESC_INIT)", d->size, sizeof *d);
-  COPY_COMMON(s, d);
-  WINDOW_GROUP(s, d, tpla_gemm_ar_desc_t);
+  SUMMARIZE_COMMON(s, d, tpla_gemm_ar_desc_t, "TPLA_GEMM_AR_DESC_INIT");
   s->m = d->m;
   s->rows = -1;
-  s->k = d->k;
-  s->n = d->n;
   if (d->m <= 0 || d->k < 0 || d->n <= 0)
-    return ovl_bad(s->message, IA, "argument 'desc': m %" PRId64 " (> 0), k %" PRId64
-                   " (>= 0), n %" PRId64 " (> 0) out of range", d->m, d->k, d->n);
+    return ovl_bad(s->message, TPLA_ERROR_INVALID_ARGUMENT,
+                   "argument 'desc': m %" PRId64 " (> 0), k %" PRId64 " (>= 0), n %" PRId64
+                   " (> 0) out of range", d->m, d->k, d->n);
   return check_common(s);
 }
 

@@ -25,9 +25,8 @@ extern const char *const ovl_kind_name[]; /* by ovl_kind_t */
 
 static inline bool ovl_fp8_dtype(int t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
 
-/* msg (OVL_MSG_LEN) = the formatted text; returns st. */
-tpla_status_t ovl_bad(char *msg, tpla_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* msg (OVL_MSG_LEN) = the formatted text; evaluates to st. */
+#define ovl_bad(msg, st, ...) tpla_msg((msg), OVL_MSG_LEN, (st), __VA_ARGS__)
 
 /* Check a descriptor and copy it into *s; on a bad one, the status, with
  * s->message saying why. */

@@ -31,6 +31,14 @@ int tpla_version(void) { return TPLA_VERSION; }
 
 void tpla_clear_error(void) { last_error[0] = '\0'; }
 
+tpla_status_t tpla_msg(char *msg, size_t size, tpla_status_t status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, size, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
 tpla_status_t tpla_fail(tpla_status_t status, const char *fn, const char *fmt, ...) {
   int n = snprintf(last_error, sizeof last_error, "%s: ", fn ? fn : "tpla");
   if (n < 0 || (size_t)n >= sizeof last_error)
