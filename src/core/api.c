@@ -368,8 +368,9 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
     return TPLA_SUCCESS;
   tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
                            ga.fp8, NULL};
-  TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
+  /* a local GEMM waits for no peer: the watchdog need not follow it */
+  TPLA_TRY(tpla_call_begin(ctx, fn, false, stream));
   tpla_status_t s = ctx->backend->gemm(ctx, &call, stream);
-  tpla_call_end(ctx, true, stream);
+  tpla_call_end(ctx, false, stream);
   return s;
 }
