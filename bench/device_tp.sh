@@ -29,12 +29,12 @@ tp=2
 for p in 4 8; do [ "$gpus" -ge "$p" ] && tp=$p; done
 nvidia-smi topo -m > "$L/topo.log" 2>&1
 if [ "$part" = 1 ]; then
-  OUT=$L/gpu-tests timeout 330 bash tests/gpu/run.sh --no-clean > "$L/gpu_tests.log" 2>&1
+  OUT=$L/gpu-tests timeout 450 bash tests/gpu/run.sh --no-clean > "$L/gpu_tests.log" 2>&1
   say "suite: exit $? ($(el)) $(tail -n 1 "$L/gpu_tests.log")"
   grep -E "FAIL|HANG|Failed|not checked" "$L/gpu_tests.log" | head -10 >> "$S"
   pack
   for shape in 14336x4096 4096x14336 16384x4096 8192x8192; do
-    [ "$(( $(date +%s) - t0 ))" -lt 520 ] || { say "ns_auto_check $shape: not run (time)"; continue; }
+    [ "$(( $(date +%s) - t0 ))" -lt 500 ] || { say "ns_auto_check $shape: not run (time)"; continue; }
     timeout 70 python3 bench/ns_auto_check.py --tpla build-gpu/tpla -g $tp --reps 1 \
       --out "$L/auto_g${tp}_$shape" "$shape" > "$L/auto_g${tp}_$shape.log" 2>&1
     say "ns_auto_check -g $tp $shape: exit $? ($(el))"
@@ -56,7 +56,7 @@ else
   say "run_ns (NS_TP $tp): exit $? ($(el))"
   grep -E "^## |^(16384x4096|14336x4096|4096x14336|8192x8192) " "$L/run_ns/compare.txt" >> "$S"
   pack
-  OUT=$L/overlap_tp$tp TP=$tp timeout 280 bash bench/run_overlap.sh > "$L/overlap_tp$tp.log" 2>&1
+  OUT=$L/overlap_tp$tp TP=$tp STEP_TIMEOUT=90 timeout 300 bash bench/run_overlap.sh > "$L/overlap_tp$tp.log" 2>&1
   say "run_overlap TP=$tp: exit $? ($(el))"
   cat "$L/overlap_tp$tp/compare.txt" >> "$S" 2>/dev/null
   pack

@@ -9,6 +9,7 @@
 #   TPLA_OVERLAP_CHUNKS=4 TPLA_OVERLAP_TRANSPORT=sendrecv bash bench/run_overlap.sh
 #   DTYPE=e4m3 ACCUM=fast bash bench/run_overlap.sh   FP8 (tpla -d e4m3 --accum=..., PyTorch
 #                                                       torch._scaled_mm; bf16 outputs)
+#   STEP_TIMEOUT=90 bash bench/run_overlap.sh    each tpla/PyTorch step at most 90 s (default 900)
 #   TP=4 OUT=bench/out/tp4 bash bench/run_overlap.sh  4 GPUs (issue #7), DESIGN.md's shapes
 #                                                       read as at TP = 2 by both tools (AG: M
 #                                                       global; RS/AR: M, K per rank, N)
@@ -27,6 +28,7 @@ SEED="${SEED:-1234}"
 DTYPE="${DTYPE:-bf16}"
 ACCUM="${ACCUM:-split}"
 TP="${TP:-2}"
+STEP_TIMEOUT="${STEP_TIMEOUT:-900}"
 FP8_TPLA=()
 FP8_TORCH=()
 if [ "$DTYPE" != bf16 ]; then
@@ -56,10 +58,10 @@ if [ ! -x "$BUILD/tpla" ]; then
 fi
 step "build" build.log 900 cmake --build "$BUILD" -j --target tpla_tool
 for op in ag-gemm gemm-rs gemm-ar; do
-  step "tpla $op -g $TP" "tpla_$op.log" 900 "$BUILD/tpla" "$op" -g "$TP" -d "$DTYPE" \
+  step "tpla $op -g $TP" "tpla_$op.log" "$STEP_TIMEOUT" "$BUILD/tpla" "$op" -g "$TP" -d "$DTYPE" \
     -n "$ITERS" -w "$WARMUP" -s "$SEED" "${FP8_TPLA[@]}"
 done
-step "PyTorch anchors (torchrun, $TP GPUs)" torch_overlap.log 900 \
+step "PyTorch anchors (torchrun, $TP GPUs)" torch_overlap.log "$STEP_TIMEOUT" \
   torchrun --nproc_per_node="$TP" "$ROOT/bench/overlap_torch.py" --iters "$ITERS" \
   --warmup "$WARMUP" --json "$OUT/torch_overlap.jsonl" "${FP8_TORCH[@]}"
 step "compare" compare.txt 60 "$PY" "$ROOT/bench/overlap_compare.py" \
