@@ -183,6 +183,17 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
   return tpla_nccl_finish(impl->comm, r, xp->ctx->cfg.timeout_ms, &impl->comm_aborted, fn, what);
 }
 
+/* A pull by the SMs (the fold kernel with one slot: a copy) instead of the copy engine. With
+ * three or more ranks, copy-engine pulls of peers' windows stop for good once peers pull from
+ * each other at the same time (runs 115-118, 4 H200s: every GEMM+AllReduce over PEER hung,
+ * with the progress marks of run 118 on the pulls' copies, their flags already set); with two
+ * ranks they never did in thousands of calls, and keep the copy engine. */
+static bool pull_by_sm(const tpla_xport_t *xp, const tpla_matrix_t *v, int64_t src_ld) {
+  bool fold_type = v->dtype == TPLA_FLOAT32 || v->dtype == TPLA_FLOAT16 ||
+                   v->dtype == TPLA_BFLOAT16;
+  return xp->nranks > 2 && fold_type && src_ld == v->cols;
+}
+
 static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq) {
   if (xp->rehearsal)
     return TPLA_SUCCESS;
@@ -221,11 +232,17 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
     TPLA_TRY(xp_write(xp, st, xp_step_word(xp, s->to, s->flag), seq, "signal a published slice"));
   if (s->from >= 0) {
     const tpla_matrix_t *v = &s->recv;
+    const char *src = xp_window_of(xp, s->from) + s->from_offset;
+    int64_t src_ld = s->from_ld > 0 ? s->from_ld : v->cols;
     TPLA_TRY(xp_wait(xp, st, xp_step_word(xp, r, s->flag), seq, "wait for a published slice"));
-    TPLA_TRY(copy_status(copy2d(v->data, v->ld, xp_window_of(xp, s->from) + s->from_offset,
-                                s->from_ld > 0 ? s->from_ld : v->cols, v->rows, v->cols,
-                                tpla_dtype_size(v->dtype), st),
-                         xp, "pull from", s->from, v->rows, v->cols));
+    if (pull_by_sm(xp, v, src_ld))
+      TPLA_TRY(tpla_cuda_status(tpla_launch_fold(*v, 0.0f, src, 0, 1, NULL,
+                                                 (tpla_matrix_t){NULL, 0, 0, 1, v->dtype}, st),
+                                xp->fn, "the fold kernel as a pull (SM copy)"));
+    else
+      TPLA_TRY(copy_status(copy2d(v->data, v->ld, src, src_ld, v->rows, v->cols,
+                                  tpla_dtype_size(v->dtype), st),
+                           xp, "pull from", s->from, v->rows, v->cols));
   }
   CUDA_TRY(xp->fn, cudaEventRecord(xp->flag_events[s->flag], st));
   return TPLA_SUCCESS;
