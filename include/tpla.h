@@ -774,7 +774,9 @@ typedef struct {
  * between ranks and be 0), D_local is local_rows x n: rows
  * [o_r, o_r + local_rows) of the reduced m x n product, o_r the sum of the
  * lower ranks' local_rows. local_rows = -1 (the INIT value) on every rank
- * splits m evenly (the first m % P ranks get one row more). m, n, dtype,
+ * splits m evenly (the first m % P ranks get one row more; with FP8 inputs
+ * and m a multiple of 16, in units of 16 rows, which Hopper's FP8 GEMMs
+ * need: the first (m / 16) % P ranks get 16 rows more). m, n, dtype,
  * d_dtype, mode, transport and chunks must agree; the local_rows must sum
  * to m. */
 typedef struct {
@@ -798,7 +800,8 @@ typedef struct {
    TPLA_OVERLAP_AUTO, TPLA_TRANSPORT_AUTO, 0, 0}
 
 /* GEMM+AllReduce. A is m x k (k local, may be 0), D is m x n on every rank.
- * Internally the rows are split evenly for the reduction. m, n, dtype,
+ * Internally the rows are split evenly for the reduction (as GEMM+RS's
+ * local_rows = -1, FP8's 16-row units included). m, n, dtype,
  * d_dtype, bias, mode, transport and chunks must agree. */
 typedef struct {
   size_t size;          /* sizeof(tpla_gemm_ar_desc_t); set by the INIT macro */

@@ -48,12 +48,15 @@ static tpla_status_t slices(ovl_plan_t *p, const ovl_summary_t *all, const char 
     return TPLA_SUCCESS;
   }
   bool even = all[0].rows < 0;
+  /* the even split deals rows in units: 16 for FP8 when m allows, since Hopper's FP8 GEMMs
+   * take row slices in multiples of 16 (m = 928 at P = 4: 240, 240, 224, 224, not 232 each) */
+  const int64_t unit = p->fp8 && p->m % 16 == 0 ? 16 : 1, units = p->m / unit;
   for (int r = 0; r < P; r++) {
     if ((all[r].rows < 0) != even)
       return tpla_fail(TPLA_ERROR_REMOTE, fn, "ranks disagree: rank %d has local_rows = %" PRId64
                        ", rank 0 has %" PRId64 " (-1, the even split, must be on every rank "
                        "or none)", r, all[r].rows, all[0].rows);
-    int64_t rows = even ? p->m / P + (r < p->m % P) : all[r].rows;
+    int64_t rows = even ? (units / P + (r < units % P)) * unit : all[r].rows;
     p->offs[r + 1] = p->offs[r] + rows;
   }
   if (p->offs[P] != p->m)

@@ -66,10 +66,15 @@ static inline tpla_matrix_t oc_alloc(int64_t rows, int64_t cols, int pad, tpla_d
   return v;
 }
 
-static inline int64_t oc_even(int64_t m, int P, int r) { return m / P + (r < m % P); }
-
 static inline bool oc_fp8(tpla_dtype_t t) {
   return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2;
+}
+
+/* Rank r's rows of the even split of m: FP8 deals 16-row blocks when m is a multiple of 16. */
+static inline int64_t oc_even(int64_t m, int P, int r, tpla_dtype_t t) {
+  if (oc_fp8(t) && m % 16 == 0)
+    return 16 * oc_even(m / 16, P, r, TPLA_FLOAT32);
+  return m / P + (r < m % P);
 }
 /* B's dtype: the plan's, except E4M3 with an E5M2 A (E5M2 x E5M2 is no product) */
 static inline tpla_dtype_t oc_b_dtype(const ocase_t *c) {
@@ -82,7 +87,7 @@ static inline int64_t oc_slice_rows(const orun_t *run, int r) {
     return c->rows[r];
   if (c->kind == OC_RS && c->rows[0] >= 0)
     return c->rows[r];
-  return oc_even(c->m, c->P, r);
+  return oc_even(c->m, c->P, r, c->dtype);
 }
 
 static inline int64_t oc_slice_offset(const orun_t *run, int r) {

@@ -5,8 +5,9 @@
  * rows), E4M3 x E4M3 and E5M2 x E4M3, op(B) = T and N (the plan transposes
  * B per call), PEER, SENDRECV and SERIAL, uneven and empty slices, against
  * a float64 reference on the dequantized inputs; d_amax equals max |D|; the
- * gathered view keeps the FP8 bytes and every rank's scale. Then the FP8
- * argument errors, which leave D untouched.
+ * gathered view keeps the FP8 bytes and every rank's scale; the even split
+ * deals FP8 rows in 16-row blocks. Then the FP8 argument errors, which leave
+ * D untouched.
  */
 #include "test_overlap_common.h"
 
@@ -63,6 +64,39 @@ static void run_kind(oc_kind_t kind) {
       failures += oc_run_case(&c, NULL);
     }
   ASSERT_EQ_INT(failures, 0);
+}
+
+/* The even split of GEMM+RS (local_rows -1) and GEMM+AR deals FP8 rows in 16-row blocks when
+ * m allows (Hopper's FP8 GEMMs take row slices in multiples of 16): 928 rows on 4 ranks are
+ * 240, 240, 224, 224, where bf16 gets 232 each and FP8 with m = 930 gets 233, 233, 232, 232.
+ * The slices come from the plans' info; the outputs are checked as in every case. */
+static void test_fp8_even_split_in_16_row_units(void) {
+  static const struct {
+    tpla_dtype_t dtype;
+    int64_t m, rows[4];
+  } want[] = {{TPLA_FLOAT8_E4M3, 928, {240, 240, 224, 224}},
+              {TPLA_BFLOAT16, 928, {232, 232, 232, 232}},
+              {TPLA_FLOAT8_E4M3, 930, {233, 233, 232, 232}}};
+  for (int kind = OC_RS; kind <= OC_AR; kind++)
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+      ocase_t c;
+      make_case(&c, (oc_kind_t)kind, 4, 0);
+      c.dtype = c.d_dtype = want[w].dtype;
+      if (oc_fp8(c.dtype))
+        c.d_dtype = TPLA_BFLOAT16;
+      c.m = want[w].m;
+      for (int r = 0; r < 4; r++)
+        c.rows[r] = -1;
+      orun_t run;
+      ASSERT_EQ_INT(oc_run_case(&c, &run), 0);
+      int64_t offset = 0;
+      for (int r = 0; r < 4; r++) {
+        ASSERT_EQ_INT(run.r[r].info.rows, want[w].rows[r]);
+        ASSERT_EQ_INT(run.r[r].info.row_offset, offset);
+        offset += want[w].rows[r];
+      }
+      oc_free(&run);
+    }
 }
 
 static void test_fp8_ag_gemm(void) { run_kind(OC_AG); }
@@ -247,6 +281,7 @@ int main(void) {
   TEST(test_fp8_gemm_rs);
   TEST(test_fp8_gemm_ar);
   TEST(test_fp8_b_version_reuses_the_transpose);
+  TEST(test_fp8_even_split_in_16_row_units);
   TEST(test_fp8_errors);
   return test_summary();
 }
