@@ -30,9 +30,7 @@
  * covers every rank's inputs; #wrong counts elements outside the rounding
  * bound ((P + 4) u_D + (K + 4) u_fp32) sum |a b|.
  */
-#include "tool.h"
-
-#include "internal.h" /* tpla_load_elem / tpla_store_elem */
+#include "overlap_tool.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -41,169 +39,9 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_SHAPES 16
-#define MAX_SETS 8
-#define SAMPLE 48 /* rows and columns checked per rank */
-
-typedef enum { OP_AG = 0, OP_RS = 1, OP_AR = 2 } op_kind_t;
 static const char *op_names[3] = {"ag-gemm", "gemm-rs", "gemm-ar"};
 
-typedef struct {
-  double time, serial, gemm, comm; /* microseconds */
-  size_t ws;
-  int chunks;
-  tpla_transport_t transport;
-  int64_t checked, wrong;
-} result_t;
-
-typedef struct {
-  op_kind_t kind;
-  tool_opts_t *o;
-  int64_t shapes[MAX_SHAPES][3]; /* M K N */
-  int nshapes;
-  int chunks;
-  tpla_transport_t transport;
-  tpla_fp8_accum_t accum; /* FP8 inputs: --accum=fast|split */
-  bool cache_b;           /* --cache-b: one B with b_version 1 (a weight between updates) */
-  uint64_t seed;
-  result_t *res; /* [shape][rank] */
-  int64_t wrong_total;
-} job_t;
-
-/* ---- inputs: element (i, j) of matrix `which` of rank `rank`, from its indices ---- */
-
-/* The element before rounding to the matrix dtype: uniform in [-1, 1). */
-static double hraw(uint64_t seed, int which, int rank, int64_t i, int64_t j) {
-  uint64_t z = seed ^ ((uint64_t)which << 58) ^ ((uint64_t)rank << 46) ^
-               ((uint64_t)i * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)j * 0xc2b2ae3d27d4eb4full);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (double)(z >> 11) * 0x1.0p-52 - 1.0;
-}
-
-/* The value the executor sees. */
-static double hval(uint64_t seed, int which, int rank, int64_t i, int64_t j, tpla_dtype_t t) {
-  uint32_t cell[2];
-  tpla_store_elem(cell, t, 0, hraw(seed, which, rank, i, j));
-  return tpla_load_elem(cell, t, 0);
-}
-
-enum { M_A = 0, M_B = 1, M_D = 2 };
-
-typedef struct {
-  tpla_matrix_t a[MAX_SETS], b[MAX_SETS], d; /* executor memory */
-  tpla_matrix_t full;                        /* AG: M x K gathered; RS/AR: M x N partial */
-  tpla_matrix_t dloc;                        /* RS: the comm's output slice */
-  int sets;
-  int64_t rows, off; /* this rank's slice */
-  float *scales;     /* FP8: A scale, B scale (16 bytes apart) in executor memory */
-} bufs_t;
-
-static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
-
-/* D's dtype: -o fp32, else the input's (FP8 inputs: bf16). B's: the input's
- * (E5M2 inputs: E4M3 weights, as in a backward pass). */
-static tpla_dtype_t out_dtype(const tool_opts_t *o) {
-  return o->out_fp32 ? TPLA_FLOAT32 : is_fp8(o->dtype) ? TPLA_BFLOAT16 : o->dtype;
-}
-static tpla_dtype_t b_dtype(const tool_opts_t *o) {
-  return o->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : o->dtype;
-}
-
-/* FP8: rank r's per-tensor scales (A, B); exact in binary, different per rank. */
-static float a_scale_of(int rank) { return 0.5f + 0.25f * (float)rank; }
-static const float b_scale = 0.75f;
-
-static tpla_matrix_t shape_of(int64_t rows, int64_t cols, tpla_dtype_t t) {
-  tpla_matrix_t m = {NULL, rows, cols, cols > 0 ? cols : 1, t};
-  return m;
-}
-
-static size_t bytes_of(tpla_matrix_t m) {
-  return (size_t)(m.rows > 0 ? m.rows : 1) * (size_t)m.ld * tpla_dtype_size(m.dtype);
-}
-
-/* Upload into m's executor memory the values hval(which, rank), or zeros
- * for which < 0. */
-static int fill(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int rank) {
-  void *host = calloc(1, bytes_of(*m));
-  if (host == NULL)
-    return tool_rank_error(r, "out of host memory (%zu bytes)", bytes_of(*m));
-  for (int64_t i = 0; which >= 0 && i < m->rows; i++)
-    for (int64_t j = 0; j < m->cols; j++)
-      tpla_store_elem(host, m->dtype, (size_t)(i * m->ld + j), hraw(seed, which, rank, i, j));
-  int failed = tool_upload(r, m->data, host, bytes_of(*m));
-  free(host);
-  return failed;
-}
-
-/* Allocate m in executor memory and fill it. */
-static int make(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int rank) {
-  m->data = tool_alloc(r, bytes_of(*m));
-  return m->data == NULL || fill(r, m, seed, which, rank);
-}
-
-static void free_bufs(tool_rank_t *r, bufs_t *b) {
-  for (int s = 0; s < MAX_SETS; s++) {
-    tool_free(r, b->a[s].data);
-    tool_free(r, b->b[s].data);
-  }
-  tool_free(r, b->d.data);
-  tool_free(r, b->full.data);
-  tool_free(r, b->dloc.data);
-  tool_free(r, b->scales);
-}
-
-static int alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, bufs_t *b,
-                      uint64_t seed) {
-  const tool_opts_t *o = job->o;
-  int P = r->nranks;
-  int64_t M = mkn[0], K = mkn[1], N = mkn[2];
-  tpla_dtype_t in = o->dtype, out = out_dtype(o), bt = b_dtype(o);
-  b->rows = M / P + (r->rank < M % P);
-  b->off = (M / P) * r->rank + (r->rank < M % P ? r->rank : M % P);
-  tpla_matrix_t a = shape_of(job->kind == OP_AG ? b->rows : M, K, in);
-  tpla_matrix_t bm = o->op_b == TPLA_OP_N ? shape_of(K, N, bt) : shape_of(N, K, bt);
-  size_t set_bytes = bytes_of(a) + bytes_of(bm), want = 2 * tool_cache_bytes(r);
-  b->sets = (int)((want + set_bytes - 1) / set_bytes);
-  b->sets = b->sets < 1 ? 1 : b->sets > MAX_SETS ? MAX_SETS : b->sets;
-  while (b->sets > 1 && (size_t)b->sets * set_bytes > ((size_t)8 << 30))
-    b->sets--;
-  int failed = 0;
-  for (int s = 0; s < b->sets && !failed; s++) {
-    b->a[s] = a;
-    b->b[s] = bm;
-    /* every set holds the same values: the check reads set 0, timing rotates */
-    failed = make(r, &b->a[s], seed, M_A, r->rank) || make(r, &b->b[s], seed, M_B, r->rank);
-  }
-  b->d = shape_of(job->kind == OP_RS ? b->rows : M, N, out);
-  b->full = job->kind == OP_AG ? shape_of(M, K, in) : shape_of(M, N, out);
-  b->dloc = shape_of(b->rows, N, out);
-  if (!failed)
-    failed = make(r, &b->d, seed, M_D, r->rank) || make(r, &b->full, seed, -1, 0) ||
-             make(r, &b->dloc, seed, -1, 0);
-  if (!failed && is_fp8(in)) { /* the scales, in executor memory */
-    float host[2 * TPLA_FP8_SCALE_STRIDE] = {a_scale_of(r->rank)}; /* 16 bytes apart */
-    host[TPLA_FP8_SCALE_STRIDE] = b_scale;
-    b->scales = tool_alloc(r, sizeof host);
-    failed = b->scales == NULL || tool_upload(r, b->scales, host, sizeof host);
-  }
-  return failed;
-}
-
 /* ---- plans and timed bodies ----------------------------------------------------------- */
-
-typedef struct {
-  const job_t *job;
-  bufs_t *b;
-  tpla_ag_gemm_plan_t ag;
-  tpla_gemm_rs_plan_t rs;
-  tpla_gemm_ar_plan_t ar;
-  tpla_overlap_args_t args;
-  size_t *counts;
-  int64_t M, K, N;
-} bench_t;
 
 static tpla_status_t plan_create(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode) {
   const tool_opts_t *o = x->job->o;
@@ -281,83 +119,6 @@ static tpla_status_t comm_body(tool_rank_t *r, int iter, void *arg) {
                         b->full.dtype, r->stream);
 }
 
-/* ---- the check ------------------------------------------------------------------------ */
-
-/* Sampled elements of D (this rank's output after one call on set 0 from
- * the generated D) against float64; adds to *checked and *wrong. */
-static int check(tool_rank_t *r, bench_t *x, int64_t *checked, int64_t *wrong) {
-  const job_t *job = x->job;
-  const tool_opts_t *o = job->o;
-  bufs_t *b = x->b;
-  const int P = r->nranks;
-  const int64_t M = x->M, K = x->K, N = x->N, drows = b->d.rows;
-  tpla_dtype_t in = o->dtype, out = b->d.dtype, bt = b_dtype(o);
-  bool fp8 = is_fp8(in);
-  int64_t rows[SAMPLE], cols[SAMPLE], nr = drows < SAMPLE ? drows : SAMPLE;
-  int64_t nc = N < SAMPLE ? N : SAMPLE;
-  for (int64_t i = 0; i < nr; i++)
-    rows[i] = nr > 1 ? i * (drows - 1) / (nr - 1) : 0;
-  for (int64_t j = 0; j < nc; j++)
-    cols[j] = nc > 1 ? j * (N - 1) / (nc - 1) : 0;
-  int nq = job->kind == OP_AG ? 1 : P; /* ranks whose products add up */
-  double *arow = malloc(sizeof(double) * (size_t)(nq * nr * K + 1));
-  double *bcol = malloc(sizeof(double) * (size_t)(nq * nc * K + 1));
-  void *host = malloc(bytes_of(b->d));
-  if (!arow || !bcol || !host || tool_download(r, host, b->d.data, bytes_of(b->d))) {
-    free(arow), free(bcol), free(host);
-    return tool_rank_error(r, "check: out of host memory or download failed");
-  }
-  for (int q = 0; q < nq; q++)
-    for (int64_t i = 0; i < nr; i++) {
-      int64_t gi = rows[i] + (job->kind == OP_RS ? b->off : 0), owner = q, li = gi;
-      if (job->kind == OP_AG) { /* the gathered row gi is row li of rank owner */
-        int64_t base = M / P, extra = M % P;
-        int64_t split = extra * (base + 1); /* the first `extra` ranks hold base + 1 rows */
-        owner = gi < split ? gi / (base + 1) : extra + (gi - split) / base;
-        li = gi - (base * owner + (owner < extra ? owner : extra));
-      }
-      double sa = fp8 ? (double)a_scale_of((int)owner) : 1.0;
-      for (int64_t p = 0; p < K; p++)
-        arow[(q * nr + i) * K + p] = sa * hval(job->seed, M_A, (int)owner, li, p, in);
-    }
-  for (int q = 0; q < nq; q++) {
-    int brank = job->kind == OP_AG ? r->rank : q;
-    for (int64_t j = 0; j < nc; j++)
-      for (int64_t p = 0; p < K; p++)
-        bcol[(q * nc + j) * K + p] = (fp8 ? (double)b_scale : 1.0) *
-                                     (o->op_b == TPLA_OP_N
-                                          ? hval(job->seed, M_B, brank, p, cols[j], bt)
-                                          : hval(job->seed, M_B, brank, cols[j], p, bt));
-  }
-  double u_d = out == TPLA_FLOAT32 ? 0x1.0p-24 : out == TPLA_FLOAT16 ? 0x1.0p-11 : 0x1.0p-8;
-  /* FP8 fast accumulation keeps the tensor cores' partial sums in reduced
-   * precision (undocumented width): a loose bound of 13 fraction bits */
-  double u_acc = o->allow_tf32 && in == TPLA_FLOAT32 ? 0x1.0p-11
-                 : fp8 && job->accum == TPLA_FP8_ACCUM_FAST ? 0x1.0p-13
-                                                            : 0x1.0p-24;
-  double factor = (P + 4) * u_d + (double)(nq * K + 4) * u_acc;
-  for (int64_t i = 0; i < nr; i++)
-    for (int64_t j = 0; j < nc; j++) {
-      double s = 0, sa = 0;
-      for (int q = 0; q < nq; q++) {
-        const double *av = arow + (q * nr + i) * K, *bv = bcol + (q * nc + j) * K;
-        for (int64_t p = 0; p < K; p++) {
-          s += av[p] * bv[p];
-          sa += fabs(av[p] * bv[p]);
-        }
-      }
-      double d0 = hval(job->seed, M_D, r->rank, rows[i], cols[j], out);
-      double ref = (double)x->args.alpha * s + (double)x->args.beta * d0;
-      double bound = factor * (fabs((double)x->args.alpha) * sa + fabs((double)x->args.beta * d0));
-      double got = tpla_load_elem(host, out, (size_t)(rows[i] * b->d.ld + cols[j]));
-      (*checked)++;
-      if (!(fabs(got - ref) <= bound))
-        (*wrong)++;
-    }
-  free(arow), free(bcol), free(host);
-  return 0;
-}
-
 /* ---- one shape on one rank -------------------------------------------------------------- */
 
 static const char *transport_name(tpla_transport_t t) {
@@ -373,12 +134,12 @@ static int time_plan(tool_rank_t *r, bench_t *x, tpla_overlap_mode_t mode, doubl
     return tool_rank_fail(r, "plan create", s);
   int failed = 0;
   if (o->check) { /* one call from the generated D, then compare */
-    failed = fill(r, &x->b->d, x->job->seed, M_D, r->rank);
+    failed = overlap_fill(r, &x->b->d, x->job->seed, M_D, r->rank);
     s = failed ? TPLA_SUCCESS : plan_body(r, 0, x);
     if (s != TPLA_SUCCESS)
       failed = tool_rank_fail(r, op_names[x->job->kind], s);
     else if (!failed)
-      failed = tool_stream_sync(r) || check(r, x, &res->checked, &res->wrong);
+      failed = tool_stream_sync(r) || overlap_check(r, x, &res->checked, &res->wrong);
   }
   if (!failed)
     failed = tool_time(r, o->warmup, o->iters, plan_body, x, us);
@@ -408,14 +169,14 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
   x.args.alpha = job->o->alpha;
   x.args.beta = job->o->beta;
   uint64_t seed = job->seed;
-  int failed = alloc_bufs(r, job, mkn, &b, seed);
+  int failed = overlap_alloc_bufs(r, job, mkn, &b, seed);
   if (!failed && is_fp8(job->o->dtype)) {
     x.args.fp8.a_scale = b.scales;
     x.args.fp8.b_scale = b.scales + TPLA_FP8_SCALE_STRIDE;
     x.args.fp8.accum = job->accum;
   }
   if (!failed && job->kind == OP_AG) /* the unchunked GEMM reads real values */
-    failed = fill(r, &b.full, seed, M_A, 0);
+    failed = overlap_fill(r, &b.full, seed, M_A, 0);
   x.counts = calloc((size_t)r->nranks, sizeof *x.counts);
   if (x.counts == NULL)
     failed = tool_rank_error(r, "out of host memory");
@@ -434,7 +195,7 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
     failed = tool_time(r, job->o->warmup, job->o->iters, comm_body, &x, &res->comm);
   tool_stream_sync(r);
   free(x.counts);
-  free_bufs(r, &b);
+  overlap_free_bufs(r, &b);
   return failed;
 }
 
