@@ -17,11 +17,16 @@
 #                               TPLA_OVERLAP_TRANSPORT=sendrecv: at TP = 4 the copy-engine
 #                               pushes received 185 GB/s per rank where NCCL's all-gather
 #                               moved ~307 (run 80, AG (16384, 8192, 1024))
-# Compare with docs/PERFORMANCE.md's predictions and run 80. Logs: $OUT/logs.tgz.
+#   bash bench/device_tp.sh 3   FP8 (E4M3, split and fast accumulation) bench/run_overlap.sh at
+#                               the largest TP with the PyTorch anchors
+# Runs 115-116 (4 GPUs) ran parts 1 and 2: GEMM+AR over PEER hung past two ranks; 00c1a3b (SM
+# pulls) fixed it (runs 119-120). Still to run at TP = 4: part 1 at the final library (run 115
+# was before 00c1a3b, d6344dd, 9ef18b5) and part 3; at TP = 8: everything.
+# Compare with docs/PERFORMANCE.md's predictions and runs 80, 115-120. Logs: $OUT/logs.tgz.
 # Run in the repository root of main (no carry), kind nvidia-h200-x4 or -x8:
 #   bash bench/device_tp.sh 1
 set -u
-part=${1:?usage: bash bench/device_tp.sh 1|2}
+part=${1:?usage: bash bench/device_tp.sh 1|2|3}
 . bench/device_lib.sh "tp$part"
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 say "part $part on $gpus GPU(s)"
@@ -39,6 +44,14 @@ if [ "$part" = 1 ]; then
       --out "$L/auto_g${tp}_$shape" "$shape" > "$L/auto_g${tp}_$shape.log" 2>&1
     say "ns_auto_check -g $tp $shape: exit $? ($(el))"
     grep -E "PASS|MISS" "$L/auto_g${tp}_$shape.log" >> "$S"
+    pack
+  done
+elif [ "$part" = 3 ]; then
+  for accum in split fast; do
+    OUT=$L/fp8_$accum TP=$tp DTYPE=e4m3 ACCUM=$accum STEP_TIMEOUT=90 timeout 270 \
+      bash bench/run_overlap.sh > "$L/fp8_$accum.log" 2>&1
+    say "run_overlap TP=$tp e4m3 $accum: exit $? ($(el))"
+    cat "$L/fp8_$accum/compare.txt" >> "$S" 2>/dev/null
     pack
   done
 else
