@@ -676,9 +676,7 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
 #define TPLA_OVERLAP_MAX_CHUNKS 16
 
 typedef enum {
-  TPLA_OVERLAP_AUTO = 0,    /* OVERLAP; SERIAL for GEMM+AllReduce on more than two
-                               ranks when its transfer outlasts its GEMM (measured
-                               faster there: docs/OVERLAP.md); get_info tells which */
+  TPLA_OVERLAP_AUTO = 0,    /* OVERLAP */
   TPLA_OVERLAP_OVERLAP = 1, /* chunked transfers hidden behind chunked GEMMs */
   TPLA_OVERLAP_SERIAL = 2   /* one collective (NCCL), then one GEMM */
 } tpla_overlap_mode_t;

@@ -236,9 +236,6 @@ void ovl_chunk(int64_t rows, int chunks, int tail, int c, int64_t *r0, int64_t *
 /* The tail AUTO chooses from agreed values (TPLA_OVERLAP_TAIL overrides;
  * see overlap_plan.c). */
 int ovl_auto_tail(ovl_kind_t kind, int nranks, int64_t k, int64_t n, tpla_dtype_t dtype);
-/* The mode TPLA_OVERLAP_AUTO resolves to, from agreed values (see overlap_plan.c). */
-tpla_overlap_mode_t ovl_auto_mode(ovl_kind_t kind, int nranks, int64_t k, int64_t n,
-                                  tpla_dtype_t dtype);
 /* The chunk count AUTO chooses from agreed values (see overlap_plan.c). */
 int ovl_auto_chunks(ovl_kind_t kind, int nranks, int64_t max_rows, int64_t k, int64_t n,
                     tpla_dtype_t dtype);

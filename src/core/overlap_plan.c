@@ -136,18 +136,6 @@ int ovl_auto_tail(ovl_kind_t kind, int nranks, int64_t k, int64_t n, tpla_dtype_
   return kind == OVL_AR && nranks > 1 && transfer_ratio(kind, nranks, k, n, dtype) < 1.0 ? 2 : 1;
 }
 
-/* AUTO runs OVERLAP, except GEMM+AllReduce past two ranks where the transfer outlasts the
- * GEMM. Its pulls are SM copies there (src/cuda/transport.c), and on 4 H200s the overlapped
- * call was slower than SERIAL at (16384, 1024, 8192): 2062 against 1713 us in run 120, 2118
- * against 1715 in run 119. It was faster where the GEMM dominates: (8192, 4096, 8192) 1317
- * against 1397, (16384, 14336, 8192) 5945 against 6616. */
-tpla_overlap_mode_t ovl_auto_mode(ovl_kind_t kind, int nranks, int64_t k, int64_t n,
-                                  tpla_dtype_t dtype) {
-  bool ar_transfer_bound = kind == OVL_AR && nranks > 2 &&
-                           transfer_ratio(kind, nranks, k, n, dtype) >= 1.0;
-  return ar_transfer_bound ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
-}
-
 static size_t align_up(size_t x) { return (x + OVL_ALIGN - 1) / OVL_ALIGN * OVL_ALIGN; }
 
 /* Window and staging sizes and the staging offsets, from the plan's shape. */
@@ -319,15 +307,13 @@ static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *
     TPLA_TRY(fp8_shapes(p, all, fn));
   if (p->kind == OVL_AG)
     p->m = p->offs[p->nranks];
+  p->mode = s->mode == TPLA_OVERLAP_SERIAL ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
   int64_t max_rows = 0, max_n = 0, max_k = 0;
   for (int r = 0; r < p->nranks; r++) {
     max_rows = ovl_rows(p, r) > max_rows ? ovl_rows(p, r) : max_rows;
     max_n = all[r].n > max_n ? all[r].n : max_n;
     max_k = all[r].k > max_k ? all[r].k : max_k;
   }
-  p->mode = s->mode != TPLA_OVERLAP_AUTO
-                ? (tpla_overlap_mode_t)s->mode
-                : ovl_auto_mode(p->kind, p->nranks, max_k, p->n, p->dtype);
   if (p->mode == TPLA_OVERLAP_SERIAL)
     p->chunks = 1;
   else if (s->chunks > 0)

@@ -379,7 +379,6 @@ static int body_overlap(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_gemm_rs_plan_destroy(rs);
   tpla_gemm_ar_desc_t ard = TPLA_GEMM_AR_DESC_INIT;
   ard.m = OV_M, ard.k = k, ard.n = OV_N, ard.transport = ad.transport;
-  ard.mode = TPLA_OVERLAP_OVERLAP; /* AUTO would run SERIAL on 3 ranks with this small k */
   tpla_gemm_ar_plan_t ar = NULL;
   RCHECK_OK(tpla_gemm_ar_plan_create(&ar, ctx, &ard));
   RCHECK_OK(tpla_gemm_ar(ar, (tpla_matrix_t){out->ar[rank], OV_M, OV_N, OV_N, TPLA_FLOAT32}, am,
