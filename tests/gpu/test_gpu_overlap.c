@@ -65,9 +65,12 @@ static gcase_t fp8_case(int P, int kind, int v, uint64_t case_seed) {
   c.seed = case_seed;
   c.amax = 1;
   switch (v) {
-  case 0: /* one chunk, split accumulation */
-    c.chunks = 1;
-    set_sizes(&c, P, 256, 256, 192, 192, 160);
+  case 0: /* one chunk, split accumulation; m = 272 + 256 (P - 1) = 16 (17 + 16 (P - 1)): at
+           * P >= 2 the even split of GEMM+AR and of GEMM+RS (local_rows -1) must deal 16-row
+           * blocks, 272, 256, ..., as m / P is no multiple of 16 (d6344dd; before it the plans
+           * were NOT_SUPPORTED) */
+    c.chunks = 1, c.even_split = 1;
+    set_sizes(&c, P, 272, 256, 192, 192, 160);
     break;
   case 1: /* E5M2 x E4M3, op N, three chunks, bias, accumulate into fp32, fast accumulation;
            * m = 592 + 208 (P - 1): GEMM+AR's even slices m / P are multiples of 16 at P = 1..4

@@ -251,6 +251,7 @@ typedef struct {
   int chunks, bias, pad, calls;
   float alpha, beta;
   int64_t rows[GT_MAX_RANKS]; /* AG: local rows; RS: slice rows */
+  int even_split;             /* RS: local_rows -1, the library's even split equal to rows */
   int64_t m, k[GT_MAX_RANKS], n;
   uint64_t seed;
   tpla_fp8_accum_t accum; /* FP8 cases */
@@ -413,7 +414,8 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
     st = tpla_ag_gemm_plan_create(&ag, r->ctx, &x);
   } else if (c->kind == 1) {
     tpla_gemm_rs_desc_t x = TPLA_GEMM_RS_DESC_INIT;
-    x.m = c->m, x.local_rows = c->rows[me], x.k = k, x.n = c->n, x.op_b = c->op_b;
+    x.m = c->m, x.local_rows = c->even_split ? -1 : c->rows[me], x.k = k, x.n = c->n;
+    x.op_b = c->op_b;
     x.dtype = c->dtype, x.d_dtype = c->d_dtype, x.bias = c->bias, x.mode = c->mode;
     x.transport = c->transport, x.chunks = c->chunks;
     st = tpla_gemm_rs_plan_create(&rs, r->ctx, &x);
