@@ -169,8 +169,16 @@ static inline bool gpu_steady_more(const gpu_steady_t *g) {
   return g->verdict == 0 && g->windows < GPU_STEADY_TRIES;
 }
 
-/* The verdict once no rank needs another window: true unless memory grew. */
+/* The verdict once no rank needs another window: true unless memory grew. Under
+ * compute-sanitizer (TPLA_TEST_SANITIZER=1) the figures are printed, not judged: the tool
+ * allocates device memory of its own as a run goes on (run 126, memcheck: 4 MiB per window of
+ * 2-GPU GEMM+AR calls, where the same test without it shrinks by nothing). */
 static inline bool gpu_steady_ok(const gpu_steady_t *g, int rank) {
+  if (getenv("TPLA_TEST_SANITIZER") != NULL) {
+    printf("# rank %d: device memory not judged under a sanitizer: %d window(s), %d shrank, "
+           "free %zu -> %zu in the last\n", rank, g->windows, g->shrank, g->before, g->after);
+    return true;
+  }
   if (g->verdict == 0 && g->shrank == 0)
     printf("# rank %d: device memory not checked: other processes moved it around each of %d "
            "windows\n", rank, g->windows);

@@ -172,7 +172,7 @@ if [ "$MEMCHECK" -eq 1 ]; then
     for t in $MEMCHECK_TESTS; do
       [ -x "$BUILD/tests/$t" ] || continue
       note "memcheck: compute-sanitizer --tool memcheck $t (slow)"
-      CUDA_VISIBLE_DEVICES=0 TPLA_TEST_NO_WATCHDOG=1 timeout 1800 \
+      CUDA_VISIBLE_DEVICES=0 TPLA_TEST_NO_WATCHDOG=1 TPLA_TEST_SANITIZER=1 timeout 1800 \
         "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 "$BUILD/tests/$t" \
         > "$LOGS/memcheck-$t.log" 2>&1
       rc=$?

@@ -19,7 +19,8 @@
  * words (test_gpu_overlap_watch.h); a watchdog kills the whole test after
  * 1500 s (TPLA_TEST_NO_WATCHDOG=1 disarms it and raises the hang limit to
  * 900 s, e.g. under compute-sanitizer, with TPLA_TEST_QUICK=1 for a
- * subset).
+ * subset and TPLA_TEST_SANITIZER=1, which reports the device memory
+ * figures without judging them: the sanitizer allocates its own).
  */
 #include "test.h"
 #include "tpla.h"
