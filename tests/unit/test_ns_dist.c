@@ -270,9 +270,10 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
  * bits; the pulls' windows show in the workspace (GRAM_SHARDED's X
  * iteration computes P in them). */
 static void test_gram_sum_by_pulls(void) {
+  enum { M = 72, N = 56 }; /* a Gram of three block rows on the host executor */
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
                                               TPLA_NS_ALGO_GRAM_SHARDED};
-  double *x = random_matrix(40, 24, TPLA_BFLOAT16, seed + 29);
+  double *x = random_matrix(M, N, TPLA_BFLOAT16, seed + 29);
   const char *env = getenv("TPLA_NS_GRAM_SUM"), *env2 = getenv("TPLA_NS_PULL_WINDOWS");
   char *was = env != NULL ? strdup(env) : NULL, *was2 = env2 != NULL ? strdup(env2) : NULL;
   unsetenv("TPLA_NS_PULL_WINDOWS"); /* both restored at the end */
@@ -280,13 +281,13 @@ static void test_gram_sum_by_pulls(void) {
   for (int a = 0; a < 2; a++)
     for (int it = 0; it < 2; it++)
       for (int uneven = 0; uneven < 2; uneven++) {
-        ns_run_t run = {.desc = TPLA_NS_DESC_INIT, .P = 2, .m = 40, .n = 24, .x = x};
+        ns_run_t run = {.desc = TPLA_NS_DESC_INIT, .P = 2, .m = M, .n = N, .x = x};
         run.desc.dtype = run.desc.gram_dtype = TPLA_BFLOAT16;
         run.desc.algorithm = algos[a];
         run.desc.iteration = it ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
-        split(40, 2, uneven, run.sizes);
-        double *two = calloc(40 * 24, sizeof(double)), *nccl = calloc(40 * 24, sizeof(double));
-        double *one = calloc(40 * 24, sizeof(double));
+        split(M, 2, uneven, run.sizes);
+        double *two = calloc(M * N, sizeof(double)), *nccl = calloc(M * N, sizeof(double));
+        double *one = calloc(M * N, sizeof(double));
         ASSERT_TRUE(two && nccl && one);
         unsetenv("TPLA_NS_GRAM_SUM"); /* the default: pulls, two windows */
         run.out = two;
@@ -305,15 +306,15 @@ static void test_gram_sum_by_pulls(void) {
         ASSERT_EQ_INT(failed, 0);
         ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
         ASSERT_TRUE(ws_two > ws_one);
-        if (a == 1 && !it) /* a window holds the whole 24 x 24 P, which needs no g3 then */
-          ASSERT_TRUE(ws_two - ws_one >= 24 * 24 * 2);
+        if (a == 1 && !it) /* a window holds the whole N x N P, which needs no g3 then */
+          ASSERT_TRUE(ws_two - ws_one >= N * N * 2);
         else
           ASSERT_TRUE(ws_one > run.ws[0]);
-        ASSERT_TRUE(memcmp(one, two, sizeof(double) * 40 * 24) == 0);
+        ASSERT_TRUE(memcmp(one, two, sizeof(double) * M * N) == 0);
         if (a == 1 && it) /* pulled: products by halves of rows, not mirrored triangles */
-          ASSERT_TRUE(rel_diff(two, nccl, 40 * 24) < 6e-2);
+          ASSERT_TRUE(rel_diff(two, nccl, M * N) < 6e-2);
         else
-          ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * 40 * 24) == 0);
+          ASSERT_TRUE(memcmp(two, nccl, sizeof(double) * M * N) == 0);
         free(one);
         free(nccl);
         free(two);
