@@ -20,7 +20,7 @@ op() { # name tool-args...
   bounded 150 "$L/$name.log" build-gpu/tpla "$@"
   say "$name: exit $? ($(el))"
   echo "$(date +%s.%N) end $name" >> "$L/marks.txt"
-  grep -E "^ *[0-9]+ +[0-9]+ +[0-9]+ " "$L/$name.log" | sed "s/^/$name /" >> "$S"
+  grep -E "^ +gemm-" "$L/$name.log" | sed "s/^/$name /" >> "$S"
 }
 for rep in 1 2; do
   for n in 20 400; do
