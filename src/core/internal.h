@@ -184,8 +184,17 @@ typedef struct {
 typedef struct {
   _Atomic int state; /* 0 healthy, 1 being recorded, 2 failed */
   tpla_status_t status;
-  char why[400];
+  char why[720];
 } tpla_ctx_failure_t;
+
+/* ---- text for failure messages (word_runs.c) ----------------------------- */
+
+/* printf onto the end of the NUL-terminated `out` (`size` bytes in all); a
+ * cut text ends in "...". */
+void tpla_appendf(char *out, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* words[0..n) as runs of equal values: "0-3: 204, 4-7: 205, 8: 0". */
+void tpla_append_word_runs(char *out, size_t size, const uint32_t *words, int n);
 
 /* ---- failure of a context (ctx_fail.c) ----------------------------------- */
 

@@ -226,6 +226,39 @@ static int examine_marks(struct tpla_watchdog *wd, char *why, size_t size) {
   return 0;
 }
 
+/* With wd->mu held, before the abort releases them: every transport's flag
+ * words as this rank sees them, appended to `why`. A stop then says what
+ * each rank still waited for: the ready word of a peer that never began
+ * the call, or the step flag of a chunk that never came (a value below
+ * the stuck call's number). Only this rank's own memory is read, so a peer
+ * or link that stopped cannot stop the watchdog too. */
+static void describe_flags(struct tpla_watchdog *wd, char *why, size_t size) {
+  for (int i = 0; i < wd->nxports; i++) {
+    tpla_xport_t *xp = wd->xports[i];
+    int n = xp->nranks + xp->nflags;
+    uint32_t *words = malloc(sizeof *words * (size_t)n);
+    if (words == NULL)
+      return;
+    if (cudaMemcpyAsync(words, xp_flags_of(xp, xp->rank), sizeof *words * (size_t)n,
+                        cudaMemcpyDeviceToHost, wd->stream) != cudaSuccess ||
+        cudaStreamSynchronize(wd->stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      free(words);
+      continue;
+    }
+    tpla_appendf(why, size, "; transport %d of %d at the stop (last call begun: %u): ready from",
+                 i + 1, wd->nxports, (unsigned)atomic_load(&xp->last_seq));
+    for (int q = 0, first = 1; q < xp->nranks; q++)
+      if (q != xp->rank) {
+        tpla_appendf(why, size, "%s rank %d: %u", first ? "" : ",", q, (unsigned)words[q]);
+        first = 0;
+      }
+    tpla_appendf(why, size, "; step flags ");
+    tpla_append_word_runs(why, size, words + xp->nranks, xp->nflags);
+    free(words);
+  }
+}
+
 /* Without wd->mu: an asynchronous NCCL error, checked only when no thread
  * holds the call lock (which may be aborting the communicator). */
 static int examine_nccl(struct tpla_watchdog *wd, char *why, size_t size) {
@@ -246,7 +279,7 @@ static void *watch(void *arg) {
   (void)cudaSetDevice(wd->ctx->device);
   int64_t poll = wd->ctx->cfg.timeout_ms / 10;
   poll = poll < 1 ? 1 : poll > 20 ? 20 : poll;
-  char why[300];
+  char why[sizeof wd->ctx->failure.why];
   pthread_mutex_lock(&wd->mu);
   while (!wd->stop) {
     if (wd->head == wd->tail || tpla_ctx_failed(wd->ctx)) {
@@ -258,6 +291,8 @@ static void *watch(void *arg) {
     int found = examine_calls(wd, why, sizeof why, &st, &age_ms);
     if (!found && age_ms >= WD_MARKS_AFTER_MS)
       found = examine_marks(wd, why, sizeof why);
+    if (found)
+      describe_flags(wd, why, sizeof why);
     pthread_mutex_unlock(&wd->mu);
     if (!found && examine_nccl(wd, why, sizeof why)) {
       found = 1;

@@ -4,9 +4,10 @@
  * with one thread per rank:
  *  - a GEMM+AllReduce (PEER transport) whose peer never makes the call waits
  *    on the device; the watchdog (cfg.timeout_ms 2 s on that rank) aborts
- *    the context (TIMEOUT) and the stream drains; the peer's next calls, which
- *    wait for the aborted rank, end with REMOTE (its mark), long before the
- *    peer's own 60 s timeout;
+ *    the context (TIMEOUT; the message gives the flag words it waited on) and
+ *    the stream drains; the peer's next calls, which wait for the aborted
+ *    rank, end with REMOTE (its mark), long before the peer's own 60 s
+ *    timeout;
  *  - a Newton-Schulz call (GRAM_SHARDED, whose exchanges are pulls through a
  *    transport's flags) whose peer never calls: the watchdog ends it likewise;
  *  - an NCCL all-reduce whose peer never comes is stuck until tpla_ctx_abort
@@ -98,6 +99,9 @@ static int body_watchdog(rank_env_t *e, void *arg) {
     failures += drained_within(e, t0, 0.75e-3 * (double)short_ms, 1e-3 * (double)short_ms + 13.0,
                                "a call whose peer never came");
     failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_gemm_ar");
+    /* the message says what the call waited for: rank 1 never announced call 2 */
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "(last call begun: 2): ready from rank 1: 1;");
+    printf("  rank 0's message: %s\n", tpla_last_error());
     failures += status_is(e, tpla_gemm_ar(plan, vd, va, vb, &args, e->stream),
                           TPLA_ERROR_TIMEOUT, "tpla_gemm_ar after the abort");
     failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "a second tpla_ctx_abort");
@@ -149,6 +153,7 @@ static int body_ns(rank_env_t *e, void *arg) {
     failures += drained_within(e, t0, 0.75e-3 * (double)short_ms, 1e-3 * (double)short_ms + 13.0,
                                "a Newton-Schulz call whose peer never came");
     failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_ns_execute");
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "at the stop (last call begun: ");
     failures += status_is(e, tpla_ns_execute(plan, vx, e->stream), TPLA_ERROR_TIMEOUT,
                           "tpla_ns_execute after the abort");
   }
