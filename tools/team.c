@@ -231,7 +231,10 @@ int tool_team_run(tool_exec_t executor, int nranks, int64_t timeout_ms, tool_ran
   team.active = nranks;
   team.executor = executor;
   team.nranks = nranks;
-  team.timeout_ms = timeout_ms > 0 ? timeout_ms : TOOL_DEFAULT_TIMEOUT_MS;
+  /* TPLA_TOOL_TIMEOUT_MS: a shorter wait for a stopped call (hang hunts, bench/run134_round.sh) */
+  const char *env = getenv("TPLA_TOOL_TIMEOUT_MS");
+  long long env_ms = env != NULL ? strtoll(env, NULL, 10) : 0;
+  team.timeout_ms = timeout_ms > 0 ? timeout_ms : env_ms > 0 ? env_ms : TOOL_DEFAULT_TIMEOUT_MS;
   team.fn = fn;
   team.arg = arg;
   tpla_config_t cfg = TPLA_CONFIG_INIT;

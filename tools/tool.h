@@ -98,7 +98,8 @@ typedef int (*tool_rank_fn_t)(tool_rank_t *r, void *arg);
 /* Run `fn` on `nranks` ranks of `executor`, one thread each. CUDA: rank r
  * uses GPU r, with an NCCL communicator made from one unique id
  * (tpla_nccl_comm_create) and tpla_ctx_create_nccl; host: one host group and
- * tpla_ctx_create_host. Contexts time out after timeout_ms (0 = 120 s).
+ * tpla_ctx_create_host. Contexts time out after timeout_ms (0: env TPLA_TOOL_TIMEOUT_MS,
+ * else 120 s).
  * Returns the number of ranks that failed (setup included), 0 if none. */
 int tool_team_run(tool_exec_t executor, int nranks, int64_t timeout_ms, tool_rank_fn_t fn,
                   void *arg);

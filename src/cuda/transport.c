@@ -88,12 +88,45 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
   return TPLA_SUCCESS;
 }
 
+static bool capturing(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &c) != cudaSuccess) {
+    (void)cudaGetLastError(); /* a bad stream: the call's own operations report it */
+    return false;
+  }
+  return c != cudaStreamCaptureStatusNone;
+}
+
+/* PEER: the host waits until call seq - in_flight has finished on the device.
+ * With hundreds of calls enqueued ahead, two ranks' calls stopped for good
+ * soon after a pause (runs 132, 134: a peer's flag writes of the next call
+ * never came), while calls kept within the bound did not (run 135). A
+ * captured call runs later, in a graph: no wait. */
+static tpla_status_t wait_in_flight(tpla_xport_t *xp, uint32_t seq, cudaStream_t caller,
+                                    const char *fn) {
+  if (xp->kind != OVL_XPORT_PEER || xp->rehearsal || xp->in_flight == 0)
+    return TPLA_SUCCESS;
+  int slot = (int)(seq % (uint32_t)xp->in_flight);
+  if (!xp->ended_valid[slot] || capturing(caller))
+    return TPLA_SUCCESS;
+  for (int round = 0;; round++) {
+    cudaError_t e = cudaEventQuery(xp->ended[slot]);
+    if (e != cudaErrorNotReady)
+      return tpla_cuda_status(e, fn, "cudaEventQuery (a call of this plan still in flight)");
+    if (tpla_ctx_failed(xp->ctx))
+      return tpla_ctx_check(xp->ctx, fn);
+    tpla_poll_sleep(round);
+  }
+}
+
 /* The device stays current until xp_end (or until a failed begin returns). */
 static tpla_status_t xp_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
   xp->fn = fn;
   atomic_store(&xp->last_seq, seq);
   TPLA_TRY(tpla_device_guard_enter(&xp->guard, xp->device, fn));
-  tpla_status_t s = begin_on_device(xp, seq, (cudaStream_t)stream, fn);
+  tpla_status_t s = wait_in_flight(xp, seq, (cudaStream_t)stream, fn);
+  if (s == TPLA_SUCCESS)
+    s = begin_on_device(xp, seq, (cudaStream_t)stream, fn);
   if (s != TPLA_SUCCESS)
     tpla_device_guard_exit(&xp->guard);
   return s;
@@ -110,6 +143,13 @@ static tpla_status_t xp_end(tpla_xport_t *xp, void *stream) {
       e = cudaStreamWaitEvent(caller, xp->ev[s], 0);
     if (e != cudaSuccess && first == TPLA_SUCCESS)
       first = tpla_cuda_status(e, xp->fn, "joining the transport's streams to the caller's");
+  }
+  if (xp->kind == OVL_XPORT_PEER && !xp->rehearsal && xp->in_flight > 0 && !capturing(caller)) {
+    int slot = (int)(atomic_load(&xp->last_seq) % (uint32_t)xp->in_flight);
+    cudaError_t e = cudaEventRecord(xp->ended[slot], caller);
+    xp->ended_valid[slot] = e == cudaSuccess;
+    if (e != cudaSuccess && first == TPLA_SUCCESS)
+      first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (end of a call)");
   }
   tpla_cuda_ctx_t *impl = xp->impl;
   cudaError_t e = cudaEventRecord(impl->gemm_done, caller);

@@ -37,6 +37,10 @@
 /* streams: 0, 1 compute; 2 .. 2 + XP_COPY_STREAMS - 1 copy; the last NCCL (SENDRECV) */
 #define XP_STREAMS (2 + XP_COPY_STREAMS + 1)
 #define XP_COMM_STREAM (XP_STREAMS - 1)
+/* PEER calls a rank may have enqueued and not finished (xp_begin waits on the host
+ * beyond that; TPLA_XPORT_MAX_IN_FLIGHT overrides, 0 = no bound), and the most it may be */
+#define XP_IN_FLIGHT_DEFAULT 16
+#define XP_IN_FLIGHT_MAX 64
 
 typedef struct xg_cache xg_cache_t;
 
@@ -61,6 +65,9 @@ struct tpla_xport {
   const char *fn;             /* the call's public function */
   int rehearsal;              /* plan-time rehearsal: no peer is announced, written or waited */
   _Atomic uint32_t last_seq;  /* the last call begun: an abort releases every wait up to it */
+  int in_flight;              /* the bound on calls in flight (PEER), 0: none */
+  cudaEvent_t ended[XP_IN_FLIGHT_MAX]; /* call seq's end on the caller's stream: slot seq % */
+  unsigned char ended_valid[XP_IN_FLIGHT_MAX]; /* in_flight; valid once recorded          */
 };
 
 /* ---- stream memory operations (transport_map.c) -------------------------- */

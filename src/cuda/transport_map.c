@@ -167,6 +167,9 @@ void xp_destroy(tpla_xport_t *xp) {
   }
   if (xp->fork)
     (void)cudaEventDestroy(xp->fork);
+  for (int i = 0; i < XP_IN_FLIGHT_MAX; i++)
+    if (xp->ended[i])
+      (void)cudaEventDestroy(xp->ended[i]);
   (void)cudaGetLastError(); /* teardown errors have nowhere to go */
   if (entered)
     tpla_device_guard_exit(&guard);
@@ -179,6 +182,18 @@ void xp_destroy(tpla_xport_t *xp) {
 }
 
 /* ---- creation ---------------------------------------------------------------------------- */
+
+/* XP_IN_FLIGHT_DEFAULT, or TPLA_XPORT_MAX_IN_FLIGHT (0 .. XP_IN_FLIGHT_MAX; 0: no bound). */
+static int xp_in_flight_bound(void) {
+  const char *v = getenv("TPLA_XPORT_MAX_IN_FLIGHT");
+  if (v == NULL || *v == '\0')
+    return XP_IN_FLIGHT_DEFAULT;
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (*end != '\0' || n < 0)
+    return XP_IN_FLIGHT_DEFAULT;
+  return n > XP_IN_FLIGHT_MAX ? XP_IN_FLIGHT_MAX : (int)n;
+}
 
 #define STEP(call)                                                 \
   do {                                                             \
@@ -205,6 +220,9 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
     STEP(cudaEventCreateWithFlags(&xp->ev[i], cudaEventDisableTiming));
   }
   STEP(cudaEventCreateWithFlags(&xp->fork, cudaEventDisableTiming));
+  xp->in_flight = want_ipc ? xp_in_flight_bound() : 0; /* used once the kind is PEER */
+  for (int i = 0; i < xp->in_flight; i++)
+    STEP(cudaEventCreateWithFlags(&xp->ended[i], cudaEventDisableTiming));
   for (int f = 0; f < xp->nflags; f++)
     STEP(cudaEventCreateWithFlags(&xp->flag_events[f], cudaEventDisableTiming));
   size_t words = (size_t)(2 * xp->nranks + xp->nflags + 1);
