@@ -302,7 +302,11 @@ TPLA_API tpla_status_t tpla_ctx_abort(tpla_ctx_t ctx);
  *  REMOTE   another rank aborted (CUDA: its mark in this rank's flags,
  *           seen by the watchdog; host: the group broke);
  *  NCCL     NCCL reported an asynchronous error on the communicator;
- *  CUDA     the device reported an error to the watchdog. */
+ *  CUDA     the device reported an error to the watchdog.
+ * On TIMEOUT and REMOTE the message ends with each PEER transport's flag
+ * words as this rank saw them ("ready from rank q: N" is the last call q
+ * announced, "step flags" the calls whose chunks arrived): the words below
+ * the stuck call's number say what it still waited for. */
 TPLA_API tpla_status_t tpla_ctx_get_async_error(tpla_ctx_t ctx);
 
 /* ------------------------------------------------------------------------ */
@@ -657,7 +661,13 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
  * relative to the plan's other calls (calls of different plans of a
  * context may interleave). On the CUDA executor a call only enqueues work
  * on `stream` and returns; internal streams join back before the call
- * returns in stream order. Like an NCCL collective, a call whose peers never
+ * returns in stream order. With PEER, at most 16 calls of a plan are in
+ * flight per rank (env TPLA_XPORT_MAX_IN_FLIGHT, 0..64, 0: no bound): the
+ * next call first waits on the host until the oldest has finished on the
+ * device (not while the stream is captured), so a thread that drives
+ * several ranks must not run 16 calls of one rank ahead of the others.
+ * Without the bound, hundreds of calls enqueued at once stopped for good
+ * on 2 H200s (docs/OVERLAP.md). Like an NCCL collective, a call whose peers never
  * make their matching call waits on the device, until the context's
  * watchdog aborts the context after cfg.timeout_ms (tpla_ctx_abort; the
  * stream then drains, tpla_ctx_get_async_error says TIMEOUT); on the host
