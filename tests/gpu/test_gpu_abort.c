@@ -8,6 +8,9 @@
  *    the stream drains; the peer's next calls, which wait for the aborted
  *    rank, end with REMOTE (its mark), long before the peer's own 60 s
  *    timeout;
+ *  - the bound on calls in flight (src/cuda/transport.c): a rank whose peer
+ *    never calls enqueues its first `bound` calls at once, and the next one
+ *    waits on the host until the watchdog ends it with TIMEOUT;
  *  - a Newton-Schulz call (GRAM_SHARDED, whose exchanges are pulls through a
  *    transport's flags) whose peer never calls: the watchdog ends it likewise;
  *  - an NCCL all-reduce whose peer never comes is stuck until tpla_ctx_abort
@@ -65,45 +68,72 @@ static int status_is(rank_env_t *e, tpla_status_t got, tpla_status_t want, const
   return 1;
 }
 
-/* ---- the watchdog: a peer that never makes its call ---------------------------------- */
+/* ---- a GEMM+AllReduce over PEER, as the first two cases use it ------------------------ */
 
-static int body_watchdog(rank_env_t *e, void *arg) {
-  (void)arg;
+typedef struct {
+  tpla_gemm_ar_plan_t plan;
+  void *a, *b, *d;
+  tpla_matrix_t va, vb, vd;
+  tpla_overlap_args_t args;
+  cudaStream_t stream;
+} ar_case_t;
+
+static tpla_status_t ar_call(ar_case_t *c) {
+  return tpla_gemm_ar(c->plan, c->vd, c->va, c->vb, &c->args, c->stream);
+}
+
+/* Creates the plan and its operands and makes one call on both ranks (call 1); 0 when all
+ * went well on every rank. */
+static int ar_case_start(rank_env_t *e, ar_case_t *c) {
   int failures = 0;
   bool oom = false;
+  memset(c, 0, sizeof *c);
   tpla_gemm_ar_desc_t desc = TPLA_GEMM_AR_DESC_INIT;
   desc.m = M, desc.k = K, desc.n = N;
   desc.dtype = desc.d_dtype = TPLA_BFLOAT16;
   desc.mode = TPLA_OVERLAP_OVERLAP;
   desc.transport = TPLA_TRANSPORT_PEER;
-  tpla_gemm_ar_plan_t plan = NULL;
-  failures += TPLA_FAILED(tpla_gemm_ar_plan_create(&plan, e->ctx, &desc));
-  void *a = team_alloc(e, (size_t)M * K * 2, &oom), *b = team_alloc(e, (size_t)K * N * 2, &oom);
-  void *d = team_alloc(e, (size_t)M * N * 2, &oom);
-  if (team_sync(e, failures || oom)) {
-    failures += oom;
-    goto out;
-  }
-  failures += team_fill(e, a, 0x3c, (size_t)M * K * 2) + team_fill(e, b, 0x3c, (size_t)K * N * 2);
-  tpla_matrix_t va = {a, M, K, K, TPLA_BFLOAT16}, vb = {b, K, N, N, TPLA_BFLOAT16};
-  tpla_matrix_t vd = {d, M, N, N, TPLA_BFLOAT16};
-  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
-  /* one call on both ranks: the plan works */
-  failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+  failures += TPLA_FAILED(tpla_gemm_ar_plan_create(&c->plan, e->ctx, &desc));
+  c->a = team_alloc(e, (size_t)M * K * 2, &oom), c->b = team_alloc(e, (size_t)K * N * 2, &oom);
+  c->d = team_alloc(e, (size_t)M * N * 2, &oom);
+  if (team_sync(e, failures || oom))
+    return failures + oom + 1;
+  failures += team_fill(e, c->a, 0x3c, (size_t)M * K * 2);
+  failures += team_fill(e, c->b, 0x3c, (size_t)K * N * 2);
+  c->va = (tpla_matrix_t){c->a, M, K, K, TPLA_BFLOAT16};
+  c->vb = (tpla_matrix_t){c->b, K, N, N, TPLA_BFLOAT16};
+  c->vd = (tpla_matrix_t){c->d, M, N, N, TPLA_BFLOAT16};
+  c->args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  c->stream = e->stream;
+  failures += TPLA_FAILED(ar_call(c));
   failures += team_drain(e, "the first call");
-  if (team_sync(e, failures))
+  return team_sync(e, failures) ? failures + 1 : 0;
+}
+
+static int ar_case_end(rank_env_t *e, ar_case_t *c) {
+  int failures = TPLA_FAILED(tpla_gemm_ar_plan_destroy(c->plan));
+  team_free(e, c->a), team_free(e, c->b), team_free(e, c->d);
+  return failures;
+}
+
+/* ---- the watchdog: a peer that never makes its call ---------------------------------- */
+
+static int body_watchdog(rank_env_t *e, void *arg) {
+  (void)arg;
+  ar_case_t c;
+  int failures = ar_case_start(e, &c);
+  if (failures)
     goto out;
   if (e->rank == 0) { /* rank 1 is not calling: the watchdog must end this call */
     double t0 = now_s();
-    failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+    failures += TPLA_FAILED(ar_call(&c));
     failures += drained_within(e, t0, 0.75e-3 * (double)short_ms, 1e-3 * (double)short_ms + 13.0,
                                "a call whose peer never came");
     failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_gemm_ar");
     /* the message says what the call waited for: rank 1 never announced call 2 */
     failures += expect_async(e, TPLA_ERROR_TIMEOUT, "(last call begun: 2): ready from rank 1: 1;");
     printf("  rank 0's message: %s\n", tpla_last_error());
-    failures += status_is(e, tpla_gemm_ar(plan, vd, va, vb, &args, e->stream),
-                          TPLA_ERROR_TIMEOUT, "tpla_gemm_ar after the abort");
+    failures += status_is(e, ar_call(&c), TPLA_ERROR_TIMEOUT, "tpla_gemm_ar after the abort");
     failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "a second tpla_ctx_abort");
     failures += expect_async(e, TPLA_ERROR_TIMEOUT, "watchdog");
   }
@@ -111,15 +141,69 @@ static int body_watchdog(rank_env_t *e, void *arg) {
   if (e->rank == 1) { /* the first call meets rank 0's released one; the next waits in vain */
     double t0 = now_s();
     for (int i = 0; i < 2; i++)
-      failures += TPLA_FAILED(tpla_gemm_ar(plan, vd, va, vb, &args, e->stream));
+      failures += TPLA_FAILED(ar_call(&c));
     failures += drained_within(e, t0, 0.0, 15.0, "calls after the peer's abort");
     failures += expect_async(e, TPLA_ERROR_REMOTE, "rank 0 aborted");
   }
   team_sync(e, 0);
 out:
-  failures += TPLA_FAILED(tpla_gemm_ar_plan_destroy(plan));
-  team_free(e, a), team_free(e, b), team_free(e, d);
-  return failures;
+  return failures + ar_case_end(e, &c);
+}
+
+/* ---- the bound on calls in flight: a rank that runs ahead waits on the host ------------ */
+
+/* The transport's bound (src/cuda/transport_map.c: 16 unless TPLA_XPORT_MAX_IN_FLIGHT). */
+static int in_flight_bound(void) {
+  const char *v = getenv("TPLA_XPORT_MAX_IN_FLIGHT");
+  return v != NULL ? atoi(v) : 16;
+}
+
+/* Rank 0 calls on alone. Calls 2 .. bound + 1 are enqueued at once (each waits for call
+ * seq - bound, which has ended or never was); call bound + 2 waits on the host for call 2,
+ * stuck on the device, until the watchdog aborts the context, and returns TIMEOUT. */
+static int body_bound(rank_env_t *e, void *arg) {
+  (void)arg;
+  const int bound = in_flight_bound();
+  ar_case_t c;
+  int failures = ar_case_start(e, &c);
+  if (failures)
+    goto out;
+  if (e->rank == 0) {
+    double t0 = now_s(), enqueued = -1, stopped = -1;
+    int first_failed = -1;
+    tpla_status_t s = TPLA_SUCCESS;
+    for (int i = 0; i < bound + 4 && first_failed < 0; i++) {
+      s = ar_call(&c);
+      if (s != TPLA_SUCCESS)
+        first_failed = i, stopped = now_s() - t0;
+      else if (i == bound - 1)
+        enqueued = now_s() - t0;
+    }
+    if (first_failed != bound || s != TPLA_ERROR_TIMEOUT) {
+      fprintf(stderr, "  rank 0: the first failed call was #%d of the loop with %s (%s); "
+              "expected #%d with TIMEOUT\n", first_failed, tpla_status_string(s),
+              tpla_last_error(), bound);
+      failures++;
+    }
+    if (!(enqueued >= 0 && enqueued < 0.5e-3 * (double)short_ms)) {
+      fprintf(stderr, "  rank 0: the %d calls within the bound took %.2f s to enqueue\n", bound,
+              enqueued);
+      failures++;
+    }
+    if (!(stopped >= 0.75e-3 * (double)short_ms && stopped <= 1e-3 * (double)short_ms + 13.0)) {
+      fprintf(stderr, "  rank 0: the call past the bound returned after %.2f s, expected the "
+              "watchdog's %.1f s\n", stopped, 1e-3 * (double)short_ms);
+      failures++;
+    }
+    failures += drained_within(e, t0, 0.0, 1e-3 * (double)short_ms + 13.0,
+                               "the calls enqueued without the peer");
+    failures += expect_async(e, TPLA_ERROR_TIMEOUT, "tpla_gemm_ar");
+  }
+  team_sync(e, 0);
+  if (e->rank == 1) /* its partner's context is gone: end this one too */
+    failures += status_is(e, tpla_ctx_abort(e->ctx), TPLA_SUCCESS, "tpla_ctx_abort (rank 1)");
+out:
+  return failures + ar_case_end(e, &c);
 }
 
 /* ---- the watchdog: a Newton-Schulz call whose peer never comes ----------------------- */
@@ -245,6 +329,15 @@ static void test_watchdog_2gpus(void) {
   ASSERT_EQ_INT(team_run_timeouts(2, false, body_watchdog, NULL, timeouts), 0);
 }
 
+static void test_bound_2gpus(void) {
+  if (gpu_count() < 2)
+    SKIP("needs 2 GPUs, found %d", gpu_count());
+  if (in_flight_bound() <= 0)
+    SKIP("TPLA_XPORT_MAX_IN_FLIGHT=0: no bound");
+  int64_t timeouts[2] = {short_ms, 60000};
+  ASSERT_EQ_INT(team_run_timeouts(2, false, body_bound, NULL, timeouts), 0);
+}
+
 static void test_watchdog_ns_2gpus(void) {
   if (gpu_count() < 2)
     SKIP("needs 2 GPUs, found %d", gpu_count());
@@ -272,6 +365,7 @@ int main(void) {
   watchdog_arm("test_gpu_abort", 300);
   TEST(test_abort_1gpu);
   TEST(test_watchdog_2gpus);
+  TEST(test_bound_2gpus);
   TEST(test_watchdog_ns_2gpus);
   TEST(test_abort_nccl_2gpus);
   return test_summary();

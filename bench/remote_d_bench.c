@@ -1,0 +1,354 @@
+/*
+ * remote_d_bench.c - can a two-rank GEMM+ReduceScatter drop its chunks by letting the GEMM of
+ * the peer's rows write them straight into the peer's memory?
+ *
+ * tpla's schedule (src/core/overlap_exec.c) cuts each half of the local product into chunks so
+ * that each chunk's push hides behind the next GEMM; the chunk GEMMs alone cost 1.08-1.17x the
+ * unchunked GEMM, which holds FP8 GEMM+RS (8192, 4096, 8192) at eff 0.85-0.88 (issue #5; runs
+ * 30-136). Here no chunk is cut and no copy engine moves a byte: the peer's half is one GEMM
+ * whose D is the peer's receive buffer (its epilogue's stores cross NVLink while later tiles
+ * compute), then, once the peer's GEMM into this GPU has ended, the own half is one GEMM that
+ * adds the received partial in its epilogue (C = the receive buffer, beta 1). Two GEMM launches,
+ * as many waves as the unchunked GEMM; the open question is what the remote stores cost.
+ *
+ * One rank's problem, as bench/chunk_bench.c's: D (M x N, bf16) = A (M x K) B^T (B N x K, the
+ * layout cuBLASLt's FP8 kernels read), M 8192, N 8192, K 4096; rank g owns rows
+ * [g M/2, (g+1) M/2). Plans come from the library's builder (tpla_lt_plan_build), so the
+ * algorithms are the library's. Modes, each timed on every GPU at once (one process, a stream
+ * per GPU, peer access on):
+ *   full     the unchunked GEMM (the efficiency baseline's)
+ *   half     the peer's half alone, D local
+ *   halves   the peer's half (D local), then the own half with C = the receive buffer
+ *   remote   the peer's half alone, D = the peer's receive buffer (2 GPUs)
+ *   sched    remote, then (cross-GPU event) the own half with C = the receive buffer (2 GPUs)
+ * Each round starts every GPU behind a 512 MiB memset (so the host has issued the round before
+ * either GPU reaches it, and L2 holds no operand) and times from an event after it; a round's
+ * time is the slowest GPU's. Median of `iters` rounds (default 30) after 5, the modes
+ * interleaved per round, three operand sets rotating (each set over the L2 cache). Before
+ * timing, sched's reduced rows are checked against the two GPUs' `full` products summed on the
+ * host (bf16 rounding of a partial and of the sum allowed).
+ *
+ *   tpla_remote_d_bench [iters]
+ *
+ * E4M3 with split and with fast accumulation, then bf16. Exits 0, or 77 without a GPU.
+ */
+#include "lt_plan.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      fprintf(stderr, "remote_d_bench: %s: %s\n", #call, cudaGetErrorString(e_));          \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+#define TRY(call)                                                                          \
+  do {                                                                                     \
+    if ((call) != TPLA_SUCCESS) {                                                          \
+      fprintf(stderr, "remote_d_bench: %s: %s\n", #call, tpla_last_error());               \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+enum { M = 8192, N = 8192, K = 4096, H = M / 2, SETS = 3, GPUS = 2, WARMUP = 5 };
+#define WS_BYTES ((size_t)32 << 20)
+#define GATE_BYTES ((size_t)512 << 20)
+
+enum { FULL, HALF, HALVES, REMOTE, SCHED, MODES };
+static const char *mode_names[MODES] = {"full", "half", "halves", "remote", "sched"};
+
+typedef struct {
+  tpla_dtype_t in;
+  int fast;
+  const char *name;
+} config_t;
+
+typedef struct {
+  cudaStream_t st;
+  cublasLtHandle_t lt;
+  void *a[SETS], *b[SETS];
+  void *d;    /* M x N */
+  void *recv; /* H x N: the peer's partial of this GPU's rows, written by the peer */
+  void *send; /* H x N: the peer's half when it stays local */
+  void *ws, *gate;
+  float *one; /* the FP8 scales */
+  tpla_lt_plan_t full, half, own;
+  cudaEvent_t start, end, done;
+} gpu_t;
+
+static gpu_t gpu[GPUS];
+static int ngpus;
+
+static void describe(char *buf, size_t size, const void *arg) {
+  snprintf(buf, size, "remote_d_bench's %s GEMM", (const char *)arg);
+}
+
+static uint64_t next(uint64_t *seed) {
+  *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+  return *seed >> 33;
+}
+
+/* Random values of magnitude 1/8 .. 2: E4M3 codes with exponent field 4..8, or bf16 in [-1, 1). */
+static void *random_matrix(size_t elems, tpla_dtype_t t, uint64_t *seed) {
+  size_t es = tpla_dtype_size(t);
+  unsigned char *h = malloc(elems * es);
+  for (size_t i = 0; i < elems; i++) {
+    uint64_t r = next(seed);
+    if (es == 1) {
+      h[i] = (unsigned char)(((r & 1) << 7) | ((4 + (r >> 1) % 5) << 3) | ((r >> 8) & 7));
+    } else {
+      float f = (float)(r & 0xffffff) / (float)0x800000 - 1.0f;
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      uint16_t b = (uint16_t)(u >> 16);
+      memcpy(h + 2 * i, &b, 2);
+    }
+  }
+  void *d = NULL;
+  CHECK(cudaMalloc(&d, elems * es));
+  CHECK(cudaMemcpy(d, h, elems * es, cudaMemcpyHostToDevice));
+  free(h);
+  return d;
+}
+
+static tpla_lt_key_t key_of(const config_t *c, int64_t rows, int own) {
+  tpla_lt_key_t k;
+  memset(&k, 0, sizeof k);
+  k.m = rows, k.n = N, k.k = K;
+  k.lda = K, k.ldb = K, k.ldd = N, k.ldc = N;
+  k.op_a = TPLA_OP_N, k.op_b = TPLA_OP_T;
+  k.a_dtype = k.b_dtype = c->in, k.d_dtype = TPLA_BFLOAT16;
+  k.align_a = k.align_b = k.align_c = k.align_d = 256;
+  k.beta_zero = !own;
+  k.c_separate = own;
+  if (tpla_lt_is_fp8(c->in)) {
+    k.fast_accum = c->fast;
+    k.fp8_pointers = TPLA_LT_A_SCALE | TPLA_LT_B_SCALE;
+  }
+  return k;
+}
+
+static void run_gemm(gpu_t *g, tpla_lt_plan_t *p, const void *a, const void *b, const void *c,
+                     void *d, const char *what) {
+  tpla_lt_operands_t ops = {a, b, c, d, 1.0f, c ? 1.0f : 0.0f, NULL, g->one, g->one, NULL, NULL};
+  tpla_lt_what_t w = {describe, what};
+  TRY(tpla_lt_plan_run(p, g->lt, &ops, g->ws, WS_BYTES, g->st, "remote_d_bench", &w));
+}
+
+static size_t row_bytes(void) { return (size_t)N * 2; }
+static char *rows_of(void *base, int64_t row) { return (char *)base + (size_t)row * row_bytes(); }
+
+/* Rank q's rows of A (set s). */
+static const char *rows_of_a(const gpu_t *x, int s, int q) {
+  return (const char *)x->a[s] + (size_t)q * H * K * tpla_dtype_size(x->full.key.a_dtype);
+}
+
+/* One round of `mode` with operand set s on every GPU; returns the slowest GPU's time (us). */
+static float round_of(int mode, int s) {
+  for (int g = 0; g < ngpus; g++) {
+    CHECK(cudaSetDevice(g));
+    CHECK(cudaMemsetAsync(gpu[g].gate, g + 1, GATE_BYTES, gpu[g].st));
+    CHECK(cudaEventRecord(gpu[g].start, gpu[g].st));
+  }
+  for (int g = 0; g < ngpus; g++) { /* the peer's rows (and `full`) */
+    gpu_t *x = &gpu[g];
+    int peer = (g + 1) % ngpus;
+    const char *a_peer = rows_of_a(x, s, peer);
+    CHECK(cudaSetDevice(g));
+    if (mode == FULL)
+      run_gemm(x, &x->full, x->a[s], x->b[s], NULL, x->d, "full");
+    else if (mode == HALF || mode == HALVES)
+      run_gemm(x, &x->half, a_peer, x->b[s], NULL, x->send, "half");
+    else
+      run_gemm(x, &x->half, a_peer, x->b[s], NULL, gpu[peer].recv, "remote half");
+    CHECK(cudaEventRecord(x->done, x->st));
+  }
+  for (int g = 0; g < ngpus; g++) { /* the own rows */
+    gpu_t *x = &gpu[g];
+    CHECK(cudaSetDevice(g));
+    const char *a_own = rows_of_a(x, s, g);
+    if (mode == SCHED)
+      CHECK(cudaStreamWaitEvent(x->st, gpu[(g + 1) % ngpus].done, 0));
+    if (mode == HALVES || mode == SCHED)
+      run_gemm(x, &x->own, a_own, x->b[s], x->recv, rows_of(x->d, (int64_t)g * H), "own half");
+    CHECK(cudaEventRecord(x->end, x->st));
+  }
+  float worst = 0;
+  for (int g = 0; g < ngpus; g++) {
+    CHECK(cudaSetDevice(g));
+    CHECK(cudaEventSynchronize(gpu[g].end));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, gpu[g].start, gpu[g].end));
+    if (1000.0f * ms > worst)
+      worst = 1000.0f * ms;
+  }
+  return worst;
+}
+
+static float bf16_to_float(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint16_t *to_host(int g, const void *d, size_t elems) {
+  uint16_t *h = malloc(elems * 2);
+  CHECK(cudaSetDevice(g));
+  CHECK(cudaMemcpy(h, d, elems * 2, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+/* sched's reduced rows of every GPU against the sum of the GPUs' full products (set 0). */
+static long check_sched(void) {
+  uint16_t *full[GPUS];
+  for (int g = 0; g < ngpus; g++) {
+    CHECK(cudaSetDevice(g));
+    CHECK(cudaMemset(gpu[g].d, 0xff, (size_t)M * N * 2));
+    CHECK(cudaDeviceSynchronize());
+  }
+  round_of(FULL, 0);
+  for (int g = 0; g < ngpus; g++) {
+    full[g] = to_host(g, gpu[g].d, (size_t)M * N);
+    CHECK(cudaMemset(gpu[g].d, 0xff, (size_t)M * N * 2)); /* NaN: rows never written show */
+    CHECK(cudaDeviceSynchronize());
+  }
+  round_of(SCHED, 0);
+  long bad = 0;
+  for (int g = 0; g < ngpus; g++) {
+    uint16_t *got = to_host(g, rows_of(gpu[g].d, (int64_t)g * H), (size_t)H * N);
+    for (size_t i = 0; i < (size_t)H * N; i++) {
+      size_t at = (size_t)g * H * N + i;
+      float p0 = bf16_to_float(full[0][at]), p1 = bf16_to_float(full[1][at]);
+      float want = p0 + p1, v = bf16_to_float(got[i]);
+      float tol = 0.016f * (fabsf(p0) + fabsf(p1)) + 1e-3f;
+      if (!(fabsf(v - want) <= tol))
+        bad++;
+    }
+    free(got);
+  }
+  for (int g = 0; g < ngpus; g++)
+    free(full[g]);
+  return bad;
+}
+
+static int by_value(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static void bench_config(const config_t *c, int iters, uint64_t *seed) {
+  for (int g = 0; g < ngpus; g++) {
+    gpu_t *x = &gpu[g];
+    CHECK(cudaSetDevice(g));
+    for (int s = 0; s < SETS; s++) {
+      x->a[s] = random_matrix((size_t)M * K, c->in, seed);
+      x->b[s] = random_matrix((size_t)N * K, c->in, seed);
+    }
+    tpla_lt_key_t kf = key_of(c, M, 0), kh = key_of(c, H, 0), ko = key_of(c, H, 1);
+    tpla_lt_operands_t first = {NULL, NULL, NULL,   NULL,   1.0f, 0.0f,
+                                NULL, x->one, x->one, NULL, NULL};
+    TRY(tpla_lt_plan_build(&x->full, x->lt, WS_BYTES, &kf, &first, "remote_d_bench", NULL));
+    TRY(tpla_lt_plan_build(&x->half, x->lt, WS_BYTES, &kh, &first, "remote_d_bench", NULL));
+    TRY(tpla_lt_plan_build(&x->own, x->lt, WS_BYTES, &ko, &first, "remote_d_bench", NULL));
+  }
+  int modes = ngpus > 1 ? MODES : REMOTE;
+  if (ngpus > 1)
+    printf("  %-10s check: %ld wrong of %lld reduced elements\n", c->name, check_sched(),
+           (long long)M * N);
+  float *t[MODES];
+  for (int m = 0; m < modes; m++)
+    t[m] = malloc(sizeof(float) * (size_t)iters);
+  for (int i = -WARMUP; i < iters; i++)
+    for (int m = 0; m < modes; m++) {
+      float us = round_of(m, (i + WARMUP) % SETS);
+      if (i >= 0)
+        t[m][i] = us;
+    }
+  float med[MODES];
+  for (int m = 0; m < modes; m++) {
+    qsort(t[m], (size_t)iters, sizeof(float), by_value);
+    med[m] = t[m][iters / 2];
+  }
+  printf("  %-10s", c->name);
+  for (int m = 0; m < modes; m++)
+    printf(" %s %.1f (%.3f)", mode_names[m], med[m], med[m] / med[FULL]);
+  printf("\n");
+  if (ngpus > 1)
+    printf("  %-10s remote/half %.3f; predicted eff (full / sched) %.3f\n", c->name,
+           med[REMOTE] / med[HALF], med[FULL] / med[SCHED]);
+  fflush(stdout);
+  for (int m = 0; m < modes; m++)
+    free(t[m]);
+  for (int g = 0; g < ngpus; g++) {
+    gpu_t *x = &gpu[g];
+    CHECK(cudaSetDevice(g));
+    CHECK(cudaDeviceSynchronize());
+    for (int s = 0; s < SETS; s++)
+      cudaFree(x->a[s]), cudaFree(x->b[s]);
+    tpla_lt_plan_release(&x->full);
+    tpla_lt_plan_release(&x->half);
+    tpla_lt_plan_release(&x->own);
+  }
+}
+
+int main(int argc, char **argv) {
+  int iters = argc > 1 ? atoi(argv[1]) : 30;
+  if (iters < 1)
+    iters = 30;
+  if (cudaGetDeviceCount(&ngpus) != cudaSuccess || ngpus < 1) {
+    printf("remote_d_bench: no GPU, skipped\n");
+    return 77;
+  }
+  if (ngpus > GPUS)
+    ngpus = GPUS;
+  for (int g = 0; g < ngpus; g++) {
+    CHECK(cudaSetDevice(g));
+    if (ngpus > 1) {
+      int can = 0;
+      CHECK(cudaDeviceCanAccessPeer(&can, g, 1 - g));
+      if (!can) {
+        printf("remote_d_bench: GPU %d cannot access GPU %d, one GPU only\n", g, 1 - g);
+        ngpus = 1;
+        break;
+      }
+      CHECK(cudaDeviceEnablePeerAccess(1 - g, 0));
+    }
+  }
+  uint64_t seed = 1234;
+  for (int g = 0; g < ngpus; g++) {
+    gpu_t *x = &gpu[g];
+    CHECK(cudaSetDevice(g));
+    CHECK(cudaStreamCreateWithFlags(&x->st, cudaStreamNonBlocking));
+    if (cublasLtCreate(&x->lt) != CUBLAS_STATUS_SUCCESS)
+      return 1;
+    CHECK(cudaMalloc(&x->d, (size_t)M * N * 2));
+    x->recv = random_matrix((size_t)H * N, TPLA_BFLOAT16, &seed); /* until a peer writes it */
+    CHECK(cudaMalloc(&x->send, (size_t)H * N * 2));
+    CHECK(cudaMalloc(&x->ws, WS_BYTES));
+    CHECK(cudaMalloc(&x->gate, GATE_BYTES));
+    CHECK(cudaMalloc((void **)&x->one, sizeof(float)));
+    float one = 1.0f;
+    CHECK(cudaMemcpy(x->one, &one, sizeof one, cudaMemcpyHostToDevice));
+    CHECK(cudaEventCreate(&x->start));
+    CHECK(cudaEventCreate(&x->end));
+    CHECK(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming));
+  }
+  printf("# remote_d_bench: %d GPU(s); D %d x %d bf16 = A %d x %d op(B) T; median of %d rounds "
+         "after %d; us (over full)\n",
+         ngpus, M, N, M, K, iters, WARMUP);
+  static const config_t configs[] = {{TPLA_FLOAT8_E4M3, 0, "e4m3-split"},
+                                     {TPLA_FLOAT8_E4M3, 1, "e4m3-fast"},
+                                     {TPLA_BFLOAT16, 0, "bf16"}};
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+    bench_config(&configs[i], iters, &seed);
+  printf("remote_d_bench: done\n");
+  return 0;
+}
