@@ -28,6 +28,12 @@
  * timing, sched's reduced rows are checked against the two GPUs' `full` products summed on the
  * host (bf16 rounding of a partial and of the sum allowed).
  *
+ * Then, on GPU 0, the own rows' GEMM alone (4096 and 1024 rows): beta 0, beta 1 with C = D, and
+ * beta 1 with a separate C (the library's fused reduction) under each of the cuBLASLt
+ * heuristic's first 8 results, with each algorithm's tile / stages / cluster shape enum values:
+ * run 137 read E4M3's two halves at 1.129x the unchunked GEMM (bf16 1.005x), most of it in the
+ * own half's epilogue.
+ *
  *   tpla_remote_d_bench [iters]
  *
  * E4M3 with split and with fast accumulation, then bf16. Exits 0, or 77 without a GPU.
@@ -244,6 +250,102 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* ---- the own rows' GEMM alone: what adding a received partial in the epilogue costs ---- */
+
+/* cuBLASLt's tile, stages and cluster shape enum values of an algorithm. */
+static void algo_ids(const cublasLtMatmulAlgo_t *a, int *tile, int *stages, int *cluster) {
+  uint32_t v = 0;
+  size_t got = 0;
+  *tile = *stages = *cluster = -1;
+  if (cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &v, sizeof v, &got) ==
+      CUBLAS_STATUS_SUCCESS)
+    *tile = (int)v;
+  if (cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &v, sizeof v,
+                                           &got) == CUBLAS_STATUS_SUCCESS)
+    *stages = (int)v;
+  if (cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &v,
+                                           sizeof v, &got) == CUBLAS_STATUS_SUCCESS)
+    *cluster = (int)v;
+}
+
+/* Median time (us) of `iters` GEMMs of plan p on GPU 0 (operand sets rotating): rows of A from
+ * row 0, D = x->d, C = x->recv when c_sep, else D. */
+static float time_gemm(tpla_lt_plan_t *p, int c_sep, int iters) {
+  gpu_t *x = &gpu[0];
+  float *t = malloc(sizeof(float) * (size_t)iters);
+  for (int i = -WARMUP; i < iters; i++) {
+    int s = (i + WARMUP) % SETS;
+    tpla_lt_operands_t ops = {x->a[s], x->b[s], c_sep ? x->recv : NULL, x->d,
+                              1.0f,    p->key.beta_zero ? 0.0f : 1.0f, NULL,
+                              x->one,  x->one, NULL, NULL};
+    tpla_lt_what_t w = {describe, "variant"};
+    CHECK(cudaEventRecord(x->start, x->st));
+    TRY(tpla_lt_plan_run(p, x->lt, &ops, x->ws, WS_BYTES, x->st, "remote_d_bench", &w));
+    CHECK(cudaEventRecord(x->end, x->st));
+    CHECK(cudaEventSynchronize(x->end));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, x->start, x->end));
+    if (i >= 0)
+      t[i] = 1000.0f * ms;
+  }
+  qsort(t, (size_t)iters, sizeof(float), by_value);
+  float med = t[iters / 2];
+  free(t);
+  return med;
+}
+
+/* The own rows' GEMM (rows x N x K) with beta 0, with beta 1 and C = D, and with beta 1 and a
+ * separate C (the library's fused reduction) under each of the heuristic's first results. */
+static void own_variants(const config_t *c, int64_t rows, int iters) {
+  gpu_t *x = &gpu[0];
+  CHECK(cudaSetDevice(0));
+  static const char *names[3] = {"beta0", "C=D", "C apart"};
+  tpla_lt_operands_t first = {NULL, NULL, NULL,   NULL,   1.0f, 0.0f,
+                              NULL, x->one, x->one, NULL, NULL};
+  printf("  %-10s %5lld rows:", c->name, (long long)rows);
+  for (int v = 0; v < 3; v++) {
+    tpla_lt_key_t k = key_of(c, rows, v == 2);
+    k.beta_zero = v == 0;
+    tpla_lt_plan_t p;
+    TRY(tpla_lt_plan_build(&p, x->lt, WS_BYTES, &k, &first, "remote_d_bench", NULL));
+    int tile, stages, cluster;
+    algo_ids(&p.algo, &tile, &stages, &cluster);
+    printf(" %s %.1f (tile %d stages %d cluster %d);", names[v], time_gemm(&p, v == 2, iters), tile,
+           stages, cluster);
+    if (v == 2) { /* the heuristic's other results for the library's key */
+      enum { RESULTS = 8 };
+      cublasLtMatmulHeuristicResult_t res[RESULTS];
+      cublasLtMatmulPreference_t pref;
+      uint64_t ws = WS_BYTES;
+      uint32_t al = 256;
+      int got = 0;
+      cublasLtMatmulPreferenceCreate(&pref);
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                           sizeof ws);
+      cublasLtMatmulPreferenceAttributes_t als[4] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+      for (int i = 0; i < 4; i++)
+        cublasLtMatmulPreferenceSetAttribute(pref, als[i], &al, sizeof al);
+      if (cublasLtMatmulAlgoGetHeuristic(x->lt, p.desc, p.lay_a, p.lay_b, p.lay_c, p.lay_d, pref,
+                                         RESULTS, res, &got) != CUBLAS_STATUS_SUCCESS)
+        got = 0;
+      cublasLtMatmulPreferenceDestroy(pref);
+      printf("\n  %-10s %5lld rows, C apart, results 1..%d:", c->name, (long long)rows, got - 1);
+      for (int r = 1; r < got; r++) {
+        if (res[r].state != CUBLAS_STATUS_SUCCESS || res[r].workspaceSize > WS_BYTES)
+          continue;
+        p.algo = res[r].algo;
+        algo_ids(&p.algo, &tile, &stages, &cluster);
+        printf(" %d: %.1f (%d/%d/%d);", r, time_gemm(&p, 1, iters), tile, stages, cluster);
+      }
+    }
+    tpla_lt_plan_release(&p);
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
 static void bench_config(const config_t *c, int iters, uint64_t *seed) {
   for (int g = 0; g < ngpus; g++) {
     gpu_t *x = &gpu[g];
@@ -287,6 +389,8 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
   fflush(stdout);
   for (int m = 0; m < modes; m++)
     free(t[m]);
+  own_variants(c, H, iters);
+  own_variants(c, 1024, iters);
   for (int g = 0; g < ngpus; g++) {
     gpu_t *x = &gpu[g];
     CHECK(cudaSetDevice(g));
