@@ -28,11 +28,11 @@
  * timing, sched's reduced rows are checked against the two GPUs' `full` products summed on the
  * host (bf16 rounding of a partial and of the sum allowed).
  *
- * Then, on GPU 0, the own rows' GEMM alone (4096 and 1024 rows): beta 0, beta 1 with C = D, and
- * beta 1 with a separate C (the library's fused reduction) under each of the cuBLASLt
- * heuristic's first 8 results, with each algorithm's tile / stages / cluster shape enum values:
- * run 137 read E4M3's two halves at 1.129x the unchunked GEMM (bf16 1.005x), most of it in the
- * own half's epilogue.
+ * Then, on GPU 0, the own rows' GEMM alone (4096 and 1024 rows), each timed as it follows
+ * another and after an L2 flush: beta 0, beta 1 with C = D, and beta 1 with a separate C (the
+ * library's fused reduction); then, flushed, the separate C under each of the cuBLASLt
+ * heuristic's next 7 results; each with its algorithm's tile / stages / cluster shape enum
+ * values. Run 137 read E4M3's two halves at 1.129x the unchunked GEMM (bf16 1.005x).
  *
  *   tpla_remote_d_bench [iters]
  *
@@ -269,8 +269,9 @@ static void algo_ids(const cublasLtMatmulAlgo_t *a, int *tile, int *stages, int 
 }
 
 /* Median time (us) of `iters` GEMMs of plan p on GPU 0 (operand sets rotating): rows of A from
- * row 0, D = x->d, C = x->recv when c_sep, else D. */
-static float time_gemm(tpla_lt_plan_t *p, int c_sep, int iters) {
+ * row 0, D = x->d, C = x->recv when c_sep, else D; with `flush`, a 512 MiB memset before each
+ * (run 138 timed without: C = D then finds part of C in L2, written by the call before). */
+static float time_gemm(tpla_lt_plan_t *p, int c_sep, int flush, int iters) {
   gpu_t *x = &gpu[0];
   float *t = malloc(sizeof(float) * (size_t)iters);
   for (int i = -WARMUP; i < iters; i++) {
@@ -279,6 +280,8 @@ static float time_gemm(tpla_lt_plan_t *p, int c_sep, int iters) {
                               1.0f,    p->key.beta_zero ? 0.0f : 1.0f, NULL,
                               x->one,  x->one, NULL, NULL};
     tpla_lt_what_t w = {describe, "variant"};
+    if (flush) /* no C (nor D) left in L2 by the previous call */
+      CHECK(cudaMemsetAsync(x->gate, i & 0xff, GATE_BYTES, x->st));
     CHECK(cudaEventRecord(x->start, x->st));
     TRY(tpla_lt_plan_run(p, x->lt, &ops, x->ws, WS_BYTES, x->st, "remote_d_bench", &w));
     CHECK(cudaEventRecord(x->end, x->st));
@@ -310,8 +313,9 @@ static void own_variants(const config_t *c, int64_t rows, int iters) {
     TRY(tpla_lt_plan_build(&p, x->lt, WS_BYTES, &k, &first, "remote_d_bench", NULL));
     int tile, stages, cluster;
     algo_ids(&p.algo, &tile, &stages, &cluster);
-    printf(" %s %.1f (tile %d stages %d cluster %d);", names[v], time_gemm(&p, v == 2, iters), tile,
-           stages, cluster);
+    printf(" %s %.1f / flushed %.1f (tile %d stages %d cluster %d);", names[v],
+           time_gemm(&p, v == 2, 0, iters), time_gemm(&p, v == 2, 1, iters), tile, stages,
+           cluster);
     if (v == 2) { /* the heuristic's other results for the library's key */
       enum { RESULTS = 8 };
       cublasLtMatmulHeuristicResult_t res[RESULTS];
@@ -337,7 +341,7 @@ static void own_variants(const config_t *c, int64_t rows, int iters) {
           continue;
         p.algo = res[r].algo;
         algo_ids(&p.algo, &tile, &stages, &cluster);
-        printf(" %d: %.1f (%d/%d/%d);", r, time_gemm(&p, 1, iters), tile, stages, cluster);
+        printf(" %d: %.1f (%d/%d/%d);", r, time_gemm(&p, 1, 1, iters), tile, stages, cluster);
       }
     }
     tpla_lt_plan_release(&p);
