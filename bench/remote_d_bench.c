@@ -23,6 +23,7 @@
  *   sched    remote, then (cross-GPU event) the own half with C = the receive buffer (2 GPUs)
  *   halves*, sched*   the same with the own half under the fastest of the heuristic's results
  *            for its key (below; run 139: result 0 is 25% slower than C = D at 4096 rows)
+ *   halves/2, sched/2 the own half as two GEMMs of 2048 rows (result 0)
  * Each round starts every GPU behind a 512 MiB memset (so the host has issued the round before
  * either GPU reaches it, and L2 holds no operand) and times from an event after it; a round's
  * time is the slowest GPU's. Median of `iters` rounds (default 30) after 5, the modes
@@ -30,7 +31,7 @@
  * timing, sched's reduced rows are checked against the two GPUs' `full` products summed on the
  * host (bf16 rounding of a partial and of the sum allowed).
  *
- * Then, on GPU 0, the own rows' GEMM alone (4096 and 1024 rows), each timed as it follows
+ * Then, on GPU 0, the own rows' GEMM alone (4096, 2048 and 1024 rows), each timed as it follows
  * another and after an L2 flush: beta 0, beta 1 with C = D, and beta 1 with a separate C (the
  * library's fused reduction); then, flushed, the separate C under each of the cuBLASLt
  * heuristic's next 7 results; each with its algorithm's tile / stages / cluster shape enum
@@ -69,10 +70,26 @@ enum { M = 8192, N = 8192, K = 4096, H = M / 2, SETS = 3, GPUS = 2, WARMUP = 5 }
 #define WS_BYTES ((size_t)32 << 20)
 #define GATE_BYTES ((size_t)512 << 20)
 
-/* "*": the own half under the fastest of the heuristic's results for its key (own_variants) */
-enum { FULL, HALF, HALVES, HALVES_BEST, REMOTE, SCHED, SCHED_BEST, MODES };
-static const char *mode_names[MODES] = {"full",   "half",  "halves", "halves*",
-                                        "remote", "sched", "sched*"};
+/* How a mode runs the peer's half (none for `full`: one GEMM of all rows), whether the own
+ * half waits for the peer's GEMM into this GPU, and how it runs the own half. "*": under the
+ * fastest of the heuristic's results for its key (own_variants); "/2": as two GEMMs of H / 2
+ * rows (the heuristic's result 0 for that key). */
+typedef enum { PEER_NONE, PEER_LOCAL, PEER_REMOTE } peer_half_t;
+typedef enum { OWN_NONE, OWN_FIRST, OWN_BEST, OWN_TWO } own_half_t;
+typedef struct {
+  const char *name;
+  peer_half_t peer;
+  int meet; /* the own half waits for the peer's GEMM into this GPU */
+  own_half_t own;
+} bench_mode_t;
+/* the modes before REMOTE need one GPU */
+enum { FULL, HALF, HALVES, HALVES_BEST, HALVES_TWO, REMOTE, SCHED, SCHED_BEST, SCHED_TWO, MODES };
+static const bench_mode_t modes_of[MODES] = {
+    {"full", PEER_NONE, 0, OWN_NONE},          {"half", PEER_LOCAL, 0, OWN_NONE},
+    {"halves", PEER_LOCAL, 0, OWN_FIRST},      {"halves*", PEER_LOCAL, 0, OWN_BEST},
+    {"halves/2", PEER_LOCAL, 0, OWN_TWO},      {"remote", PEER_REMOTE, 0, OWN_NONE},
+    {"sched", PEER_REMOTE, 1, OWN_FIRST},      {"sched*", PEER_REMOTE, 1, OWN_BEST},
+    {"sched/2", PEER_REMOTE, 1, OWN_TWO}};
 
 typedef struct {
   tpla_dtype_t in;
@@ -89,7 +106,7 @@ typedef struct {
   void *send; /* H x N: the peer's half when it stays local */
   void *ws, *gate;
   float *one; /* the FP8 scales */
-  tpla_lt_plan_t full, half, own;
+  tpla_lt_plan_t full, half, own, own2; /* own2: H / 2 rows */
   cublasLtMatmulAlgo_t own_first, own_best; /* the heuristic's result 0, the fastest */
   cudaEvent_t start, end, done;
 } gpu_t;
@@ -168,14 +185,15 @@ static float round_of(int mode, int s) {
     CHECK(cudaMemsetAsync(gpu[g].gate, g + 1, GATE_BYTES, gpu[g].st));
     CHECK(cudaEventRecord(gpu[g].start, gpu[g].st));
   }
+  const bench_mode_t *md = &modes_of[mode];
   for (int g = 0; g < ngpus; g++) { /* the peer's rows (and `full`) */
     gpu_t *x = &gpu[g];
     int peer = (g + 1) % ngpus;
     const char *a_peer = rows_of_a(x, s, peer);
     CHECK(cudaSetDevice(g));
-    if (mode == FULL)
+    if (md->peer == PEER_NONE)
       run_gemm(x, &x->full, x->a[s], x->b[s], NULL, x->d, "full");
-    else if (mode == HALF || mode == HALVES)
+    else if (md->peer == PEER_LOCAL)
       run_gemm(x, &x->half, a_peer, x->b[s], NULL, x->send, "half");
     else
       run_gemm(x, &x->half, a_peer, x->b[s], NULL, gpu[peer].recv, "remote half");
@@ -185,11 +203,17 @@ static float round_of(int mode, int s) {
     gpu_t *x = &gpu[g];
     CHECK(cudaSetDevice(g));
     const char *a_own = rows_of_a(x, s, g);
-    if (mode == SCHED || mode == SCHED_BEST)
+    char *d_own = rows_of(x->d, (int64_t)g * H);
+    if (md->meet)
       CHECK(cudaStreamWaitEvent(x->st, gpu[(g + 1) % ngpus].done, 0));
-    x->own.algo = mode == HALVES_BEST || mode == SCHED_BEST ? x->own_best : x->own_first;
-    if (mode == HALVES || mode == SCHED || mode == HALVES_BEST || mode == SCHED_BEST)
-      run_gemm(x, &x->own, a_own, x->b[s], x->recv, rows_of(x->d, (int64_t)g * H), "own half");
+    x->own.algo = md->own == OWN_BEST ? x->own_best : x->own_first;
+    if (md->own == OWN_FIRST || md->own == OWN_BEST)
+      run_gemm(x, &x->own, a_own, x->b[s], x->recv, d_own, "own half");
+    for (int h = 0; h < 2 && md->own == OWN_TWO; h++) {
+      size_t a_off = (size_t)h * (H / 2) * K * tpla_dtype_size(x->own2.key.a_dtype);
+      run_gemm(x, &x->own2, a_own + a_off, x->b[s], rows_of(x->recv, (int64_t)h * (H / 2)),
+               d_own + (size_t)h * (H / 2) * row_bytes(), "own quarter");
+    }
     CHECK(cudaEventRecord(x->end, x->st));
   }
   float worst = 0;
@@ -379,15 +403,19 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     TRY(tpla_lt_plan_build(&x->full, x->lt, WS_BYTES, &kf, &first, "remote_d_bench", NULL));
     TRY(tpla_lt_plan_build(&x->half, x->lt, WS_BYTES, &kh, &first, "remote_d_bench", NULL));
     TRY(tpla_lt_plan_build(&x->own, x->lt, WS_BYTES, &ko, &first, "remote_d_bench", NULL));
+    tpla_lt_key_t ko2 = key_of(c, H / 2, 1);
+    TRY(tpla_lt_plan_build(&x->own2, x->lt, WS_BYTES, &ko2, &first, "remote_d_bench", NULL));
   }
   cublasLtMatmulAlgo_t best = own_variants(c, H, iters);
+  (void)own_variants(c, H / 2, iters);
   (void)own_variants(c, 1024, iters);
   for (int g = 0; g < ngpus; g++)
     gpu[g].own_first = gpu[g].own.algo, gpu[g].own_best = best;
   int modes = ngpus > 1 ? MODES : REMOTE;
   if (ngpus > 1)
-    printf("  %-10s check: %ld / %ld wrong of %lld reduced elements (sched / sched*)\n",
-           c->name, check_sched(SCHED), check_sched(SCHED_BEST), (long long)M * N);
+    printf("  %-10s check: %ld / %ld / %ld wrong of %lld reduced elements (sched, *, /2)\n",
+           c->name, check_sched(SCHED), check_sched(SCHED_BEST), check_sched(SCHED_TWO),
+           (long long)M * N);
   float *t[MODES];
   for (int m = 0; m < modes; m++)
     t[m] = malloc(sizeof(float) * (size_t)iters);
@@ -404,11 +432,12 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
   }
   printf("  %-10s", c->name);
   for (int m = 0; m < modes; m++)
-    printf(" %s %.1f (%.3f)", mode_names[m], med[m], med[m] / med[FULL]);
+    printf(" %s %.1f (%.3f)", modes_of[m].name, med[m], med[m] / med[FULL]);
   printf("\n");
   if (ngpus > 1)
-    printf("  %-10s remote/half %.3f; predicted eff (full / sched) %.3f, with * %.3f\n",
-           c->name, med[REMOTE] / med[HALF], med[FULL] / med[SCHED], med[FULL] / med[SCHED_BEST]);
+    printf("  %-10s remote/half %.3f; predicted eff (full / sched) %.3f, * %.3f, /2 %.3f\n",
+           c->name, med[REMOTE] / med[HALF], med[FULL] / med[SCHED], med[FULL] / med[SCHED_BEST],
+           med[FULL] / med[SCHED_TWO]);
   fflush(stdout);
   for (int m = 0; m < modes; m++)
     free(t[m]);
@@ -421,6 +450,7 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     tpla_lt_plan_release(&x->full);
     tpla_lt_plan_release(&x->half);
     tpla_lt_plan_release(&x->own);
+    tpla_lt_plan_release(&x->own2);
   }
 }
 
