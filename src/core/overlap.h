@@ -93,6 +93,10 @@ typedef struct {
   size_t scale_to_offset;
   float *scale_recv;
   int64_t from_ld; /* PEER pull: the source's row pitch (elements); 0: recv.cols */
+  /* PEER push whose piece this rank already wrote into `to`'s window (a GEMM
+   * whose D was peer_window(to), after wait_ready(to)): only `to`'s flag is
+   * set, on lane `after` itself, behind the writes. */
+  int written;
 } ovl_step_t;
 
 /* y = beta * y + s + bias and, when y2.data != NULL, y2 = s, where
@@ -122,6 +126,10 @@ struct tpla_xport_ops {
   void *(*window)(const tpla_xport_t *xp);
   size_t (*bytes)(const tpla_xport_t *xp); /* executor memory held (window + flags) */
   void *(*stream)(const tpla_xport_t *xp, int lane); /* CUDA: the lane's stream; host: NULL */
+  /* PEER: rank q's window as this rank's GEMMs may write into it (mapped
+   * memory of q); NULL for other kinds and during a rehearsal, when no peer
+   * is touched. */
+  void *(*peer_window)(const tpla_xport_t *xp, int q);
   /* Start call `seq` of public function `fn` (named by the messages of the
    * call's operations): lanes follow the work on `stream`; PEER: announce
    * "ready for seq" to every peer. REMOTE once a peer aborted. */
@@ -198,6 +206,8 @@ typedef struct {
   bool bias;
   int allow_tf32;
   bool fp8;                   /* dtype is E4M3/E5M2 */
+  bool direct;                /* RS/AR over PEER: the partials' GEMMs write into the peers'
+                                 windows, no copy (TPLA_OVERLAP_DIRECT=1; this rank's choice) */
   size_t bt_off;              /* FP8 with op_b N: staging offset of B^T (n x k), else SIZE_MAX */
   struct {                    /* which B the staged B^T holds (valid: b_version != 0) */
     const void *data;

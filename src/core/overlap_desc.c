@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *const ovl_kind_name[] = {"AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce"};
 
@@ -31,6 +32,9 @@ static tpla_status_t check_common(ovl_summary_t *s) {
                      "automatic)", tail);
     s->tail = (int32_t)v;
   }
+  const char *direct = getenv("TPLA_OVERLAP_DIRECT"); /* overlap_plan.c: ovl_direct_wanted */
+  if (direct != NULL && *direct != '\0' && strcmp(direct, "0") != 0 && strcmp(direct, "1") != 0)
+    return ovl_bad(msg, IA, "environment TPLA_OVERLAP_DIRECT=%s is not 0 or 1", direct);
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return ovl_bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
   if (!input_dtype(s->dtype) && !ovl_fp8_dtype(s->dtype))

@@ -23,7 +23,8 @@
  * chunk by chunk: GEMM the partial of its rows into its send slot (compute
  * lane 0, the high-priority stream on CUDA), send the chunk into the
  * destination's receive slot for this rank (the send follows the GEMM; the
- * next GEMM proceeds meanwhile). Then the own rows on lane 1, which fill the
+ * next GEMM proceeds meanwhile); with p->direct the GEMM writes into that
+ * receive slot itself and the step only sets the destination's flag. Then the own rows on lane 1, which fill the
  * SMs the partials leave idle and hide the last transfer: with beta = 0,
  * chunk by chunk, each GEMM adding the partial from rank - 1 (the first one
  * computed there) as its C operand, and for P > 2 one fold per chunk of the
@@ -166,6 +167,7 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        NULL,
                        0,
                        NULL,
+                       0,
                        0};
       if (p->fp8 && ci == my_first && sn > 0) { /* after set_scale */
         st.scale_send = scale_of(p, r);
@@ -249,6 +251,13 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
     int to = (r + i) % P, from = (r - i + P) % P;
     tpla_matrix_t slot = ovl_dense(p->staging, p->stage_off[to], ovl_rows(p, to), p->n,
                                    p->d_dtype);
+    /* direct: the GEMMs write into `to`'s receive slot, once `to` has begun this call */
+    char *remote = p->direct && ovl_rows(p, to) > 0 ? x->peer_window(p->xp, to) : NULL;
+    if (remote != NULL) {
+      TPLA_TRY(x->wait_ready(p->xp, lane, to, p->seq));
+      slot = ovl_dense(remote, slot_offset(p, i, ovl_rows(p, to)), ovl_rows(p, to), p->n,
+                       p->d_dtype);
+    }
     for (int ci = 0; ci < C; ci++) {
       int64_t t0, tn, m0, mn;
       ovl_chunk(ovl_rows(p, to), C, p->tail, ci, &t0, &tn);
@@ -270,7 +279,8 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
                        NULL,
                        0,
                        NULL,
-                       0};
+                       0,
+                       remote != NULL};
       TPLA_TRY(x->step(p->xp, &st, p->seq));
     }
   }
@@ -329,6 +339,7 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
                      NULL,
                      0,
                      NULL,
+                     0,
                      0};
     if (peer && st.to >= 0 && st.from >= 0) {
       /* PEER: the publication on its own first, a flag written on `lane` as soon as the chunk

@@ -289,6 +289,24 @@ static tpla_status_t fp8_shapes(const ovl_plan_t *p, const ovl_summary_t *all, c
   return TPLA_SUCCESS;
 }
 
+/* GEMM+RS and GEMM+AR over PEER with TPLA_OVERLAP_DIRECT=1 (checked by overlap_desc.c): each
+ * partial's GEMM writes into its destination's window, where a copy engine would otherwise
+ * push it from the staging. A rank's own choice: its peers see the same flags either way. */
+static bool direct_partials(const ovl_plan_t *p) {
+  const char *v = getenv("TPLA_OVERLAP_DIRECT");
+  if (v == NULL || strcmp(v, "1") != 0 || p->nranks < 2 || p->mode != TPLA_OVERLAP_OVERLAP ||
+      p->kind == OVL_AG ||
+      p->xkind != OVL_XPORT_PEER || p->ops->peer_window == NULL)
+    return false;
+  /* CUDA: the rehearsal's GEMMs write into the staging (no peer is touched then), so every
+   * receive slot must be aligned as the staging's slots are, or a real call's GEMM could need
+   * a kernel the rehearsal did not load (docs/OVERLAP.md "Lazy loading"). */
+  for (int q = 0; q < p->nranks && p->ctx->executor == TPLA_EXECUTOR_CUDA; q++)
+    if ((size_t)ovl_rows(p, q) * (size_t)p->n * tpla_dtype_size(p->d_dtype) % OVL_ALIGN != 0)
+      return false;
+  return true;
+}
+
 /* Everything after a successful agreement: shape, transport, buffers. */
 static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *fn) {
   const ovl_summary_t *s = &all[p->rank];
@@ -342,10 +360,12 @@ static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *
   if (s->window_group > 0) { /* the group's buffers, created or enlarged collectively */
     TPLA_TRY(ovl_group_join(p, s->window_group, &xd, fn));
     p->xkind = p->ops->kind(p->xp);
+    p->direct = direct_partials(p);
     st = rehearse(p, fn);
   } else {
     TPLA_TRY(p->ops->create(p->ctx, &xd, &p->xp));
     p->xkind = p->ops->kind(p->xp);
+    p->direct = direct_partials(p);
     st = p->ctx->backend->mem_alloc(p->ctx, p->staging_bytes, &p->staging);
     if (st != TPLA_SUCCESS)
       p->staging = NULL;

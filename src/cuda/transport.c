@@ -243,7 +243,7 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
   cudaStream_t st = step_stream(xp, dist, s->pull);
   if (s->pull && s->from < 0 && s->after >= 0) /* a publication only: its flag follows the */
     st = xp_lane_stream(xp, s->after);         /* data there, never queued behind a pull   */
-  if (s->after >= 0)
+  if (s->after >= 0 && !s->written)
     TPLA_TRY(follow(xp, st, s->after));
   if (xp->kind == OVL_XPORT_SENDRECV) {
     TPLA_TRY(step_sendrecv(xp, s, st));
@@ -257,6 +257,9 @@ static tpla_status_t xp_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t seq
   if (!s->pull) {
     if (s->to < 0)
       return TPLA_SUCCESS;
+    if (s->written) /* a GEMM on lane `after` wrote the piece: the flag follows it there */
+      return xp_write(xp, xp_lane_stream(xp, s->after), xp_step_word(xp, s->to, s->flag), seq,
+                      "signal a chunk written by a GEMM");
     const tpla_matrix_t *v = &s->send;
     TPLA_TRY(xp_wait(xp, st, xp_ready_word(xp, r, s->to), seq, "wait for a peer's ready"));
     if (s->scale_send != NULL) /* lands before the flag below, like the data */
@@ -356,6 +359,9 @@ static void *xp_window(const tpla_xport_t *xp) {
 }
 static size_t xp_bytes(const tpla_xport_t *xp) { return xp->flag_bytes + xp->window_bytes; }
 static void *xp_stream(const tpla_xport_t *xp, int lane) { return xp_lane_stream(xp, lane); }
+static void *xp_peer_window(const tpla_xport_t *xp, int q) {
+  return xp->kind == OVL_XPORT_PEER && !xp->rehearsal ? xp_window_of(xp, q) : NULL;
+}
 
 /* ---- plan-time rehearsal ------------------------------------------------------------ */
 
@@ -465,6 +471,7 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .window = xp_window,
     .bytes = xp_bytes,
     .stream = xp_stream,
+    .peer_window = xp_peer_window,
     .begin = xp_begin,
     .end = xp_end,
     .step = xp_step,

@@ -170,6 +170,9 @@ static tpla_status_t host_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc,
 
 static ovl_xport_kind_t host_kind(const tpla_xport_t *xp) { return xp->kind; }
 static void *host_window(const tpla_xport_t *xp) { return xp->window; }
+static void *host_peer_window(const tpla_xport_t *xp, int q) {
+  return xp->kind == OVL_XPORT_PEER && !xp->rehearsal ? xp->peer_window[q] : NULL;
+}
 static void *host_stream(const tpla_xport_t *xp, int lane) { return NULL; }
 static size_t host_bytes(const tpla_xport_t *xp) {
   return xp->window_bytes + (xp->kind == OVL_XPORT_LOCAL ? 0 : sizeof(flag_t) * nflag_words(xp));
@@ -338,6 +341,10 @@ static tpla_status_t host_step(tpla_xport_t *xp, const ovl_step_t *s, uint32_t s
   if (!s->pull) {
     if (s->to < 0)
       return TPLA_SUCCESS;
+    if (s->written) { /* the GEMM wrote the piece after wait_ready: publish it */
+      set_flag(step_of(xp, xp->peer_flags[s->to], s->flag), seq);
+      return TPLA_SUCCESS;
+    }
     TPLA_TRY(wait_flag(xp, ready_of(xp->flags, s->to), seq, "the ready signal", s->to));
     if (s->scale_send != NULL)
       memcpy((char *)xp->peer_window[s->to] + s->scale_to_offset, s->scale_send, sizeof(float));
@@ -487,6 +494,7 @@ const struct tpla_xport_ops tpla_host_xport_ops = {
     .destroy = host_destroy,
     .kind = host_kind,
     .window = host_window,
+    .peer_window = host_peer_window,
     .bytes = host_bytes,
     .stream = host_stream,
     .begin = host_begin,

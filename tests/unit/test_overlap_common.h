@@ -13,6 +13,7 @@
 #include "test.h"
 
 #include "internal.h" /* tpla_load_elem / tpla_store_elem */
+#include "overlap.h"  /* ovl_plan_t: the direct-partials check */
 
 #include <math.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ typedef struct {
   tpla_status_t status;
   char error[512];
   int has_gathered;
+  int direct; /* RS/AR: the plan's partials were written by its GEMMs (TPLA_OVERLAP_DIRECT) */
 } orank_t;
 
 typedef struct {
@@ -254,9 +256,11 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     oc_note(o, tpla_ag_gemm_plan_get_info(ag, &o->info));
     oc_note(o, tpla_ag_gemm_plan_workspace_bytes(ag, &o->ws));
   } else if (c->kind == OC_RS) {
+    o->direct = ((ovl_plan_t *)rs)->direct;
     oc_note(o, tpla_gemm_rs_plan_get_info(rs, &o->info));
     oc_note(o, tpla_gemm_rs_plan_workspace_bytes(rs, &o->ws));
   } else {
+    o->direct = ((ovl_plan_t *)ar)->direct;
     oc_note(o, tpla_gemm_ar_plan_get_info(ar, &o->info));
     oc_note(o, tpla_gemm_ar_plan_workspace_bytes(ar, &o->ws));
   }
@@ -407,6 +411,17 @@ static inline int oc_run_case(const ocase_t *c, orun_t *keep) {
         bad = 1;
       }
     bad = bad || !oc_gathered_ok(&run);
+  }
+  /* with TPLA_OVERLAP_DIRECT=1 every overlapped RS/AR over PEER writes its partials directly */
+  const char *direct = getenv("TPLA_OVERLAP_DIRECT");
+  for (int r = 0; r < c->P && !bad && c->kind != OC_AG; r++) {
+    const tpla_overlap_info_t *info = &run.r[r].info;
+    int want = direct != NULL && strcmp(direct, "1") == 0 && c->P > 1 &&
+               info->mode == TPLA_OVERLAP_OVERLAP && info->transport == TPLA_TRANSPORT_PEER;
+    if (run.r[r].direct != want) {
+      fprintf(stderr, "  rank %d: direct partials %d, expected %d\n", r, run.r[r].direct, want);
+      bad = 1;
+    }
   }
   if (bad)
     oc_describe(c);
