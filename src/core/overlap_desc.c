@@ -32,9 +32,13 @@ static tpla_status_t check_common(ovl_summary_t *s) {
                      "automatic)", tail);
     s->tail = (int32_t)v;
   }
-  const char *direct = getenv("TPLA_OVERLAP_DIRECT"); /* overlap_plan.c: ovl_direct_wanted */
-  if (direct != NULL && *direct != '\0' && strcmp(direct, "0") != 0 && strcmp(direct, "1") != 0)
-    return ovl_bad(msg, IA, "environment TPLA_OVERLAP_DIRECT=%s is not 0 or 1", direct);
+  /* experiments: overlap_plan.c's direct partials, the CUDA transport's GEMM tuning */
+  static const char *const switches[] = {"TPLA_OVERLAP_DIRECT", "TPLA_OVERLAP_TUNE"};
+  for (int i = 0; i < 2; i++) {
+    const char *v = getenv(switches[i]);
+    if (v != NULL && *v != '\0' && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return ovl_bad(msg, IA, "environment %s=%s is not 0 or 1", switches[i], v);
+  }
   if (s->op_b != TPLA_OP_N && s->op_b != TPLA_OP_T)
     return ovl_bad(msg, IA, "argument 'desc': op_b %d is neither TPLA_OP_N nor TPLA_OP_T", s->op_b);
   if (!input_dtype(s->dtype) && !ovl_fp8_dtype(s->dtype))

@@ -25,6 +25,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint32_t tpla_lt_alignment(const void *ptr, size_t extra) {
@@ -131,6 +132,37 @@ static tpla_status_t set_pointers(tpla_lt_plan_t *p, const tpla_lt_operands_t *o
   return TPLA_SUCCESS;
 }
 
+/* The heuristic's preferences for a key: at most ws_bytes of workspace, the key's alignments. */
+static tpla_status_t preference(const tpla_lt_key_t *key, size_t ws_bytes,
+                                cublasLtMatmulPreference_t *out, const char *fn) {
+  uint64_t max_ws = ws_bytes;
+  /* cuBLASLt's A and B are our B and A, so their alignments swap too. */
+  const struct {
+    cublasLtMatmulPreferenceAttributes_t attr;
+    uint32_t bytes;
+  } aligns[4] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->align_b},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->align_a},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->align_c},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->align_d}};
+  cublasLtMatmulPreference_t pref = NULL;
+  tpla_status_t s = tpla_cublas_status(cublasLtMatmulPreferenceCreate(&pref), fn,
+                                       "cublasLtMatmulPreferenceCreate");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cublas_status(cublasLtMatmulPreferenceSetAttribute(
+                               pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+                               sizeof max_ws),
+                           fn, "cublasLtMatmulPreferenceSetAttribute (workspace)");
+  for (int i = 0; i < 4 && s == TPLA_SUCCESS; i++)
+    s = tpla_cublas_status(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr,
+                                                                &aligns[i].bytes,
+                                                                sizeof aligns[i].bytes),
+                           fn, "cublasLtMatmulPreferenceSetAttribute (alignment)");
+  if (s != TPLA_SUCCESS && pref != NULL)
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+  *out = s == TPLA_SUCCESS ? pref : NULL;
+  return s;
+}
+
 tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t ws_bytes,
                                  const tpla_lt_key_t *key, const tpla_lt_operands_t *first,
                                  const char *fn, const tpla_lt_what_t *what) {
@@ -147,9 +179,6 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
   int32_t trans_b = key->op_a == TPLA_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's B = our A */
   cublasLtEpilogue_t epi = key->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   int8_t fast = key->fast_accum ? 1 : 0;
-  uint64_t max_ws = ws_bytes;
-  /* cuBLASLt's A and B are our B and A, so their alignments swap too. */
-  uint32_t al_a = key->align_b, al_b = key->align_a, al_c = key->align_c, al_d = key->align_d;
   /* Stored (pre-op) shapes in column-major terms: rows = our cols. */
   uint64_t a_rows = (uint64_t)(key->op_a == TPLA_OP_N ? key->k : key->m);
   uint64_t a_cols = (uint64_t)(key->op_a == TPLA_OP_N ? key->m : key->k);
@@ -185,18 +214,9 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
                                        key->c_separate ? key->ldc : key->ldd));
   if (s == TPLA_SUCCESS)
     s = set_pointers(p, first, fn);
-  LT_STEP(cublasLtMatmulPreferenceCreate(&pref));
-  LT_STEP(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &max_ws, sizeof max_ws));
-  LT_STEP(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                               &al_a, sizeof al_a));
-  LT_STEP(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                               &al_b, sizeof al_b));
-  LT_STEP(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                               &al_c, sizeof al_c));
-  LT_STEP(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                               &al_d, sizeof al_d));
 #undef LT_STEP
+  if (s == TPLA_SUCCESS)
+    s = preference(key, ws_bytes, &pref, fn);
   if (s == TPLA_SUCCESS) {
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
         lt, p->desc, p->lay_a, p->lay_b, p->lay_c ? p->lay_c : p->lay_d, p->lay_d, pref, 1,
@@ -230,6 +250,76 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
   }
   p->algo = result.algo;
   p->ws_needed = result.workspaceSize;
+  return TPLA_SUCCESS;
+}
+
+static int by_time(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t ws_bytes,
+                                const tpla_lt_operands_t *ops, void *ws, cudaStream_t stream,
+                                const char *fn, float *first_us, float *best_us) {
+  enum { RESULTS = 8, ITERS = 5 };
+  cublasLtMatmulHeuristicResult_t res[RESULTS];
+  cublasLtMatmulPreference_t pref;
+  int got = 0;
+  TPLA_TRY(preference(&p->key, ws_bytes, &pref, fn));
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->lay_a, p->lay_b,
+                                                     p->lay_c ? p->lay_c : p->lay_d, p->lay_d,
+                                                     pref, RESULTS, res, &got);
+  (void)cublasLtMatmulPreferenceDestroy(pref);
+  TPLA_TRY(tpla_cublas_status(hs, fn, "cublasLtMatmulAlgoGetHeuristic (tuning)"));
+  cudaEvent_t ev[2] = {NULL, NULL};
+  tpla_status_t s = tpla_cuda_status(cudaEventCreate(&ev[0]), fn, "cudaEventCreate (tuning)");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(cudaEventCreate(&ev[1]), fn, "cudaEventCreate (tuning)");
+  if (s == TPLA_SUCCESS)
+    s = set_pointers(p, ops, fn);
+  float alpha = ops->alpha, beta = ops->beta;
+  const void *c = tpla_lt_is_fp8((tpla_dtype_t)p->key.d_dtype) ? NULL : ops->c ? ops->c : ops->d;
+  int best = -1;
+  float best_median = 0, median0 = 0;
+  for (int r = 0; r < got && s == TPLA_SUCCESS; r++) {
+    if (res[r].state != CUBLAS_STATUS_SUCCESS || res[r].workspaceSize > ws_bytes)
+      continue;
+    float ms[ITERS];
+    bool ran = true;
+    for (int i = -1; i < ITERS && ran && s == TPLA_SUCCESS; i++) {
+      s = tpla_cuda_status(cudaEventRecord(ev[0], stream), fn, "cudaEventRecord (tuning)");
+      ran = cublasLtMatmul(lt, p->desc, &alpha, ops->b, p->lay_a, ops->a, p->lay_b, &beta, c,
+                           p->lay_c ? p->lay_c : p->lay_d, ops->d, p->lay_d, &res[r].algo, ws,
+                           res[r].workspaceSize > 0 ? ws_bytes : 0,
+                           stream) == CUBLAS_STATUS_SUCCESS;
+      if (s == TPLA_SUCCESS)
+        s = tpla_cuda_status(cudaEventRecord(ev[1], stream), fn, "cudaEventRecord (tuning)");
+      if (s == TPLA_SUCCESS)
+        s = tpla_cuda_status(cudaEventSynchronize(ev[1]), fn, "cudaEventSynchronize (tuning)");
+      if (s == TPLA_SUCCESS && i >= 0)
+        s = tpla_cuda_status(cudaEventElapsedTime(&ms[i], ev[0], ev[1]), fn,
+                             "cudaEventElapsedTime (tuning)");
+    }
+    if (!ran || s != TPLA_SUCCESS)
+      continue; /* an algorithm that cannot run here is skipped, not an error */
+    qsort(ms, ITERS, sizeof ms[0], by_time);
+    if (r == 0)
+      median0 = ms[ITERS / 2];
+    if (best < 0 || ms[ITERS / 2] < best_median)
+      best = r, best_median = ms[ITERS / 2];
+  }
+  for (int i = 0; i < 2; i++)
+    if (ev[i] != NULL)
+      (void)cudaEventDestroy(ev[i]);
+  TPLA_TRY(s);
+  if (best >= 0) {
+    p->algo = res[best].algo;
+    p->ws_needed = res[best].workspaceSize;
+  }
+  if (first_us)
+    *first_us = 1000.0f * median0;
+  if (best_us)
+    *best_us = 1000.0f * best_median;
   return TPLA_SUCCESS;
 }
 

@@ -386,9 +386,9 @@ static tpla_status_t xp_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, v
   if (s == TPLA_SUCCESS && scratch_bytes > 0) {
     s = tpla_cuda_status(cudaMallocAsync(scratch, scratch_bytes, st), fn,
                          "cudaMallocAsync (scratch of the plan-time rehearsal)");
-    if (s == TPLA_SUCCESS)
-      s = tpla_cuda_status(cudaMemsetAsync(*scratch, 0, scratch_bytes, st), fn,
-                           "cudaMemsetAsync (scratch of the plan-time rehearsal)");
+    if (s == TPLA_SUCCESS) /* tuning times the GEMMs on it: small non-zero values then */
+      s = tpla_cuda_status(cudaMemsetAsync(*scratch, xp->tune ? 0x20 : 0, scratch_bytes, st),
+                           fn, "cudaMemsetAsync (scratch of the plan-time rehearsal)");
   }
   /* the window too, so the rehearsal reads no stale NaN/Inf */
   if (s == TPLA_SUCCESS && xp->window_bytes > 0)
@@ -423,8 +423,7 @@ static tpla_status_t wait_stream(tpla_xport_t *xp, cudaStream_t st, const char *
   }
 }
 
-/* The host waits for every stream of the transport (the device current). */
-static tpla_status_t sync_streams(tpla_xport_t *xp, const char *what) {
+tpla_status_t xp_sync_streams(tpla_xport_t *xp, const char *what) {
   tpla_status_t first = TPLA_SUCCESS;
   for (int s = 0; s < XP_STREAMS; s++) {
     if (!streams_used(xp, s))
@@ -439,7 +438,7 @@ static tpla_status_t sync_streams(tpla_xport_t *xp, const char *what) {
 static tpla_status_t xp_quiesce(tpla_xport_t *xp) {
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, xp->fn));
-  tpla_status_t st = sync_streams(xp, "cudaStreamSynchronize (a window group's buffers change "
+  tpla_status_t st = xp_sync_streams(xp, "cudaStreamSynchronize (a window group's buffers change "
                                       "hands)");
   tpla_device_guard_exit(&guard);
   return st;
@@ -450,7 +449,7 @@ static tpla_status_t xp_rehearse_end(tpla_xport_t *xp, void *scratch) {
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, fn));
   tpla_status_t first =
-      sync_streams(xp, "cudaStreamSynchronize (end of the plan-time rehearsal)");
+      xp_sync_streams(xp, "cudaStreamSynchronize (end of the plan-time rehearsal)");
   if (scratch != NULL) {
     tpla_status_t t = tpla_cuda_status(cudaFreeAsync(scratch, xp->streams[0]), fn,
                                        "cudaFreeAsync (scratch of the plan-time rehearsal)");

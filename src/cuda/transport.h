@@ -66,6 +66,8 @@ struct tpla_xport {
   int rehearsal;              /* plan-time rehearsal: no peer is announced, written or waited */
   _Atomic uint32_t last_seq;  /* the last call begun: an abort releases every wait up to it */
   int in_flight;              /* the bound on calls in flight (PEER), 0: none */
+  int tune;                   /* TPLA_OVERLAP_TUNE=1: the rehearsal times cuBLASLt's first
+                                 results for each GEMM shape and keeps the fastest */
   cudaEvent_t ended[XP_IN_FLIGHT_MAX]; /* call seq's end on the caller's stream: slot seq % */
   unsigned char ended_valid[XP_IN_FLIGHT_MAX]; /* in_flight; valid once recorded          */
 };
@@ -96,6 +98,8 @@ static inline char *xp_window_of(const tpla_xport_t *xp, int q) {
   return xp->peer_base[q] + xp->flag_bytes;
 }
 
+/* The host waits for every stream of the transport (the device current; abort-aware). */
+tpla_status_t xp_sync_streams(tpla_xport_t *xp, const char *what);
 /* *addr = value on `stream` after the work before it (fenced). */
 tpla_status_t xp_write(const tpla_xport_t *xp, cudaStream_t stream, uint32_t *addr,
                        uint32_t value, const char *what);

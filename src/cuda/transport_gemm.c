@@ -62,10 +62,12 @@ static void describe_chunk(char *buf, size_t size, const void *arg) {
   snprintf(buf, size, "an overlap GEMM chunk (rank %d, lane %d)", w->xp->rank, w->lane);
 }
 
+/* The cached plan of `key`, or a new one (*built set). */
 static tpla_status_t lookup(tpla_xport_t *xp, const tpla_lt_key_t *key,
                             const tpla_lt_operands_t *first, const tpla_lt_what_t *what,
-                            tpla_lt_plan_t **out) {
+                            tpla_lt_plan_t **out, bool *built) {
   xg_cache_t *c = xp->gemm_cache;
+  *built = false;
   for (int i = 0; i < XG_SLOTS; i++)
     if (c->slots[i].used && memcmp(&c->slots[i].plan.key, key, sizeof *key) == 0) {
       *out = &c->slots[i].plan;
@@ -84,6 +86,7 @@ static tpla_status_t lookup(tpla_xport_t *xp, const tpla_lt_key_t *key,
                               xp->fn, what));
   c->slots[i].used = 1;
   *out = &c->slots[i].plan;
+  *built = true;
   return TPLA_SUCCESS;
 }
 
@@ -154,16 +157,22 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   xg_what_t who = {xp, lane};
   tpla_lt_what_t what = {describe_chunk, &who};
   tpla_lt_plan_t *p;
-  tpla_status_t found = lookup(xp, &key, &ops, &what, &p);
+  bool built;
+  tpla_status_t found = lookup(xp, &key, &ops, &what, &p, &built);
   if (found == TPLA_ERROR_NOT_SUPPORTED && epi_bias) { /* no kernel with the epilogue: fold */
     tpla_clear_error();
     epi_bias = false;
     key.bias = 0;
     ops.bias = NULL;
-    found = lookup(xp, &key, &ops, &what, &p);
+    found = lookup(xp, &key, &ops, &what, &p, &built);
   }
   TPLA_TRY(found);
   int half = lane == OVL_LANE_COMPUTE1 ? 1 : 0;
+  if (built && xp->rehearsal && xp->tune) { /* on the rehearsal's scratch, the lanes idle */
+    TPLA_TRY(xp_sync_streams(xp, "cudaStreamSynchronize (GEMM tuning)"));
+    TPLA_TRY(tpla_lt_plan_tune(p, xp->impl->lt, xp->gemm_ws_bytes, &ops, xp->gemm_ws[half],
+                               xp_lane_stream(xp, lane), xp->fn, NULL, NULL));
+  }
   void *ws = p->ws_needed > 0 ? xp->gemm_ws[half] : NULL;
   size_t ws_bytes = p->ws_needed > 0 ? xp->gemm_ws_bytes : 0;
   if (ws != NULL && lane != OVL_LANE_COMPUTE0 && lane != OVL_LANE_COMPUTE1)

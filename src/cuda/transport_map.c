@@ -221,6 +221,8 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
   }
   STEP(cudaEventCreateWithFlags(&xp->fork, cudaEventDisableTiming));
   xp->in_flight = want_ipc ? xp_in_flight_bound() : 0; /* used once the kind is PEER */
+  const char *tune = getenv("TPLA_OVERLAP_TUNE"); /* checked by overlap_desc.c */
+  xp->tune = tune != NULL && strcmp(tune, "1") == 0;
   for (int i = 0; i < xp->in_flight; i++)
     STEP(cudaEventCreateWithFlags(&xp->ended[i], cudaEventDisableTiming));
   for (int f = 0; f < xp->nflags; f++)

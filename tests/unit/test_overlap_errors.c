@@ -147,12 +147,13 @@ static void test_create_bad_rank(void) {
   expect_all(&c, 2, 0, TPLA_ERROR_INVALID_ARGUMENT, TPLA_ERROR_REMOTE, "rank 0", "plan");
 }
 
-/* The tuning variable (docs/OVERLAP.md) is checked at plan creation: a bad
+/* The tuning variables (docs/OVERLAP.md) are checked at plan creation: a bad
  * value is every rank's own INVALID_ARGUMENT, naming the variable. */
 static void test_create_bad_tuning_environment(void) {
-  static const char *const vars[][2] = {{"TPLA_OVERLAP_TAIL", "17"}, {"TPLA_OVERLAP_TAIL", "2x"},
-                                        {"TPLA_OVERLAP_TAIL", "-1"}};
-  for (int v = 0; v < 3; v++) {
+  static const char *const vars[][2] = {{"TPLA_OVERLAP_TAIL", "17"},  {"TPLA_OVERLAP_TAIL", "2x"},
+                                        {"TPLA_OVERLAP_TAIL", "-1"},  {"TPLA_OVERLAP_DIRECT", "2"},
+                                        {"TPLA_OVERLAP_TUNE", "yes"}};
+  for (int v = 0; v < 5; v++) {
     setenv(vars[v][0], vars[v][1], 1);
     create_t c = {.which = 0};
     ASSERT_EQ_INT(run_host_ranks(2, create_body, &c), 0);
