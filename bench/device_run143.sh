@@ -11,8 +11,9 @@ gpu_build tpla_tool test_gpu_overlap
 TPLA_OVERLAP_TUNE=1 TPLA_OVERLAP_DIRECT=1 bounded 200 "$L/overlap_tune.log" \
   build-gpu/tests/test_gpu_overlap
 say "test_gpu_overlap, TUNE=1 DIRECT=1: exit $? ($(el)) $(tail -n 1 "$L/overlap_tune.log")"
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 TPLA_OVERLAP_TUNE=1 TPLA_TEST_QUICK=1 TPLA_TEST_NO_WATCHDOG=1 TPLA_TEST_SANITIZER=1 \
-  bounded 300 "$L/memcheck_tune.log" compute-sanitizer --tool memcheck --report-api-errors no \
+  bounded 300 "$L/memcheck_tune.log" "$SAN" --tool memcheck --report-api-errors no \
   --error-exitcode 9 build-gpu/tests/test_gpu_overlap
 say "memcheck test_gpu_overlap quick, TUNE=1: exit $? ($(el)) $(grep -E 'ERROR SUMMARY' "$L/memcheck_tune.log" | tail -n 1) $(grep -E 'passed' "$L/memcheck_tune.log" | tail -n 1)"
 pack
