@@ -24,12 +24,13 @@
  * lane 0, the high-priority stream on CUDA), send the chunk into the
  * destination's receive slot for this rank (the send follows the GEMM; the
  * next GEMM proceeds meanwhile); with p->direct the GEMM writes into that
- * receive slot itself and the step only sets the destination's flag. Then the own rows on lane 1, which fill the
- * SMs the partials leave idle and hide the last transfer: with beta = 0,
- * chunk by chunk, each GEMM adding the partial from rank - 1 (the first one
- * computed there) as its C operand, and for P > 2 one fold per chunk of the
- * other P - 2 partials; with beta != 0, one GEMM into D_local (alpha, beta,
- * bias) and one fold of all P - 1.
+ * receive slot itself and the step only sets the destination's flag. Then
+ * the own rows on lane 1, which fill the SMs the partials leave idle and
+ * hide the last transfer: with beta = 0, chunk by chunk, each GEMM adding
+ * the partial from rank - 1 (the first one computed there) as its C
+ * operand, and for P > 2 one fold per chunk of the other P - 2 partials;
+ * with beta != 0, one GEMM into D_local (alpha, beta, bias) and one fold of
+ * all P - 1.
  *
  * GEMM+AllReduce: the same reduction into a published slice of the window
  * (s, without beta D and bias); then every rank fetches every peer's

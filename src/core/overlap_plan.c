@@ -295,8 +295,7 @@ static tpla_status_t fp8_shapes(const ovl_plan_t *p, const ovl_summary_t *all, c
 static bool direct_partials(const ovl_plan_t *p) {
   const char *v = getenv("TPLA_OVERLAP_DIRECT");
   if (v == NULL || strcmp(v, "1") != 0 || p->nranks < 2 || p->mode != TPLA_OVERLAP_OVERLAP ||
-      p->kind == OVL_AG ||
-      p->xkind != OVL_XPORT_PEER || p->ops->peer_window == NULL)
+      p->kind == OVL_AG || p->xkind != OVL_XPORT_PEER || p->ops->peer_window == NULL)
     return false;
   /* CUDA: the rehearsal's GEMMs write into the staging (no peer is touched then), so every
    * receive slot must be aligned as the staging's slots are, or a real call's GEMM could need

@@ -438,8 +438,8 @@ tpla_status_t xp_sync_streams(tpla_xport_t *xp, const char *what) {
 static tpla_status_t xp_quiesce(tpla_xport_t *xp) {
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, xp->device, xp->fn));
-  tpla_status_t st = xp_sync_streams(xp, "cudaStreamSynchronize (a window group's buffers change "
-                                      "hands)");
+  tpla_status_t st =
+      xp_sync_streams(xp, "cudaStreamSynchronize (a window group's buffers change hands)");
   tpla_device_guard_exit(&guard);
   return st;
 }
