@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/device_run142.sh - two GPUs (nvidia-h200-x2), session 22, branch exp-direct:
+# bench/device_run142.sh - two GPUs (nvidia-h200-x2), session 22:
 #  1. test_gpu_abort's new case (the bound on calls in flight: a rank 16 calls ahead waits on
 #     the host until the watchdog's TIMEOUT), and test_gpu_overlap with TPLA_OVERLAP_DIRECT=1
 #     (GEMM+RS/AR partials written by their GEMMs into the peers' windows), then with
@@ -9,7 +9,7 @@
 #  3. the library A/B at (8192, 4096, 8192), -n 100 -w 20, two rounds: E4M3 split GEMM+RS, bf16
 #     GEMM+RS and GEMM+AR, each as main does it, with direct partials (automatic chunks and
 #     one chunk), and with direct partials, one chunk and the rehearsal's GEMM tuning.
-# Run in the repository root of branch exp-direct (no carry), kind nvidia-h200-x2:
+# Run in the repository root of main (no carry), kind nvidia-h200-x2:
 #   bash bench/device_run142.sh
 set -u
 . bench/device_lib.sh 142
