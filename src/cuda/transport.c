@@ -112,10 +112,11 @@ static tpla_status_t wait_in_flight(tpla_xport_t *xp, uint32_t seq, cudaStream_t
     return TPLA_SUCCESS;
   for (int round = 0;; round++) {
     cudaError_t e = cudaEventQuery(xp->ended[slot]);
-    if (e != cudaErrorNotReady)
-      return tpla_cuda_status(e, fn, "cudaEventQuery (a call of this plan still in flight)");
+    /* failed first: an abort releases the waits, so the call it let end says nothing */
     if (tpla_ctx_failed(xp->ctx))
       return tpla_ctx_check(xp->ctx, fn);
+    if (e != cudaErrorNotReady)
+      return tpla_cuda_status(e, fn, "cudaEventQuery (a call of this plan still in flight)");
     tpla_poll_sleep(round);
   }
 }
