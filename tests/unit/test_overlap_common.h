@@ -13,7 +13,7 @@
 #include "test.h"
 
 #include "internal.h" /* tpla_load_elem / tpla_store_elem */
-#include "overlap.h"  /* ovl_plan_t: the direct-partials check */
+#include "overlap.h"  /* the plans' structs: the direct-partials check */
 
 #include <math.h>
 #include <stdlib.h>
@@ -256,11 +256,11 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     oc_note(o, tpla_ag_gemm_plan_get_info(ag, &o->info));
     oc_note(o, tpla_ag_gemm_plan_workspace_bytes(ag, &o->ws));
   } else if (c->kind == OC_RS) {
-    o->direct = ((ovl_plan_t *)rs)->direct;
+    o->direct = rs->p.direct;
     oc_note(o, tpla_gemm_rs_plan_get_info(rs, &o->info));
     oc_note(o, tpla_gemm_rs_plan_workspace_bytes(rs, &o->ws));
   } else {
-    o->direct = ((ovl_plan_t *)ar)->direct;
+    o->direct = ar->p.direct;
     oc_note(o, tpla_gemm_ar_plan_get_info(ar, &o->info));
     oc_note(o, tpla_gemm_ar_plan_workspace_bytes(ar, &o->ws));
   }
