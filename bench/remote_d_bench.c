@@ -23,7 +23,8 @@
  *   sched    remote, then (cross-GPU event) the own half with C = the receive buffer (2 GPUs)
  *   halves*, sched*   the same with the own half under the fastest of the heuristic's results
  *            for its key (below; run 139: result 0 is 25% slower than C = D at 4096 rows)
- *   halves/2, sched/2 the own half as two GEMMs of 2048 rows (result 0)
+ *   halves/2, sched/2, halves/4, sched/4   the own half as two GEMMs of 2048 rows, four of
+ *            1024 (result 0): the library with direct partials and 2 or 4 chunks
  * Each round starts every GPU behind a 512 MiB memset (so the host has issued the round before
  * either GPU reaches it, and L2 holds no operand) and times from an event after it; a round's
  * time is the slowest GPU's. Median of `iters` rounds (default 30) after 5, the modes
@@ -71,25 +72,29 @@ enum { M = 8192, N = 8192, K = 4096, H = M / 2, SETS = 3, GPUS = 2, WARMUP = 5 }
 #define GATE_BYTES ((size_t)512 << 20)
 
 /* How a mode runs the peer's half (none for `full`: one GEMM of all rows), whether the own
- * half waits for the peer's GEMM into this GPU, and how it runs the own half. "*": under the
- * fastest of the heuristic's results for its key (own_variants); "/2": as two GEMMs of H / 2
- * rows (the heuristic's result 0 for that key). */
+ * half waits for the peer's GEMM into this GPU, and in how many GEMMs it runs the own half
+ * (0: none), under the heuristic's result 0 for their key or ("*") the fastest of its results
+ * (own_variants). "/4" is what the library runs with direct partials and 4 chunks. */
 typedef enum { PEER_NONE, PEER_LOCAL, PEER_REMOTE } peer_half_t;
-typedef enum { OWN_NONE, OWN_FIRST, OWN_BEST, OWN_TWO } own_half_t;
 typedef struct {
   const char *name;
   peer_half_t peer;
-  int meet; /* the own half waits for the peer's GEMM into this GPU */
-  own_half_t own;
+  int meet;  /* the own half waits for the peer's GEMM into this GPU */
+  int parts; /* GEMMs of the own half: 0, 1, 2 or 4 */
+  int best;  /* one part: the fastest of the heuristic's results */
 } bench_mode_t;
 /* the modes before REMOTE need one GPU */
-enum { FULL, HALF, HALVES, HALVES_BEST, HALVES_TWO, REMOTE, SCHED, SCHED_BEST, SCHED_TWO, MODES };
+enum {
+  FULL, HALF, HALVES, HALVES_BEST, HALVES_TWO, HALVES_FOUR,
+  REMOTE, SCHED, SCHED_BEST, SCHED_TWO, SCHED_FOUR, MODES
+};
 static const bench_mode_t modes_of[MODES] = {
-    {"full", PEER_NONE, 0, OWN_NONE},          {"half", PEER_LOCAL, 0, OWN_NONE},
-    {"halves", PEER_LOCAL, 0, OWN_FIRST},      {"halves*", PEER_LOCAL, 0, OWN_BEST},
-    {"halves/2", PEER_LOCAL, 0, OWN_TWO},      {"remote", PEER_REMOTE, 0, OWN_NONE},
-    {"sched", PEER_REMOTE, 1, OWN_FIRST},      {"sched*", PEER_REMOTE, 1, OWN_BEST},
-    {"sched/2", PEER_REMOTE, 1, OWN_TWO}};
+    {"full", PEER_NONE, 0, 0, 0},       {"half", PEER_LOCAL, 0, 0, 0},
+    {"halves", PEER_LOCAL, 0, 1, 0},    {"halves*", PEER_LOCAL, 0, 1, 1},
+    {"halves/2", PEER_LOCAL, 0, 2, 0},  {"halves/4", PEER_LOCAL, 0, 4, 0},
+    {"remote", PEER_REMOTE, 0, 0, 0},   {"sched", PEER_REMOTE, 1, 1, 0},
+    {"sched*", PEER_REMOTE, 1, 1, 1},   {"sched/2", PEER_REMOTE, 1, 2, 0},
+    {"sched/4", PEER_REMOTE, 1, 4, 0}};
 
 typedef struct {
   tpla_dtype_t in;
@@ -106,7 +111,7 @@ typedef struct {
   void *send; /* H x N: the peer's half when it stays local */
   void *ws, *gate;
   float *one; /* the FP8 scales */
-  tpla_lt_plan_t full, half, own, own2; /* own2: H / 2 rows */
+  tpla_lt_plan_t full, half, own, own2, own4; /* own2, own4: H / 2, H / 4 rows */
   cublasLtMatmulAlgo_t own_first, own_best; /* the heuristic's result 0, the fastest */
   cudaEvent_t start, end, done;
 } gpu_t;
@@ -206,13 +211,12 @@ static float round_of(int mode, int s) {
     char *d_own = rows_of(x->d, (int64_t)g * H);
     if (md->meet)
       CHECK(cudaStreamWaitEvent(x->st, gpu[(g + 1) % ngpus].done, 0));
-    x->own.algo = md->own == OWN_BEST ? x->own_best : x->own_first;
-    if (md->own == OWN_FIRST || md->own == OWN_BEST)
-      run_gemm(x, &x->own, a_own, x->b[s], x->recv, d_own, "own half");
-    for (int h = 0; h < 2 && md->own == OWN_TWO; h++) {
-      size_t a_off = (size_t)h * (H / 2) * K * tpla_dtype_size(x->own2.key.a_dtype);
-      run_gemm(x, &x->own2, a_own + a_off, x->b[s], rows_of(x->recv, (int64_t)h * (H / 2)),
-               d_own + (size_t)h * (H / 2) * row_bytes(), "own quarter");
+    x->own.algo = md->best ? x->own_best : x->own_first;
+    tpla_lt_plan_t *part = md->parts == 1 ? &x->own : md->parts == 2 ? &x->own2 : &x->own4;
+    for (int h = 0; h < md->parts; h++) {
+      int64_t r0 = (int64_t)h * (H / md->parts);
+      run_gemm(x, part, a_own + (size_t)r0 * K * tpla_dtype_size(part->key.a_dtype), x->b[s],
+               rows_of(x->recv, r0), d_own + (size_t)r0 * row_bytes(), "own rows");
     }
     CHECK(cudaEventRecord(x->end, x->st));
   }
@@ -403,8 +407,9 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     TRY(tpla_lt_plan_build(&x->full, x->lt, WS_BYTES, &kf, &first, "remote_d_bench", NULL));
     TRY(tpla_lt_plan_build(&x->half, x->lt, WS_BYTES, &kh, &first, "remote_d_bench", NULL));
     TRY(tpla_lt_plan_build(&x->own, x->lt, WS_BYTES, &ko, &first, "remote_d_bench", NULL));
-    tpla_lt_key_t ko2 = key_of(c, H / 2, 1);
+    tpla_lt_key_t ko2 = key_of(c, H / 2, 1), ko4 = key_of(c, H / 4, 1);
     TRY(tpla_lt_plan_build(&x->own2, x->lt, WS_BYTES, &ko2, &first, "remote_d_bench", NULL));
+    TRY(tpla_lt_plan_build(&x->own4, x->lt, WS_BYTES, &ko4, &first, "remote_d_bench", NULL));
   }
   cublasLtMatmulAlgo_t best = own_variants(c, H, iters);
   (void)own_variants(c, H / 2, iters);
@@ -413,9 +418,9 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     gpu[g].own_first = gpu[g].own.algo, gpu[g].own_best = best;
   int modes = ngpus > 1 ? MODES : REMOTE;
   if (ngpus > 1)
-    printf("  %-10s check: %ld / %ld / %ld wrong of %lld reduced elements (sched, *, /2)\n",
-           c->name, check_sched(SCHED), check_sched(SCHED_BEST), check_sched(SCHED_TWO),
-           (long long)M * N);
+    printf("  %-10s check: %ld / %ld / %ld / %ld wrong of %lld reduced elements (sched, *, /2, "
+           "/4)\n", c->name, check_sched(SCHED), check_sched(SCHED_BEST), check_sched(SCHED_TWO),
+           check_sched(SCHED_FOUR), (long long)M * N);
   float *t[MODES];
   for (int m = 0; m < modes; m++)
     t[m] = malloc(sizeof(float) * (size_t)iters);
@@ -435,9 +440,9 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     printf(" %s %.1f (%.3f)", modes_of[m].name, med[m], med[m] / med[FULL]);
   printf("\n");
   if (ngpus > 1)
-    printf("  %-10s remote/half %.3f; predicted eff (full / sched) %.3f, * %.3f, /2 %.3f\n",
-           c->name, med[REMOTE] / med[HALF], med[FULL] / med[SCHED], med[FULL] / med[SCHED_BEST],
-           med[FULL] / med[SCHED_TWO]);
+    printf("  %-10s remote/half %.3f; predicted eff (full / sched) %.3f, * %.3f, /2 %.3f, /4 "
+           "%.3f\n", c->name, med[REMOTE] / med[HALF], med[FULL] / med[SCHED],
+           med[FULL] / med[SCHED_BEST], med[FULL] / med[SCHED_TWO], med[FULL] / med[SCHED_FOUR]);
   fflush(stdout);
   for (int m = 0; m < modes; m++)
     free(t[m]);
@@ -451,6 +456,7 @@ static void bench_config(const config_t *c, int iters, uint64_t *seed) {
     tpla_lt_plan_release(&x->half);
     tpla_lt_plan_release(&x->own);
     tpla_lt_plan_release(&x->own2);
+    tpla_lt_plan_release(&x->own4);
   }
 }
 

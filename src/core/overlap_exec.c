@@ -23,8 +23,9 @@
  * chunk by chunk: GEMM the partial of its rows into its send slot (compute
  * lane 0, the high-priority stream on CUDA), send the chunk into the
  * destination's receive slot for this rank (the send follows the GEMM; the
- * next GEMM proceeds meanwhile); with p->direct the GEMM writes into that
- * receive slot itself and the step only sets the destination's flag. Then
+ * next GEMM proceeds meanwhile); with p->direct one GEMM of the
+ * destination's rows writes into that receive slot itself and the steps only
+ * set the destination's chunk flags. Then
  * the own rows on lane 1, which fill the SMs the partials leave idle and
  * hide the last transfer: with beta = 0, chunk by chunk, each GEMM adding
  * the partial from rank - 1 (the first one computed there) as its C
@@ -252,12 +253,21 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
     int to = (r + i) % P, from = (r - i + P) % P;
     tpla_matrix_t slot = ovl_dense(p->staging, p->stage_off[to], ovl_rows(p, to), p->n,
                                    p->d_dtype);
-    /* direct: the GEMMs write into `to`'s receive slot, once `to` has begun this call */
-    char *remote = p->direct && ovl_rows(p, to) > 0 ? x->peer_window(p->xp, to) : NULL;
-    if (remote != NULL) {
-      TPLA_TRY(x->wait_ready(p->xp, lane, to, p->seq));
-      slot = ovl_dense(remote, slot_offset(p, i, ovl_rows(p, to)), ovl_rows(p, to), p->n,
-                       p->d_dtype);
+    /* direct: one GEMM of all of `to`'s rows, written into its receive slot once `to` has
+     * begun this call, then every chunk's flag. With no copy to hide there is nothing to
+     * chunk, and one launch costs less than C. The rehearsal, which touches no peer, writes
+     * the staging and pushes from there (no-ops then), as would any transport without a
+     * peer window. */
+    char *remote = NULL;
+    if (p->direct && ovl_rows(p, to) > 0) {
+      remote = x->peer_window(p->xp, to);
+      if (remote != NULL) {
+        TPLA_TRY(x->wait_ready(p->xp, lane, to, p->seq));
+        slot = ovl_dense(remote, slot_offset(p, i, ovl_rows(p, to)), ovl_rows(p, to), p->n,
+                         p->d_dtype);
+      }
+      TPLA_TRY(gemm(p, lane, slot, ovl_rows_of(c->a, p->offs[to], ovl_rows(p, to)), c->b,
+                    c->alpha, 0.0f, NULL));
     }
     for (int ci = 0; ci < C; ci++) {
       int64_t t0, tn, m0, mn;
@@ -265,8 +275,9 @@ static tpla_status_t send_partials(ovl_plan_t *p, const ovl_call_t *c) {
       ovl_chunk(ovl_rows(p, r), C, p->tail, ci, &m0, &mn);
       if (tn == 0 && mn == 0)
         continue;
-      TPLA_TRY(gemm(p, lane, ovl_rows_of(slot, t0, tn), ovl_rows_of(c->a, p->offs[to] + t0, tn),
-                    c->b, c->alpha, 0.0f, NULL));
+      if (!p->direct)
+        TPLA_TRY(gemm(p, lane, ovl_rows_of(slot, t0, tn),
+                      ovl_rows_of(c->a, p->offs[to] + t0, tn), c->b, c->alpha, 0.0f, NULL));
       ovl_step_t st = {tn > 0 ? to : -1,
                        ovl_rows_of(slot, t0, tn),
                        slot_offset(p, i, ovl_rows(p, to)) + (size_t)t0 * row_bytes,
