@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/device_run145.sh - one GPU (nvidia-h200): bench/remote_d_bench.c with the own half also
 # as four GEMMs of 1024 rows ("halves/4"): what the library runs with direct partials (one
-# GEMM of the peer's rows, since bcf8f3d's successor) and its automatic 4 chunks.
+# GEMM of the peer's rows since 693e6c3) and its automatic 4 chunks.
 # Run in the repository root of main (no carry), kind nvidia-h200: bash bench/device_run145.sh
 set -u
 . bench/device_lib.sh 145
