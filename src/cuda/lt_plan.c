@@ -312,6 +312,9 @@ tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t w
     if (ev[i] != NULL)
       (void)cudaEventDestroy(ev[i]);
   TPLA_TRY(s);
+  /* result 0 stays unless another is clearly faster: timing noise must not pick the kernel */
+  if (best > 0 && median0 > 0 && best_median > 0.98f * median0)
+    best = 0, best_median = median0;
   if (best >= 0) {
     p->algo = res[best].algo;
     p->ws_needed = res[best].workspaceSize;

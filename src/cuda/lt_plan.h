@@ -118,7 +118,8 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
                                  const char *fn, const tpla_lt_what_t *what);
 /* Times the heuristic's first 8 algorithms for the plan's key (the build's preferences) on
  * `ops` and `stream` (median of 5 calls after one, CUDA events; the host waits for each) and
- * keeps the fastest in p->algo and p->ws_needed (ws: ws_bytes of workspace). The GEMMs write
+ * keeps the fastest in p->algo and p->ws_needed (ws: ws_bytes of workspace); result 0 stays
+ * unless another is more than 2% faster. The GEMMs write
  * ops->d (and read C): only for operands whose contents do not matter, as plan-time scratch.
  * first_us / best_us (may be NULL): result 0's median and the kept one's (us). */
 tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t ws_bytes,
