@@ -25,13 +25,12 @@
  * destination's receive slot for this rank (the send follows the GEMM; the
  * next GEMM proceeds meanwhile); with p->direct one GEMM of the
  * destination's rows writes into that receive slot itself and the steps only
- * set the destination's chunk flags. Then
- * the own rows on lane 1, which fill the SMs the partials leave idle and
- * hide the last transfer: with beta = 0, chunk by chunk, each GEMM adding
- * the partial from rank - 1 (the first one computed there) as its C
- * operand, and for P > 2 one fold per chunk of the other P - 2 partials;
- * with beta != 0, one GEMM into D_local (alpha, beta, bias) and one fold of
- * all P - 1.
+ * set the destination's chunk flags. Then the own rows on lane 1, which fill
+ * the SMs the partials leave idle and hide the last transfer: with beta = 0,
+ * chunk by chunk, each GEMM adding the partial from rank - 1 (the first one
+ * computed there) as its C operand, and for P > 2 one fold per chunk of the
+ * other P - 2 partials; with beta != 0, one GEMM into D_local (alpha, beta,
+ * bias) and one fold of all P - 1.
  *
  * GEMM+AllReduce: the same reduction into a published slice of the window
  * (s, without beta D and bias); then every rank fetches every peer's
