@@ -223,6 +223,12 @@ static void print_header(const job_t *job) {
            tpla_dtype_name(b_dtype(o)), job->accum == TPLA_FP8_ACCUM_FAST ? "fast" : "split");
   if (job->cache_b)
     printf("# --cache-b: every call passes the same B with b_version 1 (A still rotates)\n");
+  /* the library's tuning variables and experiments (docs/OVERLAP.md): a log says its mode */
+  static const char *const knobs[] = {"TPLA_OVERLAP_TAIL", "TPLA_OVERLAP_DIRECT",
+                                      "TPLA_OVERLAP_TUNE", "TPLA_XPORT_MAX_IN_FLIGHT"};
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+    if (getenv(knobs[i]) != NULL)
+      printf("# environment: %s=%s\n", knobs[i], getenv(knobs[i]));
   printf("# iters %d, warmup %d, check %d, seed %" PRIu64 "; times: median, slowest rank\n",
          o->iters, o->warmup, o->check, job->seed);
   printf("# time: overlapped plan; serial: collective then GEMM (SERIAL plan); gemm: one "
