@@ -260,7 +260,7 @@ static int by_time(const void *a, const void *b) {
 
 tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t ws_bytes,
                                 const tpla_lt_operands_t *ops, void *ws, cudaStream_t stream,
-                                const char *fn, float *first_us, float *best_us) {
+                                const char *fn) {
   enum { RESULTS = 8, ITERS = 5 };
   cublasLtMatmulHeuristicResult_t res[RESULTS];
   cublasLtMatmulPreference_t pref;
@@ -314,15 +314,11 @@ tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t w
   TPLA_TRY(s);
   /* result 0 stays unless another is clearly faster: timing noise must not pick the kernel */
   if (best > 0 && median0 > 0 && best_median > 0.98f * median0)
-    best = 0, best_median = median0;
+    best = 0;
   if (best >= 0) {
     p->algo = res[best].algo;
     p->ws_needed = res[best].workspaceSize;
   }
-  if (first_us)
-    *first_us = 1000.0f * median0;
-  if (best_us)
-    *best_us = 1000.0f * best_median;
   return TPLA_SUCCESS;
 }
 

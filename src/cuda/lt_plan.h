@@ -119,12 +119,11 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
 /* Times the heuristic's first 8 algorithms for the plan's key (the build's preferences) on
  * `ops` and `stream` (median of 5 calls after one, CUDA events; the host waits for each) and
  * keeps the fastest in p->algo and p->ws_needed (ws: ws_bytes of workspace); result 0 stays
- * unless another is more than 2% faster. The GEMMs write
- * ops->d (and read C): only for operands whose contents do not matter, as plan-time scratch.
- * first_us / best_us (may be NULL): result 0's median and the kept one's (us). */
+ * unless another is more than 2% faster. The GEMMs write ops->d (and read C): only for
+ * operands whose contents do not matter, as plan-time scratch. */
 tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t ws_bytes,
                                 const tpla_lt_operands_t *ops, void *ws, cudaStream_t stream,
-                                const char *fn, float *first_us, float *best_us);
+                                const char *fn);
 /* Destroys what the plan holds (a zeroed plan is fine) and zeroes it.
  * Descriptors are host objects read while a GEMM is enqueued, so a plan may
  * go while GEMMs that used it still run. */

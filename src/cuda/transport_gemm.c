@@ -171,7 +171,7 @@ tpla_status_t xp_gemm(tpla_xport_t *xp, int lane, const tpla_gemm_call_t *g, con
   if (built && xp->rehearsal && xp->tune) { /* on the rehearsal's scratch, the lanes idle */
     TPLA_TRY(xp_sync_streams(xp, "cudaStreamSynchronize (GEMM tuning)"));
     TPLA_TRY(tpla_lt_plan_tune(p, xp->impl->lt, xp->gemm_ws_bytes, &ops, xp->gemm_ws[half],
-                               xp_lane_stream(xp, lane), xp->fn, NULL, NULL));
+                               xp_lane_stream(xp, lane), xp->fn));
   }
   void *ws = p->ws_needed > 0 ? xp->gemm_ws[half] : NULL;
   size_t ws_bytes = p->ws_needed > 0 ? xp->gemm_ws_bytes : 0;
