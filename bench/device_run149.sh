@@ -10,9 +10,9 @@ nvcc -O2 -o "$L/probe" bench/initcheck_probe.c -lcublasLt > "$L/build.log" 2>&1
 say "build: exit $? ($(el))"
 CUDA_VISIBLE_DEVICES=0 bounded 60 "$L/plain.log" "$L/probe"
 say "plain: exit $? ($(el))"
-CUDA_VISIBLE_DEVICES=0 bounded 240 "$L/initcheck.log" "$SAN" --tool initcheck --print-limit 4 "$L/probe"
+CUDA_VISIBLE_DEVICES=0 bounded 240 "$L/initcheck.log" "$SAN" --tool initcheck --print-limit 200 "$L/probe"
 say "initcheck: exit $? ($(el))"
 # each case's marker lines and the reports between them, one line per report
-awk '/^probe .*: (begin|end)/ {print; next} /Host API memory access error|Uninitialized __global__/ \
-  {n++; if (n <= 3) print "  " $0} /ERROR SUMMARY/ {print}' "$L/initcheck.log" | tee -a "$S"
+awk '/^probe .*: begin/ {n = 0} /^probe .*: end/ {print $0 ", reports: " n; next} \
+  /Host API memory access error|Uninitialized __global__/ {n++} /ERROR SUMMARY/ {print}' "$L/initcheck.log" | tee -a "$S"
 pack
