@@ -427,7 +427,8 @@ TPLA_API tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t 
 /* ------------------------------------------------------------------------ */
 /* Approximates the polar factor U V^T of a global m x n matrix X = U S V^T
  * whose rows (or columns) are sharded across the context's ranks. X is
- * first divided by (safety * ||X||_F + eps), then each step applies
+ * first divided by (safety * ||X||_F + eps) (X = 0 with eps = 0 gives
+ * zeros, as with eps > 0), then each step applies
  *   X <- a X + b (X X^T) X + c (X X^T)^2 X
  * with one (a, b, c) triple per step; internally the Gram matrix of the
  * SHORT dimension is used (X X^T when m <= n, X^T X otherwise). Each step
@@ -541,7 +542,9 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  *                     fp32/fp16/bf16, a gram_dtype other than fp32 or dtype,
  *                     negative sizes, a global size of 0, steps out of range,
  *                     a coefficient count that is not 3 * steps, non-finite
- *                     coefficients, eps < 0, safety < 0, LOCAL with > 1 rank.
+ *                     coefficients (a user table's, or a preset's divided
+ *                     by a tiny safety), eps < 0, safety < 0, LOCAL with
+ *                     > 1 rank.
  *   REMOTE            another rank rejected its arguments, or the ranks
  *                     disagree (shard dimension, non-sharded size, dtype,
  *                     gram_dtype, steps, coefficients, eps, safety,

@@ -302,10 +302,10 @@ tpla_status_t tpla_ns_batch_plan_create(tpla_ns_batch_plan_t *plan, tpla_ctx_t c
                                         const tpla_ns_desc_t *descs) {
   static const char fn[] = "tpla_ns_batch_plan_create";
   tpla_clear_error();
+  if (plan != NULL)
+    *plan = NULL; /* on every error, a NULL ctx and a failed context included */
   if (ctx == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
-  if (plan != NULL)
-    *plan = NULL; /* also when the context has failed (tpla_call_begin) */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));
   tpla_status_t st = create_batch(plan, ctx, count, descs, fn);
   tpla_call_end(ctx, false, NULL);

@@ -291,8 +291,15 @@ tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns
   }
   if (st == TPLA_SUCCESS) {
     ns_fill_coefficients(desc, p->table);
-    fill_summary(&mine, desc, p->table);
+    /* a preset divided by a tiny safety can overflow float */
+    for (int i = 0; i < 3 * desc->steps && st == TPLA_SUCCESS; i++)
+      if (!isfinite(p->table[i]))
+        st = bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,
+                 "%s: safety %g makes the preset's coefficient %d (step %d) non-finite", arg,
+                 (double)desc->safety, i, i / 3);
   }
+  if (st == TPLA_SUCCESS)
+    fill_summary(&mine, desc, p->table);
   mine.status = (int32_t)st;
   if (all == NULL) { /* cannot even take part: the others will time out */
     ns_plan_free(p);
@@ -382,10 +389,10 @@ tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
                                   const tpla_ns_desc_t *desc) {
   static const char fn[] = "tpla_ns_plan_create";
   tpla_clear_error();
+  if (plan != NULL)
+    *plan = NULL; /* on every error, a NULL ctx and a failed context included */
   if (ctx == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'ctx' is NULL");
-  if (plan != NULL)
-    *plan = NULL; /* also when the context has failed (tpla_call_begin) */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, NULL));
   bool again = false;
   tpla_status_t st = create_plan(plan, ctx, desc, fn, true, &again);

@@ -23,6 +23,10 @@ tpla_status_t tpla_check_matrix(const char *fn, const char *arg, const tpla_matr
                      "argument '%s': ld (%" PRId64 ") < max(cols, 1) (%" PRId64 ")", arg, m->ld,
                      min_ld);
   int64_t esize = (int64_t)tpla_dtype_size(m->dtype);
+  /* the row pitch in bytes must be addressable too, one row or not */
+  if (m->ld > MAX_EXTENT_BYTES / esize)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                     "argument '%s': ld (%" PRId64 ") is too large to address", arg, m->ld);
   if (m->rows > 0 && m->cols > 0) {
     /* extent = ((rows-1)*ld + cols) * esize, checked without overflow */
     if (m->rows - 1 > (MAX_EXTENT_BYTES / esize - m->cols) / m->ld)

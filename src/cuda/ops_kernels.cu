@@ -167,10 +167,11 @@ template <typename TY, typename TX> struct ScaleOp {
   const float *sumsq;
   float safety, eps;
 
-  /* The divisor, read once per thread (every thread reads the same word). */
+  /* The divisor, read once per thread (every thread reads the same word);
+   * X = 0 with eps = 0 divides by 0: zeros then, as eps > 0 would give. */
   __device__ __forceinline__ Divisor setup() const {
     const float d = safety * sqrtf(*sumsq) + eps;
-    return Divisor{d, 1.0f / d};
+    return d == 0.0f ? Divisor{1.0f, 0.0f} : Divisor{d, 1.0f / d};
   }
   template <int N>
   __device__ __forceinline__ void apply(int64_t r, int64_t c, Divisor div) const {

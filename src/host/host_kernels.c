@@ -71,7 +71,8 @@ tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *
                                  float safety, float eps) {
   if (y.rows == 0 || y.cols == 0)
     return TPLA_SUCCESS;
-  float scale = 1.0f / (safety * sqrtf(*sumsq) + eps);
+  float divisor = safety * sqrtf(*sumsq) + eps;
+  float scale = divisor == 0.0f ? 0.0f : 1.0f / divisor; /* X = 0, eps = 0: zeros */
   for (int64_t i = 0; i < y.rows; i++)
     for (int64_t j = 0; j < y.cols; j++)
       store(&y, i, j, load(&x, i, j) * scale);

@@ -362,7 +362,7 @@ static int gemm_untouched(void) {
 static void gemm_bad_view(tpla_ctx_t ctx, char which) {
   const tpla_op_t N = TPLA_OP_N;
   const char *name = which == 'd' ? "'d'" : which == 'a' ? "'a'" : "'b'";
-  for (int c = 0; c < 7; c++) {
+  for (int c = 0; c < 8; c++) {
     tpla_matrix_t d = gm_d(), a = gm_a(), b = gm_b();
     tpla_matrix_t *m = which == 'd' ? &d : which == 'a' ? &a : &b;
     switch (c) {
@@ -373,10 +373,13 @@ static void gemm_bad_view(tpla_ctx_t ctx, char which) {
     case 4: m->cols = 0, m->ld = 0; break;             /* ld < max(cols, 1) */
     case 5: m->data = NULL; break;
     case 6: m->rows = INT64_MAX / 4, m->ld = 1 << 20; break; /* not addressable */
+    case 7: m->rows = 1, m->ld = INT64_MAX / 2; break;        /* one row, pitch not either */
     }
     ASSERT_STATUS(tpla_gemm(ctx, d, a, N, b, N, NULL, NULL), IA);
     ASSERT_CONTAINS(tpla_last_error(), "tpla_gemm");
     ASSERT_CONTAINS(tpla_last_error(), name);
+    if (c >= 6) /* found by the view check, not by a later shape check */
+      ASSERT_CONTAINS(tpla_last_error(), "too large to address");
     ASSERT_TRUE(gemm_untouched());
   }
 }

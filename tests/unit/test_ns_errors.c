@@ -158,7 +158,8 @@ static void test_bad_values(void) {
                {10, "algorithm LOCAL needs 1 rank"},  {11, "size field is 8, expected"},
                {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
                {14, "unknown algorithm -1"},          {15, "iteration 3 is none of"},
-               {16, "iteration -1 is none of"}};
+               {16, "iteration -1 is none of"},
+               {17, "makes the preset's coefficient 2 (step 0) non-finite"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -183,6 +184,7 @@ static void test_bad_values(void) {
       case 14: d->algorithm = (tpla_ns_algorithm_t)-1; break;
       case 15: d->iteration = (tpla_ns_iteration_t)3; break;
       case 16: d->iteration = (tpla_ns_iteration_t)-1; break;
+      case 17: d->preset = TPLA_NS_POLAR_EXPRESS, d->safety = 1e-12f, d->steps = 8; break;
       }
     }
     if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))
@@ -212,9 +214,10 @@ static void test_bad_gram_sum_environment(void) {
 
 static void test_null_arguments(void) {
   tpla_ns_desc_t d = good_desc(0, 1);
-  tpla_ns_plan_t plan = NULL;
+  tpla_ns_plan_t plan = (tpla_ns_plan_t)(uintptr_t)1; /* must be reset to NULL */
   ASSERT_STATUS(tpla_ns_plan_create(&plan, NULL, &d), TPLA_ERROR_INVALID_ARGUMENT);
   ASSERT_CONTAINS(tpla_last_error(), "argument 'ctx' is NULL");
+  ASSERT_TRUE(plan == NULL);
   create_case_t c;
   init_case(&c, 2);
   c.null_plan[0] = true;
@@ -375,8 +378,9 @@ static void test_batch_errors(void) {
     batch_case_t c = {which};
     ASSERT_EQ_INT(run_host_ranks(2, batch_body, &c), 0);
   }
-  tpla_ns_batch_plan_t plan = NULL;
+  tpla_ns_batch_plan_t plan = (tpla_ns_batch_plan_t)(uintptr_t)1; /* must be reset */
   ASSERT_STATUS(tpla_ns_batch_plan_create(&plan, NULL, 1, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_TRUE(plan == NULL);
   ASSERT_STATUS(tpla_ns_batch_execute(NULL, NULL, NULL), TPLA_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(tpla_ns_batch_plan_destroy(NULL), TPLA_SUCCESS);
 }

@@ -251,11 +251,42 @@ static void test_half_precision(void) {
     free(cols);
   }
 }
+
+/* A zero matrix (a frozen layer's gradient) comes back as zeros on every
+ * algorithm, also with eps = 0, where the normalization divides 0 by 0. */
+static void test_zero_matrix_gives_zeros(void) {
+  static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_AUTO, TPLA_NS_ALGO_GRAM_SHARDED,
+                                              TPLA_NS_ALGO_GATHER};
+  double *zero = calloc(12 * 7, sizeof(double));
+  for (int e = 0; e < 2; e++)
+    for (int P = 1; P <= 2; P++)
+      for (int a = 0; a < 3; a++) {
+        double *out = calloc(12 * 7, sizeof(double));
+        ns_run_t run = {.P = P, .desc = TPLA_NS_DESC_INIT, .m = 12, .n = 7, .x = zero,
+                        .out = out, .ld_pad = 2};
+        run.desc.eps = e == 0 ? 0.0f : 1e-7f;
+        run.desc.algorithm = algos[a];
+        for (int i = 0; i < 12 * 7; i++)
+          out[i] = NAN; /* every element must be written, and be 0 */
+        split(12, P, true, run.sizes);
+        ASSERT_EQ_INT(ns_run(&run), 0);
+        int bad = 0;
+        for (int i = 0; i < 12 * 7; i++)
+          bad += out[i] != 0.0;
+        if (bad)
+          printf("  eps %g, P=%d, algorithm %d: %d of 84 elements not 0\n", (double)run.desc.eps,
+                 P, (int)algos[a], bad);
+        ASSERT_EQ_INT(bad, 0);
+        free(out);
+      }
+  free(zero);
+}
 #endif
 
 int main(void) {
 #ifdef TPLA_HAVE_LAPACK
   seed = fresh_seed("test_ns_math");
+  TEST(test_zero_matrix_gives_zeros);
   TEST(test_muon_interval_of_design);
   TEST(test_singular_values_follow_polynomial);
   TEST(test_converges_to_polar_factor);
