@@ -369,11 +369,13 @@ static tpla_status_t publish_steps(ovl_plan_t *p, int ci, int lane, bool direct,
 /* out = alpha A_own op(B) + (partials of steps 1..P-1) + bias, chunk by
  * chunk: each chunk's GEMM adds the partial that arrived from rank - 1 (the
  * first one computed there) in its epilogue (C = the slot); for P > 2 one
- * fold per chunk adds the other P - 2. `mirror` (GEMM+AllReduce, PEER, no
- * beta or bias): each finished chunk is offered to the peers at once and
- * copied into *mirror (D's own rows) on the copy lane, off the GEMMs' way. */
+ * fold per chunk adds the other P - 2. `publish` (GEMM+AllReduce over PEER):
+ * each finished chunk is offered to the peers at once, and the peers'
+ * chunks are pulled into D (`mirror`: this rank has no beta or bias; the
+ * finished chunk is then also copied into *mirror, D's own rows, on the
+ * copy lane, off the GEMMs' way) or else into the staging. */
 static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane,
-                                    tpla_matrix_t out, const void *bias,
+                                    tpla_matrix_t out, const void *bias, bool publish,
                                     const tpla_matrix_t *mirror) {
   const int64_t rows = ovl_rows(p, p->rank);
   const size_t stride = (size_t)rows * (size_t)p->n;
@@ -395,11 +397,11 @@ static tpla_status_t own_rows_fused(ovl_plan_t *p, const ovl_call_t *c, int lane
                                               tpla_dtype_size(p->d_dtype),
                       stride, p->nranks - 2, NULL, no_view));
     }
-    if (mirror != NULL) {
-      TPLA_TRY(publish_steps(p, ci, lane, true, c));
+    if (publish)
+      TPLA_TRY(publish_steps(p, ci, lane, mirror != NULL, c));
+    if (mirror != NULL)
       TPLA_TRY(p->ops->copy(p->xp, OVL_LANE_COPY, lane, ovl_rows_of(*mirror, m0, mn),
                             ovl_rows_of(out, m0, mn)));
-    }
   }
   return TPLA_SUCCESS;
 }
@@ -408,7 +410,7 @@ static tpla_status_t rs_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   const int r = p->rank, lane = OVL_LANE_COMPUTE1;
   TPLA_TRY(send_partials(p, c));
   if (p->nranks > 1 && c->beta == 0.0f) /* D's old values are not needed: fuse */
-    return own_rows_fused(p, c, lane, c->d, c->bias, NULL);
+    return own_rows_fused(p, c, lane, c->d, c->bias, false, NULL);
   TPLA_TRY(gemm(p, lane, c->d, ovl_rows_of(c->a, p->offs[r], ovl_rows(p, r)), c->b, c->alpha,
                 c->beta, c->bias));
   if (p->nranks == 1)
@@ -446,26 +448,36 @@ static tpla_status_t ar_overlap(ovl_plan_t *p, const ovl_call_t *c) {
   for (int q = 0; q < P && peer; q++)
     if (q != r)
       TPLA_TRY(x->wait_ready(p->xp, lane, q, p->seq));
-  /* publish = s, this rank's reduced slice without beta D and bias; with
-   * PEER, beta = 0 and no bias the peers pull each chunk straight into D */
+  /* publish = s, this rank's reduced slice without beta D and bias. Over
+   * PEER every rank publishes it chunk by chunk, whatever its own beta and
+   * bias (they are per rank: the peers' protocol must not depend on them);
+   * with beta = 0 and no bias the peers' chunks are pulled straight into D,
+   * else into the staging and folded below. Other transports send whole
+   * slices once their sends are done. */
   bool direct = peer && c->beta == 0.0f && c->bias == NULL;
-  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL, direct ? &own_d : NULL));
-  if (!direct) { /* whole slices into the send slots, once their sends are done */
+  TPLA_TRY(own_rows_fused(p, c, lane, publish, NULL, peer, direct ? &own_d : NULL));
+  if (direct)
+    return TPLA_SUCCESS;
+  if (!peer) {
     TPLA_TRY(x->sync_lanes(p->xp, lane));
     TPLA_TRY(publish_steps(p, -1, lane, false, c));
   }
-  /* D's own rows, while the peers read the published slice (direct: copied
-   * chunk by chunk above) */
-  if (!direct && c->beta == 0.0f && c->bias == NULL)
+  /* D's own rows, while the peers read the published slice */
+  if (c->beta == 0.0f && c->bias == NULL)
     TPLA_TRY(x->copy(p->xp, lane, -1, own_d, publish));
-  else if (!direct)
+  else
     TPLA_TRY(fold(p, lane, own_d, c->beta, publish.data, 0, 1, c->bias, no_view));
-  for (int i = 1; i < P && !direct; i++) {
+  for (int i = 1; i < P; i++) {
     int from = (r - i + P) % P;
     if (ovl_rows(p, from) == 0)
       continue;
     lane ^= 1;
-    TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 1, i, 0), p->seq));
+    for (int ci = 0; ci < (peer ? p->chunks : 1); ci++) {
+      int64_t f0, fn;
+      ovl_chunk(ovl_rows(p, from), p->chunks, p->tail, ci, &f0, &fn);
+      if (fn > 0 || !peer)
+        TPLA_TRY(x->arrival(p->xp, lane, ovl_flag(p, 1, i, ci), p->seq));
+    }
     TPLA_TRY(fold(p, lane, ovl_rows_of(c->d, p->offs[from], ovl_rows(p, from)), c->beta,
                   (char *)p->staging + p->stage_off[from], 0, 1, c->bias, no_view));
   }

@@ -34,6 +34,7 @@ typedef struct {
   tpla_dtype_t dtype, d_dtype;
   int bias;
   float alpha, beta;
+  int beta_per_rank; /* even ranks pass beta 0, odd ones `beta` (each rank's own D) */
   tpla_overlap_mode_t mode;
   tpla_transport_t transport;
   int chunks;
@@ -54,7 +55,13 @@ typedef struct {
   char error[512];
   int has_gathered;
   int direct; /* RS/AR: the plan's partials were written by its GEMMs (TPLA_OVERLAP_DIRECT) */
+  int rank;
 } orank_t;
+
+/* The beta rank r passes. */
+static inline float oc_beta(const ocase_t *c, int rank) {
+  return c->beta_per_rank && rank % 2 == 0 ? 0.0f : c->beta;
+}
 
 typedef struct {
   const ocase_t *c;
@@ -211,7 +218,7 @@ static inline tpla_status_t oc_call(const ocase_t *c, tpla_ag_gemm_plan_t ag,
                                     tpla_gemm_rs_plan_t rs, tpla_gemm_ar_plan_t ar, orank_t *o) {
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
   args.alpha = c->alpha;
-  args.beta = c->beta;
+  args.beta = oc_beta(c, o->rank);
   args.bias = c->bias ? o->bias.data : NULL;
   if (oc_fp8(c->dtype)) {
     args.fp8.a_scale = &o->a_scale;
@@ -229,6 +236,7 @@ static inline int oc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   orun_t *run = arg;
   const ocase_t *c = run->c;
   orank_t *o = &run->r[rank];
+  o->rank = rank;
   tpla_ag_gemm_plan_t ag = NULL;
   tpla_gemm_rs_plan_t rs = NULL;
   tpla_gemm_ar_plan_t ar = NULL;
@@ -327,8 +335,9 @@ static inline double oc_check(const orun_t *run, double *max_rel) {
             }
         }
         double d0 = oc_at(o->d0, i, j), bias = c->bias ? oc_at(o->bias, 0, j) : 0.0;
-        double ref = c->alpha * s + c->beta * d0 + bias;
-        double scale = fabs(c->alpha) * sa + fabs(c->beta * d0) + fabs(bias) + 1e-30;
+        double beta = oc_beta(c, r);
+        double ref = c->alpha * s + beta * d0 + bias;
+        double scale = fabs(c->alpha) * sa + fabs(beta * d0) + fabs(bias) + 1e-30;
         double err = fabs(oc_at(o->d, i, j) - ref);
         double ratio = isnan(err) ? INFINITY : err / (factor * scale); /* NaN is wrong */
         worst = ratio > worst ? ratio : worst;
@@ -367,11 +376,11 @@ static inline const char *oc_kind_name(oc_kind_t k) {
 
 static inline void oc_describe(const ocase_t *c) {
   fprintf(stderr, "  case %s P=%d m=%lld rows0=%lld k0=%lld n0=%lld op_b=%c %s->%s bias=%d "
-          "alpha=%g beta=%g mode=%d transport=%d chunks=%d pad=%d calls=%d seed=%llu\n",
+          "alpha=%g beta=%g%s mode=%d transport=%d chunks=%d pad=%d calls=%d seed=%llu\n",
           oc_kind_name(c->kind), c->P, (long long)c->m, (long long)c->rows[0],
           (long long)c->k[0], (long long)c->n[0], c->op_b == TPLA_OP_N ? 'N' : 'T',
           tpla_dtype_name(c->dtype), tpla_dtype_name(c->d_dtype), c->bias, (double)c->alpha,
-          (double)c->beta, (int)c->mode, (int)c->transport, c->chunks, c->pad, c->calls,
+          (double)c->beta, c->beta_per_rank ? " (odd ranks; even ranks 0)" : "", (int)c->mode, (int)c->transport, c->chunks, c->pad, c->calls,
           (unsigned long long)c->seed);
 }
 

@@ -93,6 +93,27 @@ static void test_ag_gemm(void) { run_kind(OC_AG); }
 static void test_gemm_rs(void) { run_kind(OC_RS); }
 static void test_gemm_ar(void) { run_kind(OC_AR); }
 
+/* beta is each rank's own: even ranks pass 0, odd ones 1 or 0.5, with and
+ * without a bias, over several chunks. GEMM+AR once chose how to publish its
+ * reduced slice by the rank's own beta, and its peers then waited for flags
+ * never set (TIMEOUT) or read a slice half written (wrong values). */
+static void test_beta_differs_between_ranks(void) {
+  int failures = 0;
+  for (int kind = OC_AG; kind <= OC_AR; kind++)
+    for (int P = 2; P <= 4; P++)
+      for (int v = 0; v < 4; v++) {
+        ocase_t c;
+        make_case(&c, (oc_kind_t)kind, P, 5); /* several 16-row chunks per slice */
+        c.beta_per_rank = 1;
+        c.beta = v % 2 ? 0.5f : 1.0f;
+        c.bias = v >= 2;
+        c.transport = v == 3 ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_PEER;
+        c.calls = 2;
+        failures += oc_run_case(&c, NULL);
+      }
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* The plan reports what was asked for, and the chunk count it used. */
 static void test_info_reports_choices(void) {
   static const struct {
@@ -199,6 +220,7 @@ int main(void) {
   TEST(test_ag_gemm);
   TEST(test_gemm_rs);
   TEST(test_gemm_ar);
+  TEST(test_beta_differs_between_ranks);
   TEST(test_info_reports_choices);
   TEST(test_chunks_tile_slices);
   TEST(test_auto_chunks);
