@@ -755,7 +755,9 @@ typedef struct {
  *              far (it may replace the buffers with larger ones). A
  *              gathered view (and an FP8 plan's staged B^T) lasts until
  *              the group's next call. A group holds plans of one mode and
- *              one transport (INVALID_ARGUMENT on every rank otherwise).
+ *              one transport (INVALID_ARGUMENT otherwise, on every rank
+ *              whose group still holds such a plan, REMOTE on the others:
+ *              destroying plans is not collective).
  *              Must agree. A descriptor whose size field ends before
  *              window_group (a caller built before it) has group 0. */
 

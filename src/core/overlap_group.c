@@ -56,10 +56,13 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
   ovl_group_t *g = ctx->ovl_groups;
   while (g != NULL && g->id != id)
     g = g->next;
-  /* the same verdict on every rank: groups change only at collective plan creation */
+  /* Groups change only at collective plan creation, but plan destruction is not collective:
+   * a group may still hold plans on one rank and none on another. So a mismatch is this
+   * rank's verdict, which the agreement below passes on (REMOTE on the others). */
+  tpla_status_t mine = TPLA_SUCCESS;
   if (g != NULL && (g->mode != p->mode || (g->mode == TPLA_OVERLAP_OVERLAP &&
                                            xd->kind != OVL_XPORT_AUTO && xd->kind != g->xkind)))
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': window_group %d holds "
+    mine = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': window_group %d holds "
                      "%s plans over the %s transport; this plan asks for %s", id,
                      g->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP", xkind_name(g->xkind),
                      p->mode == TPLA_OVERLAP_SERIAL         ? "SERIAL"
@@ -68,8 +71,9 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
   /* The members' calls may still run here, and peers may still read this rank's window for
    * theirs: the host waits for its lanes, and the agreement returns once every rank's have
    * finished, so the window can be zeroed (the rehearsal) or freed (a larger one). */
-  TPLA_TRY(ovl_agree(ctx, fn, g != NULL ? p->ops->quiesce(g->xp) : TPLA_SUCCESS,
-                     "wait for the calls of its window group"));
+  else if (g != NULL)
+    mine = p->ops->quiesce(g->xp);
+  TPLA_TRY(ovl_agree(ctx, fn, mine, "join its window group"));
   int32_t grow = g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
                  p->staging_bytes > g->staging_bytes;
   int32_t *all = calloc((size_t)ctx->nranks, sizeof *all);
@@ -123,6 +127,7 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
     g->nflags = bigger.nflags;
     g->staging = staging;
     g->staging_bytes = staging_bytes;
+    g->seq = 0; /* fresh flags on every rank, whatever calls this rank's group counted */
   }
   p->group = g;
   p->xp = g->xp;

@@ -185,9 +185,13 @@ tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, cons
       st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
                      tpla_status_string((tpla_status_t)all[r]));
   free(all);
-  if (mine != TPLA_SUCCESS)
-    return tpla_fail(mine, fn, "%s", saved);
-  return st;
+  if (mine == TPLA_SUCCESS)
+    return st;
+  size_t len = strlen(fn); /* the saved message already names the function */
+  const char *text = strncmp(saved, fn, len) == 0 && strncmp(saved + len, ": ", 2) == 0
+                         ? saved + len + 2
+                         : saved;
+  return tpla_fail(mine, fn, "%s", text);
 }
 
 void ovl_plan_free(ovl_plan_t *p) {

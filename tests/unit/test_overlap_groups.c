@@ -320,6 +320,68 @@ static void test_group_refusals(void) {
   }
 }
 
+/* Plan destruction is not collective, so a group may be empty on one rank and not on
+ * another when a new member joins. Case 0: an AG member called 3 times, destroyed by rank 0
+ * before and by rank 1 after a GEMM+RS member joins; the new member's calls must be numbered
+ * alike (rank 1 once kept counting from 3: TIMEOUT and wrong values). Case 1: a SERIAL member
+ * left on rank 0 only, and an OVERLAP one joins: rank 0 refuses it, rank 1 hears so at once
+ * (it once waited in the plan's exchanges). */
+static int uneven_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  tpla_status_t *st = arg;
+  enum { M = 8, K = 4, N = 4 };
+  float a[M * K], b[K * N], d[M * N];
+  for (int i = 0; i < M * K; i++)
+    a[i] = 1.0f;
+  for (int i = 0; i < K * N; i++)
+    b[i] = 1.0f;
+  tpla_matrix_t a_own = {a, M / 2, K, K, TPLA_FLOAT32}, bm = {b, K, N, N, TPLA_FLOAT32};
+  tpla_ag_gemm_desc_t xd = TPLA_AG_GEMM_DESC_INIT;
+  xd.local_rows = M / 2, xd.k = K, xd.n = N, xd.window_group = 1, xd.chunks = 2;
+  tpla_ag_gemm_plan_t x = NULL;
+  if (st[2] == 1)
+    xd.mode = TPLA_OVERLAP_SERIAL;
+  if (tpla_ag_gemm_plan_create(&x, ctx, &xd) != TPLA_SUCCESS)
+    return 1;
+  int bad = 0;
+  for (int call = 0; call < 3 && st[2] == 0; call++)
+    bad |= tpla_ag_gemm(x, (tpla_matrix_t){d, M, N, N, TPLA_FLOAT32}, a_own, bm, NULL, NULL) !=
+           TPLA_SUCCESS;
+  tpla_barrier(ctx, NULL);
+  if (rank == (st[2] == 0 ? 0 : 1))
+    tpla_ag_gemm_plan_destroy(x), x = NULL;
+  tpla_gemm_rs_desc_t zd = TPLA_GEMM_RS_DESC_INIT;
+  zd.m = M, zd.k = K, zd.n = N, zd.window_group = 1, zd.chunks = 2;
+  tpla_gemm_rs_plan_t z = NULL;
+  st[rank] = tpla_gemm_rs_plan_create(&z, ctx, &zd);
+  if (st[2] == 1 && !strstr(tpla_last_error(), rank == 0 ? "holds SERIAL plans"
+                                                         : "rank 0 could not join"))
+    bad = 1, fprintf(stderr, "  rank %d: %s\n", rank, tpla_last_error());
+  tpla_ag_gemm_plan_destroy(x);
+  for (int call = 0; call < 2 && z != NULL; call++) {
+    for (int i = 0; i < M * N; i++)
+      d[i] = -1.0f;
+    tpla_status_t s = tpla_gemm_rs(z, (tpla_matrix_t){d, M / 2, N, N, TPLA_FLOAT32},
+                                   (tpla_matrix_t){a, M, K, K, TPLA_FLOAT32}, bm, NULL, NULL);
+    for (int i = 0; i < M / 2 * N; i++)
+      bad |= d[i] != (float)(K * nranks);
+    if (s != TPLA_SUCCESS || bad)
+      bad = 1, fprintf(stderr, "  rank %d call %d: %s %s\n", rank, call, tpla_status_string(s),
+                       tpla_last_error());
+  }
+  tpla_barrier(ctx, NULL);
+  tpla_gemm_rs_plan_destroy(z);
+  return bad;
+}
+
+static void test_group_emptied_on_one_rank(void) {
+  for (int id = 0; id < 2; id++) {
+    tpla_status_t st[3] = {TPLA_ERROR_INTERNAL, TPLA_ERROR_INTERNAL, (tpla_status_t)id};
+    ASSERT_EQ_INT(run_host_ranks(2, uneven_destroy_body, st), 0);
+    ASSERT_EQ_INT(st[0], id == 0 ? TPLA_SUCCESS : TPLA_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(st[1], id == 0 ? TPLA_SUCCESS : TPLA_ERROR_REMOTE);
+  }
+}
+
 /* A caller built before window_group passes a smaller descriptor: accepted, no group. */
 static int old_size_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_status_t *st = arg;
@@ -353,6 +415,7 @@ int main(void) {
   TEST(test_group_two_ranks_sendrecv);
   TEST(test_group_member_destroyed_early);
   TEST(test_group_refusals);
+  TEST(test_group_emptied_on_one_rank);
   TEST(test_descriptor_sizes);
   return test_summary();
 }
