@@ -763,9 +763,9 @@ typedef struct {
 
 /* AllGather+GEMM. Rank r holds A_local (local_rows x k); the gathered A is
  * the rows of ranks 0, 1, ... in order (m = sum of local_rows). D is m x n
- * on every rank; n, op_b, bias and allow_tf32 may differ between ranks
- * (each rank multiplies by its own B), k, dtype, d_dtype, mode, transport
- * and chunks must agree. */
+ * on every rank; n, op_b, bias, d_dtype and allow_tf32 may differ between
+ * ranks (each rank multiplies by its own B into its own D), k, dtype, mode,
+ * transport and chunks must agree. */
 typedef struct {
   size_t size;          /* sizeof(tpla_ag_gemm_desc_t); set by the INIT macro */
   int64_t local_rows;   /* >= 0; may differ between ranks */
@@ -868,8 +868,9 @@ typedef struct tpla_gemm_ar_plan *tpla_gemm_ar_plan_t;
  *                     disagree (the message names the first disagreeing rank
  *                     and field, the same on every rank), or the row slices
  *                     do not add up; or another rank failed below.
- *   NOT_SUPPORTED     sizes above 2^31-1; transport PEER forced where a pair
- *                     of ranks cannot map each other (the message says why).
+ *   NOT_SUPPORTED     sizes above 2^31-1, or operands or buffers above 2^60
+ *                     bytes; transport PEER forced where a pair of ranks
+ *                     cannot map each other (the message says why).
  *   OUT_OF_MEMORY     the buffers could not be allocated.
  *   CUDA/NCCL/TIMEOUT the exchange or the mapping failed. */
 TPLA_API tpla_status_t tpla_ag_gemm_plan_create(tpla_ag_gemm_plan_t *plan, tpla_ctx_t ctx,

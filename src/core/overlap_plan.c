@@ -348,6 +348,14 @@ static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *
   if (total * (p->kind == OVL_AR ? 2.0 : 1.0) > 0x1p60)
     return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s buffers (%g bytes) are too large",
                      ovl_kind_name[p->kind], total);
+  /* the rehearsal's operands, at the largest rank's sizes (the same verdict everywhere) */
+  double ei = (double)tpla_dtype_size(p->dtype), ed = (double)tpla_dtype_size(p->d_dtype);
+  double operands = (double)(p->kind == OVL_AG ? max_rows : p->m) * (double)max_k * ei +
+                    (double)max_k * (double)max_n * ei +
+                    (double)(p->kind == OVL_RS ? max_rows : p->m) * (double)max_n * ed;
+  if (operands > 0x1p60)
+    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s operands (%g bytes) are too large",
+                     ovl_kind_name[p->kind], operands);
   layout(p);
   for (int r = 0; r < p->nranks; r++)
     p->counts[r] = (size_t)ovl_rows(p, r) * (size_t)(p->kind == OVL_AG ? p->k : p->n);

@@ -217,6 +217,13 @@ static int bad_desc_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   rd.m = 4, rd.n = 4, rd.k = 2, rd.local_rows = 5;
   if (tpla_gemm_rs_plan_create(&rp, ctx, &rd) != IA || rp != NULL)
     (*failures)++;
+  /* 16 x 8 GiB of D, but B alone is 2^64 bytes: refused before anything is allocated */
+  rd.m = 16, rd.local_rows = 16, rd.k = rd.n = ((int64_t)1 << 31) - 1;
+  if (tpla_gemm_rs_plan_create(&rp, ctx, &rd) != TPLA_ERROR_NOT_SUPPORTED || rp != NULL ||
+      !strstr(tpla_last_error(), "operands")) {
+    fprintf(stderr, "  GEMM+RS with a 2^64-byte B: %s\n", tpla_last_error());
+    (*failures)++;
+  }
   tpla_gemm_ar_plan_t ap = NULL;
   tpla_gemm_ar_desc_t ad = TPLA_GEMM_AR_DESC_INIT;
   ad.m = 4, ad.n = 0, ad.k = 2;
