@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,9 @@ struct tpla_ns_batch_plan {
 };
 
 static size_t pad(size_t b) { return (b + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN; }
+
+/* a + b, SIZE_MAX where it would wrap: a batch's sums can, each matrix alone cannot */
+static size_t add_bytes(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
 /* Bytes of rank q's shard of matrix i. */
 static size_t shard_bytes(tpla_ns_plan_t p, int q) {
@@ -155,7 +159,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     for (int i = 0; i < C; i++)
       if (b->owner[i] == q) {
         b->send_off[i] = off;
-        off += pad(shard_bytes(b->plans[i], me));
+        off = add_bytes(off, pad(shard_bytes(b->plans[i], me)));
       }
     sc[q] = off - sd[q];
   }
@@ -165,7 +169,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     rd[q] = off;
     for (int i = 0; i < C; i++)
       if (b->owner[i] == me)
-        off += pad(shard_bytes(b->plans[i], q));
+        off = add_bytes(off, pad(shard_bytes(b->plans[i], q)));
     rc[q] = off - rd[q];
   }
   b->stage_bytes = off;
@@ -178,7 +182,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     tpla_ns_plan_t p = b->plans[i];
     size_t e = tpla_dtype_size(p->desc.dtype);
     b->full_off[i] = full;
-    full += pad((size_t)(p->M * p->N) * e);
+    full = add_bytes(full, pad((size_t)(p->M * p->N) * e));
     int64_t s = p->M < p->N ? p->M : p->N, l = p->M < p->N ? p->N : p->M;
     ns_layout_t g = {0};
     ns_iter_setup(&b->iters[i], mach, s, l, p->desc.dtype, p->desc.gram_dtype, NS_SUM_NONE,
@@ -281,7 +285,10 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
     for (int i = 0; i < count; i++)
       if (b->owner[i] < 0 && b->plans[i]->layout.bytes > b->ws_bytes)
         b->ws_bytes = b->plans[i]->layout.bytes;
-    st = ctx->backend->mem_alloc(ctx, b->ws_bytes, &b->ws);
+    st = b->ws_bytes == SIZE_MAX
+             ? tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the batch's workspace on rank %d "
+                         "exceeds the address space", ctx->rank)
+             : ctx->backend->mem_alloc(ctx, b->ws_bytes, &b->ws);
     st = ns_agree_status(ctx, fn, st, "allocate its workspace");
   }
   if (st != TPLA_SUCCESS) {

@@ -27,8 +27,13 @@
 #include "ns.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 
 size_t ns_layout_take(ns_layout_t *l, size_t bytes) {
+  if (l->bytes > SIZE_MAX - NS_ALIGN || bytes > SIZE_MAX - NS_ALIGN - l->bytes) {
+    l->bytes = SIZE_MAX; /* saturated: no allocation can be that large */
+    return 0;
+  }
   size_t off = (l->bytes + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
   l->bytes = off + bytes;
   return off;

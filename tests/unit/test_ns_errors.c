@@ -373,6 +373,34 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return bad;
 }
 
+/* Sixteen matrices, each within the per-matrix limits, whose owner-phase
+ * workspace sums past 2^64 bytes: refused before any allocation (the sum
+ * once wrapped to 64 MiB and the plan was created). */
+static int huge_batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks;
+  tpla_status_t *st = arg;
+  tpla_ns_desc_t d[16];
+  for (int i = 0; i < 16; i++) {
+    d[i] = (tpla_ns_desc_t)TPLA_NS_DESC_INIT;
+    d[i].local_rows = 67109880, d[i].local_cols = 1420449111;
+    d[i].algorithm = TPLA_NS_ALGO_LOCAL;
+  }
+  tpla_ns_batch_plan_t plan = (tpla_ns_batch_plan_t)(uintptr_t)1;
+  st[rank] = tpla_ns_batch_plan_create(&plan, ctx, 16, d);
+  if (st[rank] != TPLA_SUCCESS && !strstr(tpla_last_error(), "exceeds the address space"))
+    st[rank] = TPLA_ERROR_INTERNAL, fprintf(stderr, "  rank %d: %s\n", rank, tpla_last_error());
+  tpla_ns_batch_plan_destroy(st[rank] == TPLA_SUCCESS ? plan : NULL);
+  return plan != NULL && st[rank] != TPLA_SUCCESS;
+}
+
+static void test_batch_workspace_past_2_64(void) {
+  tpla_status_t st[2] = {TPLA_SUCCESS, TPLA_SUCCESS};
+  ASSERT_EQ_INT(run_host_ranks(2, huge_batch_body, st), 0);
+  for (int r = 0; r < 2; r++)
+    ASSERT_TRUE(st[r] == TPLA_ERROR_NOT_SUPPORTED || st[r] == TPLA_ERROR_REMOTE);
+  ASSERT_TRUE(st[0] == TPLA_ERROR_NOT_SUPPORTED || st[1] == TPLA_ERROR_NOT_SUPPORTED);
+}
+
 static void test_batch_errors(void) {
   for (int which = 0; which < 6; which++) {
     batch_case_t c = {which};
@@ -395,5 +423,6 @@ int main(void) {
   TEST(test_zero_size);
   TEST(test_execute_rejects_bad_views);
   TEST(test_batch_errors);
+  TEST(test_batch_workspace_past_2_64);
   return test_summary();
 }
