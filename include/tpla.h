@@ -163,7 +163,8 @@ typedef struct {
                                   of the communicator), host-side or, for a
                                   call waiting on the device, as seen by the
                                   context's watchdog (tpla_ctx_abort);
-                                  0 = 300000 (5 min) */
+                                  0 = 300000 (5 min); values above 2^50
+                                  (35,000 years) are taken as 2^50 */
   size_t gemm_workspace_bytes; /* cuBLASLt workspace; 0 = 32 MiB */
 } tpla_config_t;
 #define TPLA_CONFIG_INIT {sizeof(tpla_config_t), 0, 0}

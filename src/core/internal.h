@@ -19,6 +19,8 @@
 #include <time.h>
 
 #define TPLA_DEFAULT_TIMEOUT_MS 300000
+/* The longest timeout: now + timeout never overflows int64 milliseconds. */
+#define TPLA_MAX_TIMEOUT_MS ((int64_t)1 << 50)
 #define TPLA_DEFAULT_GEMM_WORKSPACE ((size_t)32 << 20)
 #define TPLA_MAX_RANKS 1024
 

@@ -93,6 +93,8 @@ tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_c
   }
   if (def.timeout_ms == 0)
     def.timeout_ms = TPLA_DEFAULT_TIMEOUT_MS;
+  if (def.timeout_ms > TPLA_MAX_TIMEOUT_MS) /* "never": deadlines must not overflow */
+    def.timeout_ms = TPLA_MAX_TIMEOUT_MS;
   if (def.gemm_workspace_bytes == 0)
     def.gemm_workspace_bytes = TPLA_DEFAULT_GEMM_WORKSPACE;
   *out = def;

@@ -171,6 +171,14 @@ static void test_collectives_small_staging(void) {
   ASSERT_EQ_INT(run_procs(3, body_collectives, NULL, &o), 0);
 }
 
+/* A timeout that means "never": deadlines are now + timeout, which must not
+ * overflow (UBSan in CI; the CUDA executor's NCCL polls once timed out at
+ * once with it). */
+static void test_longest_timeout(void) {
+  proc_opts_t o = {INT64_MAX, 4096};
+  ASSERT_EQ_INT(run_procs(2, body_collectives, NULL, &o), 0);
+}
+
 static int body_big_allreduce(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return check_allreduce(ctx, rank, nranks, TPLA_FLOAT32, 700000, false); /* 2.7 MiB */
 }
@@ -419,6 +427,7 @@ static void test_overlap_plans_match_thread_group(void) {
 int main(void) {
   TEST(test_collectives_small_staging);
   TEST(test_collectives_default_staging);
+  TEST(test_longest_timeout);
   TEST(test_ns_matches_thread_group);
   TEST(test_ns_pulls_unavailable);
   TEST(test_ns_batch_matches_thread_group);
