@@ -330,15 +330,14 @@ static tpla_status_t xp_copy(tpla_xport_t *xp, int lane, int after, tpla_matrix_
                      xp, "local copy, own", xp->rank, dst.rows, dst.cols);
 }
 
+/* A NULL scale is the context's device 1.0f: a copy, not a stream memory
+ * write, which the transports other than PEER (and the serial mode's) must
+ * not need. */
 static tpla_status_t xp_set_scale(tpla_xport_t *xp, int lane, float *dst, const float *src) {
   cudaStream_t st = xp_lane_stream(xp, lane);
-  if (src != NULL)
-    return copy_status(cudaMemcpyAsync(dst, src, sizeof(float), cudaMemcpyDeviceToDevice, st), xp,
-                       "FP8 scale, own", xp->rank, 1, 1);
-  const float one = 1.0f;
-  uint32_t bits;
-  memcpy(&bits, &one, sizeof bits);
-  return xp_write(xp, st, (uint32_t *)dst, bits, "FP8 scale 1");
+  src = tpla_cuda_fp8_scale(tpla_cuda_impl(xp->ctx), src);
+  return copy_status(cudaMemcpyAsync(dst, src, sizeof(float), cudaMemcpyDeviceToDevice, st), xp,
+                     "FP8 scale, own", xp->rank, 1, 1);
 }
 
 static tpla_status_t xp_transpose(tpla_xport_t *xp, int lane, tpla_matrix_t dst,
