@@ -413,7 +413,9 @@ typedef struct {
  * E4M3/E5M2 (mixed allowed, not both E5M2), D is bf16, fp16, fp32, E4M3
  * or E5M2, scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
  * cores take only K-contiguous operands: the library transposes the others
- * into its workspace, no caller copy needed). Host: FP8 is emulated
+ * into its grow-only scratch, no caller copy needed; the scratch cannot
+ * grow while `stream` is captured into a CUDA graph, INVALID_USAGE then:
+ * make the call once uncaptured first). Host: FP8 is emulated
  * (decode, fp32 math, round to the FP8 output with saturation). k = 0 gives
  * D = beta * D. D must not overlap A or B. args may be NULL (alpha 1,
  * beta 0). CUDA: cuBLASLt on `stream`; the algorithm is chosen once per

@@ -21,7 +21,8 @@ tpla_status_t tpla_lt_cache_create(tpla_lt_cache_t **cache, const char *fn);
 void tpla_lt_cache_destroy(tpla_lt_cache_t *cache);
 
 /* The backend's gemm: arguments are validated by tpla_gemm (api.c);
- * m, n > 0 here. Never synchronizes, never allocates device memory. */
+ * m, n > 0 here. Never synchronizes; allocates device memory only when
+ * FP8 staging grows the context's scratch (refused in a captured stream). */
 tpla_status_t tpla_cuda_gemm(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
 
 /* Counters of the plan cache, for tests and diagnostics. */

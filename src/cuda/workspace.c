@@ -18,6 +18,14 @@ tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t byte
                    TPLA_WORKSPACE_GRANULE;
   if (rounded == 0)
     rounded = TPLA_WORKSPACE_GRANULE;
+  /* In a captured stream the free and the allocation would become graph nodes: the graph
+   * would own the buffer the context keeps, and free the old one at every launch. */
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_TRY(fn, cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "the context's scratch must grow from %zu to "
+                     "%zu bytes while the stream is captured; make the same call once "
+                     "uncaptured first", ws->bytes, rounded);
   /* Free first so the pool can hand the same memory back: peak usage stays
    * at the new size rather than old + new. */
   TPLA_TRY(tpla_cuda_workspace_release(ws, stream, fn));

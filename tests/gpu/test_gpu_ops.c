@@ -389,6 +389,27 @@ static void test_scale_by_norm_in_place(void) {
       ASSERT_EQ_INT(check_scale(k_float_types[t], k_float_types[t], k_shapes[k], 1, 900 + k), 0);
 }
 
+/* A zero matrix with eps = 0 divides 0 by 0: zeros, not NaN (a frozen layer's gradient). */
+static void test_scale_by_norm_of_zeros_with_eps_zero(void) {
+  NEED_CTX();
+  const int64_t rows = 5, cols = 7;
+  float *x = NULL, *d_sumsq = NULL, host[5 * 7];
+  ASSERT_EQ_INT(cudaMalloc((void **)&x, sizeof host), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(float)), cudaSuccess);
+  ASSERT_EQ_INT(cudaMemset(x, 0, sizeof host), cudaSuccess);
+  tpla_matrix_t v = {x, rows, cols, cols, TPLA_FLOAT32};
+  ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
+  ASSERT_OK(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, 1.0f, 0.0f, g_stream));
+  ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+  ASSERT_EQ_INT(cudaMemcpy(host, x, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  int bad = 0;
+  for (int i = 0; i < rows * cols; i++)
+    bad += host[i] != 0.0f;
+  ASSERT_EQ_INT(bad, 0);
+  cudaFree(x);
+  cudaFree(d_sumsq);
+}
+
 /* ---- mirror_upper ------------------------------------------------------------------ */
 
 static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
@@ -601,6 +622,7 @@ int main(void) {
   TEST(test_sumsq_of_empty_matrix_is_zero);
   TEST(test_scale_by_norm_out_of_place);
   TEST(test_scale_by_norm_in_place);
+  TEST(test_scale_by_norm_of_zeros_with_eps_zero);
   TEST(test_mirror_upper);
   TEST(test_alltoallv_single_rank);
   TEST(test_alltoallv_across_gpus);
