@@ -286,9 +286,13 @@ TPLA_API tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes);
  * later call on the context or its plans fails with the context's failure
  * (tpla_ctx_get_async_error); queries and the destroy functions still
  * work: destroy the plans and the context on every rank, then build new ones
- * (on a new communicator). Aborting a context that already failed does
- * nothing. The CUDA executor's watchdog calls this itself when a call has
- * waited on the device for longer than cfg.timeout_ms (see below). */
+ * (on a new communicator). Destroy them only once every rank's streams have
+ * drained (synchronize them, then agree out of band, e.g. a barrier of the
+ * launcher): the released calls of a peer still running may write into this
+ * rank's windows and flags, which the destroy frees. Aborting a context
+ * that already failed does nothing. The CUDA executor's watchdog calls this
+ * itself when a call has waited on the device for longer than
+ * cfg.timeout_ms (see below). */
 TPLA_API tpla_status_t tpla_ctx_abort(tpla_ctx_t ctx);
 
 /* TPLA_SUCCESS while the context works; otherwise why it stopped, with
