@@ -418,8 +418,10 @@ typedef struct {
  * or E5M2, scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
  * cores take only K-contiguous operands: the library transposes the others
  * into its grow-only scratch, no caller copy needed; the scratch cannot
- * grow while `stream` is captured into a CUDA graph, INVALID_USAGE then:
- * make the call once uncaptured first). Host: FP8 is emulated
+ * grow while `stream` is captured, INVALID_USAGE then). Capturing tpla_gemm
+ * into a CUDA graph is not supported yet: a call on another stream than
+ * the context's previous GEMM waits for that GEMM by an event recorded
+ * outside the capture, which invalidates it. Host: FP8 is emulated
  * (decode, fp32 math, round to the FP8 output with saturation). k = 0 gives
  * D = beta * D. D must not overlap A or B. args may be NULL (alpha 1,
  * beta 0). CUDA: cuBLASLt on `stream`; the algorithm is chosen once per
