@@ -235,6 +235,69 @@ def test_bad_inputs():
         tt.Muon([torch.nn.Parameter(x)], momentum=1.5)
 
 
+def test_library_writes_bump_the_version_counter():
+    """A tensor the library wrote in place is seen as modified by autograd, as after a
+    torch in-place op: a backward that saved its old values raises."""
+    comm = tt.local_communicator("cpu")
+    x = torch.randn(6, 4)
+    w = torch.randn(6, 4, requires_grad=True)
+    loss = (x * w).sum()  # saves x for backward
+    tt.newton_schulz(x, out=x)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    a, b = torch.randn(5, 3), torch.randn(4, 3)
+    d = torch.zeros(5, 4)
+    before = d._version
+    tt.gemm_ar(a, b, comm, out=d)
+    tt.local_gemm(d, a, b, comm, transpose_b=True, beta=1.0)
+    assert d._version >= before + 2
+    with torch.inference_mode():  # no version counter there: still works
+        assert tt.ag_gemm(torch.randn(5, 3), b, comm).shape == (5, 4)
+
+
+def test_muon_groups_state_and_devices():
+    """add_param_group makes a working Muon group; a bf16 model's fp32 momentum (main_grad)
+    survives a state_dict round trip in fp32; a parameter on another device is refused."""
+    g = torch.Generator().manual_seed(3)
+    p1 = torch.nn.Parameter(torch.randn(8, 4, generator=g))
+    p2 = torch.nn.Parameter(torch.randn(6, 5, generator=g))
+    opt = tt.Muon([p1], ns_dtype=torch.float32)
+    opt.add_param_group({"params": [p2]})
+    p1.grad, p2.grad = torch.randn(8, 4, generator=g), torch.randn(6, 5, generator=g)
+    before = p2.detach().clone()
+    opt.step()
+    assert not torch.equal(p2, before)
+    with pytest.raises(tpla.InvalidArgumentError, match="1-D parameter"):
+        opt.add_param_group({"params": [torch.nn.Parameter(torch.randn(3))]})
+
+    q = torch.nn.Parameter(torch.randn(8, 4, generator=g).bfloat16())
+    first = tt.Muon([q], use_main_grad=True)
+    q.main_grad = torch.randn(8, 4, generator=g)
+    first.step()
+    second = tt.Muon([q], use_main_grad=True)
+    second.load_state_dict(first.state_dict())
+    assert second.state[q]["momentum_buffer"].dtype == torch.float32
+    assert torch.equal(second.state[q]["momentum_buffer"], first.state[q]["momentum_buffer"])
+    second.step()
+
+    m = torch.nn.Parameter(torch.empty(8, 4, device="meta"))
+    m.grad = torch.empty(8, 4, device="meta")
+    with pytest.raises(tpla.InvalidArgumentError, match="share one device"):
+        tt.Muon([p1, m]).step()
+
+
+def test_clear_plans():
+    comm = tt.Communicator.local("cpu")
+    for rows in (5, 6, 7):
+        tt.newton_schulz(torch.randn(rows, 4), comm=comm)
+    assert len(comm._plans) == 3 and comm.workspace_bytes() > comm.context.workspace_bytes()
+    comm.clear_plans()
+    assert not comm._plans
+    assert tt.newton_schulz(torch.randn(5, 4), comm=comm).shape == (5, 4)
+    comm.close()
+    comm.clear_plans()  # closed: nothing to do
+
+
 def test_pip_install_bundles_the_library():
     pytest.importorskip("setuptools")
     lib = tpla.library_path()

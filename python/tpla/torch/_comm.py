@@ -187,6 +187,18 @@ class Communicator:
         (tpla.Context.async_error)."""
         return self.context.async_error()
 
+    def clear_plans(self):
+        """Destroy the cached plans (every rank, like a collective), e.g. when shapes came
+        and went (each sequence length of a layer keeps its own plans). First a barrier,
+        waited for on this device, so that no rank's plan is destroyed while a peer's
+        call may still read its buffers."""
+        if self._ctx is None or not self._plans:
+            return
+        self.barrier()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self._plans.clear()
+
     def close(self):
         """Destroy the cached plans and the context (every rank)."""
         self._plans.clear()

@@ -106,17 +106,41 @@ class Muon(torch.optim.Optimizer):
         self._token = next(_tokens)
         self._index = {}
         for group in self.param_groups:
-            for p in group["params"]:
-                self._index[p] = len(self._index)
-                if group["use_muon"] and p.dim() < 2:
-                    raise InvalidArgumentError(
-                        "%s: a %d-D parameter of shape %s is in a Muon group; Muon updates "
-                        "matrices - pass it in adamw_params (split_params() sorts a model)"
-                        % (fn, p.dim(), tuple(p.shape)))
-                if group["use_muon"] and getattr(p, "tpla_tp_dim", None) is not None:
-                    if p.dim() != 2:
-                        raise InvalidArgumentError("%s: tensor-parallel parameters must be 2-D"
-                                                   % fn)
+            self._admit(group)
+
+    def _admit(self, group):
+        """Index a group's parameters (the batch plans' keys) and check them."""
+        fn = "tpla.torch.Muon"
+        for p in group["params"]:
+            self._index[p] = len(self._index)
+            if group["use_muon"] and p.dim() < 2:
+                raise InvalidArgumentError(
+                    "%s: a %d-D parameter of shape %s is in a Muon group; Muon updates "
+                    "matrices - pass it in adamw_params (split_params() sorts a model)"
+                    % (fn, p.dim(), tuple(p.shape)))
+            if group["use_muon"] and getattr(p, "tpla_tp_dim", None) is not None:
+                if p.dim() != 2:
+                    raise InvalidArgumentError("%s: tensor-parallel parameters must be 2-D"
+                                               % fn)
+
+    def add_param_group(self, param_group):
+        """A Muon group unless it says "use_muon": False (then AdamW, as adamw_params)."""
+        param_group = dict(param_group)
+        param_group.setdefault("use_muon", True)
+        super().add_param_group(param_group)
+        if hasattr(self, "_index"):  # torch.optim.Optimizer.__init__ adds groups before it
+            self._admit(self.param_groups[-1])
+
+    def load_state_dict(self, state_dict):
+        """As torch's, but a momentum buffer keeps the dtype it was saved with: with
+        use_main_grad it is fp32 beside bf16 parameters, and torch would cast it."""
+        super().load_state_dict(state_dict)
+        params = [p for group in self.param_groups for p in group["params"]]
+        for index, saved in state_dict["state"].items():
+            buf = saved.get("momentum_buffer") if isinstance(saved, dict) else None
+            if torch.is_tensor(buf):
+                p = params[index]
+                self.state[p]["momentum_buffer"] = buf.to(device=p.device, copy=True)
 
     def _grad(self, p):
         if self.use_main_grad and getattr(p, "main_grad", None) is not None:
@@ -181,6 +205,13 @@ class Muon(torch.optim.Optimizer):
 
     def _muon(self, items):
         comm = self._communicator(items[0][1].device)
+        for _, p, g in items:
+            if p.device != comm.device or g.device != comm.device:
+                raise InvalidArgumentError(
+                    "tpla.torch.Muon: a parameter of shape %s (or its gradient) is on %s, "
+                    "another on %s: Muon's matrices must share one device"
+                    % (tuple(p.shape), g.device if p.device == comm.device else p.device,
+                       comm.device))
         P, rank = comm.world_size, comm.rank
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
         entries, descs, keeps = [], [], []

@@ -14,7 +14,7 @@ import torch
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
 from ._comm import local_communicator
-from ._tensors import check_tensor, matrix, same_view, tpla_dtype
+from ._tensors import check_tensor, matrix, same_view, tpla_dtype, written
 
 PRESETS = {
     "muon": _lib.NS_MUON,
@@ -152,7 +152,7 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
         plan.execute(xm, comm.stream())
     else:
         plan.execute_out(om, xm, comm.stream())
-    return out
+    return written(out)
 
 
 def global_shape(shape, shard_dim, shard_sizes):

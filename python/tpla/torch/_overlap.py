@@ -47,7 +47,7 @@ import torch
 
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
-from ._tensors import check_tensor, matrix, tensor_from_matrix, tpla_dtype
+from ._tensors import check_tensor, matrix, tensor_from_matrix, tpla_dtype, written
 
 _FP8 = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
 _UINT64_LIMIT = 1 << 64
@@ -189,6 +189,7 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a_local, fn, "a_local"), matrix(b, fn, "b"), alpha, beta,
          bias_ptr, comm.stream(), fp8=fp8, b_version=b_version)
+    written(d)
     if not return_gathered:
         return d
     if fp8 is None:
@@ -248,7 +249,7 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
          comm.stream(), fp8=fp8, b_version=b_version)
-    return d
+    return written(d)
 
 
 def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, beta=0.0,
@@ -279,7 +280,7 @@ def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
          comm.stream(), fp8=fp8, b_version=b_version)
-    return d
+    return written(d)
 
 
 def allgather_rows(a_local, comm, *, rows=None, out=None):
@@ -297,7 +298,7 @@ def allgather_rows(a_local, comm, *, rows=None, out=None):
         raise InvalidArgumentError("%s: argument 'out' must be contiguous" % fn)
     comm.context.allgather_rows(matrix(g, fn, "out"), matrix(a_local, fn, "a_local"), rows,
                                 comm.stream())
-    return g
+    return written(g)
 
 
 def local_gemm(d, a, b, comm, *, transpose_a=False, transpose_b=False, alpha=1.0, beta=0.0,
@@ -312,4 +313,4 @@ def local_gemm(d, a, b, comm, *, transpose_a=False, transpose_b=False, alpha=1.0
                       _lib.OP_T if transpose_a else _lib.OP_N, matrix(b, fn, "b"),
                       _lib.OP_T if transpose_b else _lib.OP_N, alpha, beta, allow_tf32,
                       comm.stream())
-    return d
+    return written(d)

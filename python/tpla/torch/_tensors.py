@@ -57,6 +57,15 @@ def check_tensor(t, fn, arg, device, ndim=2):
                                    % (fn, arg))
 
 
+def written(t):
+    """Tell autograd that the library wrote t in place (as a torch in-place op
+    would), so that a backward needing t's old values raises instead of
+    silently using the new ones."""
+    if not t.is_inference():  # those have no version counter
+        torch.autograd.graph.increment_version(t)
+    return t
+
+
 def matrix(t, fn, arg):
     """A tpla_matrix_t viewing the 2-D tensor t (no copy)."""
     rows, cols = t.shape
