@@ -320,7 +320,10 @@ TPLA_API tpla_status_t tpla_ctx_get_async_error(tpla_ctx_t ctx);
 /* Counts are in elements. Buffers are device memory (CUDA executor) or host
  * memory (host executor). All ranks must call each collective in the same
  * order with matching counts, dtypes and roots. Reductions are sums; half
- * types are summed in float. In-place use is allowed where noted. */
+ * types are summed in float. In-place use is allowed where noted. A call
+ * with nothing to move (count 0, counts that sum to 0, tpla_sendrecv with
+ * dst = src = -1) is a local no-op, as in NCCL: it is not matched with the
+ * other ranks' calls, and on a failed context it returns the failure. */
 
 /* recv = sum over ranks of send (count elements). send == recv allowed. */
 TPLA_API tpla_status_t tpla_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
@@ -367,9 +370,10 @@ TPLA_API tpla_status_t tpla_barrier(tpla_ctx_t ctx, void *stream);
  * a_scale and b_scale dequantize the stored inputs (NULL: 1). d_scale
  * quantizes an FP8 output (NULL: 1; only for an FP8 D). d_amax, if not
  * NULL, receives max |alpha a_scale b_scale op(A) op(B) + beta D| before
- * d_scale (the amax recipes track). On the CUDA executor the four
- * pointers must be 16-byte aligned (cuBLASLt rejects others; a float array
- * of scales needs a stride of TPLA_FP8_SCALE_STRIDE floats, as below).
+ * d_scale (the amax recipes track; 0 for an empty D). On the CUDA executor
+ * the four pointers must be 16-byte aligned (cuBLASLt rejects others; a
+ * float array of scales needs a stride of TPLA_FP8_SCALE_STRIDE floats, as
+ * below).
  * An FP8 D needs beta = 0. Products
  * always accumulate in fp32 registers; the accumulation mode says how
  * often the tensor cores' partial sums are promoted into them: */

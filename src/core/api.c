@@ -104,7 +104,7 @@ tpla_status_t tpla_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_
   TPLA_TRY(check_buffer(fn, "recv", recv, count, dtype));
   TPLA_TRY(check_buffer(fn, "send", send, count, dtype));
   if (count == 0)
-    return TPLA_SUCCESS;
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->allreduce(ctx, recv, send, count, dtype, stream);
   tpla_call_end(ctx, true, stream);
@@ -123,7 +123,7 @@ tpla_status_t tpla_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, cons
   TPLA_TRY(check_buffer(fn, "recv", recv, total, dtype));
   TPLA_TRY(check_buffer(fn, "send", send, counts[ctx->rank], dtype));
   if (total == 0)
-    return TPLA_SUCCESS;
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->allgatherv(ctx, recv, send, counts, dtype, stream);
   tpla_call_end(ctx, true, stream);
@@ -142,7 +142,7 @@ tpla_status_t tpla_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   TPLA_TRY(check_buffer(fn, "recv", recv, counts[ctx->rank], dtype));
   TPLA_TRY(check_buffer(fn, "send", send, total, dtype));
   if (total == 0)
-    return TPLA_SUCCESS;
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->reduce_scatterv(ctx, recv, send, counts, dtype, stream);
   tpla_call_end(ctx, true, stream);
@@ -161,7 +161,7 @@ tpla_status_t tpla_broadcast(tpla_ctx_t ctx, void *buf, size_t count, tpla_dtype
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'root': %d is not in [0, %d)",
                      root, ctx->nranks);
   if (count == 0)
-    return TPLA_SUCCESS;
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->broadcast(ctx, buf, count, dtype, root, stream);
   tpla_call_end(ctx, true, stream);
@@ -183,7 +183,7 @@ tpla_status_t tpla_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count,
   TPLA_TRY(check_buffer(fn, "send", send, dst < 0 ? 0 : send_count, dtype));
   TPLA_TRY(check_buffer(fn, "recv", recv, src < 0 ? 0 : recv_count, dtype));
   if (dst < 0 && src < 0)
-    return TPLA_SUCCESS;
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   TPLA_TRY(tpla_call_begin(ctx, fn, true, stream));
   tpla_status_t s = ctx->backend->sendrecv(ctx, send, dst < 0 ? 0 : send_count, dst, recv,
                                            src < 0 ? 0 : recv_count, src, dtype, stream);
@@ -364,13 +364,17 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
   if (tpla_matrices_overlap(&d, &a) || tpla_matrices_overlap(&d, &b))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'd': output memory overlaps an input");
-  if (m == 0 || n == 0)
-    return TPLA_SUCCESS;
+  bool empty = m == 0 || n == 0;
+  if (empty && ga.fp8.d_amax == NULL)
+    return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
                            ga.fp8, NULL};
   /* a local GEMM waits for no peer: the watchdog need not follow it */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, stream));
-  tpla_status_t s = ctx->backend->gemm(ctx, &call, stream);
+  /* the amax of no elements is 0, which is what the sum of squares of nothing writes */
+  const tpla_matrix_t nothing = {NULL, 0, 0, 1, TPLA_FLOAT32};
+  tpla_status_t s = empty ? ctx->backend->sumsq(ctx, ga.fp8.d_amax, nothing, stream)
+                          : ctx->backend->gemm(ctx, &call, stream);
   tpla_call_end(ctx, false, stream);
   return s;
 }

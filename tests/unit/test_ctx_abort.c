@@ -361,6 +361,16 @@ static int single_rank_body(tpla_ctx_t ctx) {
   float gathered[12];
   tpla_matrix_t gm = {gathered, 4, 3, 3, TPLA_FLOAT32};
   RCHECK_STATUS(tpla_allgather_rows(ctx, gm, am, rows, NULL), TPLA_ERROR_ABORTED);
+  /* calls with nothing to do are no-ops, but not on a failed context */
+  size_t none[1] = {0};
+  RCHECK_STATUS(tpla_allreduce(ctx, x, x, 0, TPLA_FLOAT32, NULL), TPLA_ERROR_ABORTED);
+  RCHECK_STATUS(tpla_allgatherv(ctx, x, x, none, TPLA_FLOAT32, NULL), TPLA_ERROR_ABORTED);
+  RCHECK_STATUS(tpla_reduce_scatterv(ctx, x, x, none, TPLA_FLOAT32, NULL), TPLA_ERROR_ABORTED);
+  RCHECK_STATUS(tpla_broadcast(ctx, x, 0, TPLA_FLOAT32, 0, NULL), TPLA_ERROR_ABORTED);
+  RCHECK_STATUS(tpla_sendrecv(ctx, x, 0, -1, x, 0, -1, TPLA_FLOAT32, NULL), TPLA_ERROR_ABORTED);
+  tpla_matrix_t empty_d = {d, 0, 2, 2, TPLA_FLOAT32}, empty_a = {x, 0, 3, 3, TPLA_FLOAT32};
+  RCHECK_STATUS(tpla_gemm(ctx, empty_d, empty_a, TPLA_OP_N, bm, TPLA_OP_N, NULL, NULL),
+                TPLA_ERROR_ABORTED);
   size_t bytes = 0;
   RCHECK_OK(tpla_ns_plan_workspace_bytes(ns, &bytes)); /* plan queries still work */
   RCHECK_OK(tpla_ns_plan_destroy(ns));

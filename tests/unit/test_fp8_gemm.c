@@ -237,6 +237,18 @@ static void test_k_zero(void) {
   ASSERT_EQ_INT(run_case(&c), 0);
 }
 
+/* An empty D (m = 0) still writes d_amax: 0, the amax of no elements, not a stale value. */
+static void test_empty_output_amax_is_zero(void) {
+  static uint8_t a[3], b[3 * 4];
+  float amax = -1.0f;
+  tpla_matrix_t d = {NULL, 0, 4, 4, TPLA_FLOAT32}, am = {a, 0, 3, 3, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t bm = {b, 3, 4, 4, TPLA_FLOAT8_E4M3};
+  tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
+  args.fp8.d_amax = &amax;
+  ASSERT_OK(tpla_gemm(ctx, d, am, TPLA_OP_N, bm, TPLA_OP_N, &args, NULL));
+  ASSERT_TRUE(amax == 0.0f);
+}
+
 /* Large products saturate an FP8 D at +-448; a NaN input gives NaN (and a
  * NaN amax); the saturated values count in amax unscaled. */
 static void test_saturation_and_nan(void) {
@@ -366,6 +378,7 @@ int main(void) {
   TEST(test_every_op_input_pair_output_and_scaling);
   TEST(test_beta_accumulates_into_fp32);
   TEST(test_k_zero);
+  TEST(test_empty_output_amax_is_zero);
   TEST(test_saturation_and_nan);
   TEST(test_bad_inputs_are_rejected_untouched);
   TEST(test_args_of_the_pre_fp8_size_work);
