@@ -240,11 +240,13 @@ TPLA_API tpla_status_t tpla_host_group_destroy(tpla_host_group_t group);
  * plans resolve TPLA_TRANSPORT_AUTO to SENDRECV; PEER is NOT_SUPPORTED.
  * Failures: as a thread group, and a peer process that exits or dies is
  * noticed within about 50 ms by the ranks waiting for it (the group breaks:
- * REMOTE). Destroy with tpla_host_group_destroy after the context (it
- * unmaps the segment). Errors: INVALID_ARGUMENT (NULL pointers, a bad
- * name, nranks or rank, nranks differing from rank 0's), INVALID_USAGE (the
- * name is in use, the rank is taken, shm_open failed), OUT_OF_MEMORY (/dev/shm
- * full), TIMEOUT, REMOTE. Linux only. */
+ * REMOTE); where the processes are in different pid namespaces (containers
+ * sharing /dev/shm) pids cannot be checked, and such a death shows as
+ * TIMEOUT after cfg.timeout_ms. Destroy with tpla_host_group_destroy
+ * after the context (it unmaps the segment). Errors: INVALID_ARGUMENT
+ * (NULL pointers, a bad name, nranks or rank, nranks differing from rank
+ * 0's), INVALID_USAGE (the name is in use, the rank is taken, shm_open
+ * failed), OUT_OF_MEMORY (/dev/shm full), TIMEOUT, REMOTE. Linux only. */
 TPLA_API tpla_status_t tpla_host_group_create_shared(tpla_host_group_t *group, const char *name,
                                                      int nranks, int rank,
                                                      const tpla_config_t *cfg);

@@ -46,6 +46,7 @@ typedef struct {
   int32_t attached; /* the process opened the group */
   int32_t live;     /* it has a context */
   int32_t departed; /* it destroyed its context or closed the group */
+  uint64_t pidns;    /* pid's namespace (pid_namespace) */
   uint64_t arrivals; /* rendezvous it arrived at */
   shm_post_t post;
   shm_mail_t mail;
@@ -56,7 +57,7 @@ typedef struct {
   int32_t version;        /* TPLA_VERSION */
   uint32_t header_size, slot_size, mutex_size, unused;
   int32_t nranks, creator_pid;
-  uint64_t staging_bytes, staging_offset, total_bytes;
+  uint64_t creator_pidns, staging_bytes, staging_offset, total_bytes;
   pthread_mutex_t mu;
   _Atomic uint32_t bell;
   int32_t attached;
@@ -90,6 +91,14 @@ static void sleep_ms(int ms) {
 }
 
 /* ---- process liveness -------------------------------------------------------- */
+
+/* This process's pid namespace: the inode of /proc/self/ns/pid (0 if unknown). Ranks in
+ * other containers that share /dev/shm may live in other namespaces, where their pids name
+ * nothing, or another process. */
+static uint64_t pid_namespace(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
 
 /* True if `pid` no longer runs (gone, or a zombie awaiting its parent). */
 static bool process_gone(int32_t pid) {
@@ -340,16 +349,18 @@ static tpla_status_t check_leftover(const char *path, const char *fn) {
     return TPLA_SUCCESS; /* gone meanwhile */
   struct stat st;
   int32_t creator = 0;
+  uint64_t creator_ns = 0;
   if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_header_t)) {
     shm_header_t *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
     if (h != MAP_FAILED) {
       if (atomic_load(&h->magic) == SHM_MAGIC)
-        creator = h->creator_pid;
+        creator = h->creator_pid, creator_ns = h->creator_pidns;
       munmap(h, sizeof *h);
     }
   }
   close(fd);
-  if (creator > 0 && !process_gone(creator))
+  /* a creator in another pid namespace cannot be checked: taken as alive */
+  if (creator > 0 && (creator_ns != pid_namespace() || !process_gone(creator)))
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "argument 'name': \"%s\" is in use by a live group (created by pid %d)",
                      path + 1, (int)creator);
@@ -401,6 +412,7 @@ static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
   h->mutex_size = sizeof(pthread_mutex_t);
   h->nranks = g->nranks;
   h->creator_pid = (int32_t)getpid();
+  h->creator_pidns = pid_namespace();
   h->staging_bytes = staging;
   h->staging_offset = offset;
   h->total_bytes = total;
@@ -430,7 +442,8 @@ static tpla_status_t open_segment(shm_group_t *g, const shm_wait_t *w) {
                            "layout differs)",
                            g->path + 1);
         }
-        if (ready && h->total_bytes == size && !process_gone(h->creator_pid)) {
+        if (ready && h->total_bytes == size &&
+            (h->creator_pidns != pid_namespace() || !process_gone(h->creator_pid))) {
           g->hdr = h;
           g->map_bytes = size;
           return TPLA_SUCCESS;
@@ -480,6 +493,7 @@ static tpla_status_t attach(shm_group_t *g, const shm_wait_t *w) {
                      g->path + 1, other);
   }
   own->pid = (int32_t)getpid();
+  own->pidns = pid_namespace();
   own->attached = 1;
   h->attached++;
   shm_ring(g);
@@ -530,10 +544,12 @@ tpla_status_t shm_group_open(shm_group_t **out, const char *name, int nranks, in
     shm_unlink(g->path);
     g->unlinked = true;
   }
-  /* Liveness checks need every peer's pid to be visible (one pid namespace). */
+  /* Liveness checks need every peer's pid to mean that peer here (one pid namespace);
+   * otherwise departures and the timeouts alone tell. */
   g->check_pids = true;
   for (int q = 0; q < nranks; q++)
-    if (kill((pid_t)g->hdr->slots[q].pid, 0) != 0 && errno == ESRCH)
+    if (g->hdr->slots[q].pidns != pid_namespace() ||
+        (kill((pid_t)g->hdr->slots[q].pid, 0) != 0 && errno == ESRCH))
       g->check_pids = false;
   *out = g;
   return TPLA_SUCCESS;
