@@ -253,6 +253,14 @@ def test_library_writes_bump_the_version_counter():
     assert d._version >= before + 2
     with torch.inference_mode():  # no version counter there: still works
         assert tt.ag_gemm(torch.randn(5, 3), b, comm).shape == (5, 4)
+    # not differentiable: refused rather than silently without a gradient
+    w = b.clone().requires_grad_(True)
+    with pytest.raises(tpla.InvalidArgumentError, match="argument 'b' requires grad"):
+        tt.ag_gemm(a, w, comm)
+    with pytest.raises(tpla.InvalidArgumentError, match="argument 'x' requires grad"):
+        tt.newton_schulz(torch.randn(6, 4, requires_grad=True))
+    with torch.no_grad():
+        assert tt.gemm_ar(a, w, comm).shape == (5, 4)
 
 
 def test_muon_groups_state_and_devices():

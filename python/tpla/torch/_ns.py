@@ -14,7 +14,7 @@ import torch
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
 from ._comm import local_communicator
-from ._tensors import check_tensor, matrix, same_view, tpla_dtype, written
+from ._tensors import check_tensor, matrix, not_differentiable, same_view, tpla_dtype, written
 
 PRESETS = {
     "muon": _lib.NS_MUON,
@@ -113,6 +113,7 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
             raise InvalidArgumentError("%s: argument 'x' must be a torch.Tensor" % fn)
         comm = local_communicator(x.device)
     check_tensor(x, fn, "x", comm.device)
+    not_differentiable(fn, x=x)
     dtype = tpla_dtype(x.dtype, fn, "x")
     xm = matrix(x, fn, "x")
     shard = shard_of(shard_dim, fn)

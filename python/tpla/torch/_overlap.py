@@ -47,7 +47,8 @@ import torch
 
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
-from ._tensors import check_tensor, matrix, tensor_from_matrix, tpla_dtype, written
+from ._tensors import (check_tensor, matrix, not_differentiable, tensor_from_matrix, tpla_dtype,
+                       written)
 
 _FP8 = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
 _UINT64_LIMIT = 1 << 64
@@ -84,6 +85,7 @@ def _bias(bias, n, dtype, comm, fn):
     if bias is None:
         return None
     check_tensor(bias, fn, "bias", comm.device, ndim=1)
+    not_differentiable(fn, bias=bias)
     if bias.shape[0] != n or bias.dtype != dtype or not bias.is_contiguous():
         raise InvalidArgumentError("%s: argument 'bias' must be a contiguous vector of %d "
                                    "elements of %s, got %s %s" % (fn, n, dtype,
@@ -142,6 +144,7 @@ def _fp8_args(fp8, scale_a, scale_b, use_fast_accum, b_version, comm, fn):
 def _common(a, b, comm, transpose_b, out_dtype, fn):
     check_tensor(a, fn, "a", comm.device)
     check_tensor(b, fn, "b", comm.device)
+    not_differentiable(fn, a=a, b=b)
     dt = tpla_dtype(a.dtype, fn, "a")
     if out_dtype is not None:
         d_dtype = out_dtype
@@ -288,6 +291,7 @@ def allgather_rows(a_local, comm, *, rows=None, out=None):
     rows: every rank's row count (default: all equal to a_local's)."""
     fn = "tpla.torch.allgather_rows"
     check_tensor(a_local, fn, "a_local", comm.device)
+    not_differentiable(fn, a_local=a_local)
     tpla_dtype(a_local.dtype, fn, "a_local")
     lr, k = a_local.shape
     if rows is None:
@@ -309,6 +313,7 @@ def local_gemm(d, a, b, comm, *, transpose_a=False, transpose_b=False, alpha=1.0
     fn = "tpla.torch.local_gemm"
     for t, name in ((d, "d"), (a, "a"), (b, "b")):
         check_tensor(t, fn, name, comm.device)
+    not_differentiable(fn, d=d, a=a, b=b)
     comm.context.gemm(matrix(d, fn, "d"), matrix(a, fn, "a"),
                       _lib.OP_T if transpose_a else _lib.OP_N, matrix(b, fn, "b"),
                       _lib.OP_T if transpose_b else _lib.OP_N, alpha, beta, allow_tf32,

@@ -57,6 +57,18 @@ def check_tensor(t, fn, arg, device, ndim=2):
                                    % (fn, arg))
 
 
+def not_differentiable(fn, **tensors):
+    """The functions are not differentiable: an input that requires grad, with grad mode
+    on, is an error rather than a result that silently has no gradient."""
+    if torch.is_grad_enabled():
+        for arg, t in tensors.items():
+            if t is not None and t.requires_grad:
+                raise InvalidArgumentError(
+                    "%s: argument '%s' requires grad, but this function is not "
+                    "differentiable; use the tensor-parallel layers, or call it under "
+                    "torch.no_grad()" % (fn, arg))
+
+
 def written(t):
     """Tell autograd that the library wrote t in place (as a torch in-place op
     would), so that a backward needing t's old values raises instead of
