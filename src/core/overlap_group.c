@@ -58,7 +58,11 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
     g = g->next;
   /* Groups change only at collective plan creation, but plan destruction is not collective:
    * a group may still hold plans on one rank and none on another. So a mismatch is this
-   * rank's verdict, which the agreement below passes on (REMOTE on the others). */
+   * rank's verdict, which the agreement below passes on (REMOTE on the others).
+   * Otherwise the members' calls may still run here, and peers may still read this rank's
+   * window for theirs: the host waits for its lanes, and the agreement returns once every
+   * rank's have finished, so the window can be zeroed (the rehearsal) or freed (a larger
+   * one). */
   tpla_status_t mine = TPLA_SUCCESS;
   if (g != NULL && (g->mode != p->mode || (g->mode == TPLA_OVERLAP_OVERLAP &&
                                            xd->kind != OVL_XPORT_AUTO && xd->kind != g->xkind)))
@@ -68,9 +72,6 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
                      p->mode == TPLA_OVERLAP_SERIAL         ? "SERIAL"
                      : xd->kind == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
                                                             : "the PEER transport");
-  /* The members' calls may still run here, and peers may still read this rank's window for
-   * theirs: the host waits for its lanes, and the agreement returns once every rank's have
-   * finished, so the window can be zeroed (the rehearsal) or freed (a larger one). */
   else if (g != NULL)
     mine = p->ops->quiesce(g->xp);
   TPLA_TRY(ovl_agree(ctx, fn, mine, "join its window group"));
