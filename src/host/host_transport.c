@@ -40,15 +40,28 @@
 
 typedef _Atomic uint32_t flag_t;
 
+/* A rank's window and flags. Over PEER its peers write into them (a rank that times out
+ * raises its abort word in every peer), also after this rank destroyed its plan, when a
+ * peer's call is still waiting: so every PEER transport of the group holds a reference,
+ * and the last one to go frees them. */
+struct host_mem {
+  _Atomic int refs;
+  void *window;
+  flag_t *flags;
+};
+
 struct tpla_xport {
   tpla_ctx_t ctx;
   ovl_xport_kind_t kind;
   int rank, nranks, nflags;
   size_t window_bytes;
-  void *window;
-  flag_t *flags;       /* [nranks] ready, [nflags] steps, [1] abort: written by peers */
+  struct host_mem *mem;
+  void *window;        /* mem's */
+  flag_t *flags;       /* mem's: [nranks] ready, [nflags] steps, [1] abort: written by peers */
   void **peer_window;  /* every rank's window (ours included) */
   flag_t **peer_flags; /* every rank's flags */
+  struct host_mem **peer_mem; /* every rank's mem */
+  bool shared;                /* PEER, set up on every rank: it holds peer_mem's references */
   const char *fn;      /* the public function of the call in progress */
   bool rehearsal;      /* between rehearse_begin and rehearse_end: no peer is touched */
   bool lazy;           /* TPLA_HOST_LAZY_PULLS=1: pulls copied when waited for */
@@ -68,7 +81,7 @@ struct pending_pull {
 /* Fixed layout, no padding: status, then pointers as integers, then text. */
 typedef struct {
   int32_t status, unused;
-  uint64_t window, flags;
+  uint64_t window, flags, mem;
   char message[176];
 } host_record_t;
 
@@ -81,11 +94,23 @@ static flag_t *abort_of(const tpla_xport_t *xp, flag_t *f) {
   return &f[xp->nranks + xp->nflags];
 }
 
+static void mem_free(struct host_mem *m) {
+  if (m == NULL)
+    return;
+  free(m->window);
+  free((void *)m->flags);
+  free(m);
+}
+
 static void host_destroy(tpla_xport_t *xp) {
   if (xp == NULL)
     return;
-  free(xp->window);
-  free((void *)xp->flags);
+  if (!xp->shared) /* no peer holds ours */
+    mem_free(xp->mem);
+  for (int q = 0; xp->shared && q < xp->nranks; q++)
+    if (atomic_fetch_sub_explicit(&xp->peer_mem[q]->refs, 1, memory_order_acq_rel) == 1)
+      mem_free(xp->peer_mem[q]);
+  free(xp->peer_mem);
   free(xp->peer_window);
   free(xp->peer_flags);
   free(xp->pending);
@@ -100,14 +125,22 @@ static tpla_status_t create_local(tpla_xport_t *xp, host_record_t *rec) {
              xp->window_bytes);
     return TPLA_ERROR_OUT_OF_MEMORY;
   }
-  if (bytes > 0 && (xp->window = aligned_alloc(64, bytes)) == NULL) {
+  if ((xp->mem = calloc(1, sizeof *xp->mem)) == NULL) {
+    snprintf(rec->message, sizeof rec->message, "out of host memory");
+    return TPLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* every PEER transport of the group will hold it, if the group's creation succeeds */
+  atomic_init(&xp->mem->refs, xp->kind == OVL_XPORT_PEER ? xp->nranks : 1);
+  if (bytes > 0 && (xp->window = xp->mem->window = aligned_alloc(64, bytes)) == NULL) {
     snprintf(rec->message, sizeof rec->message, "cannot allocate a window of %zu bytes", bytes);
     return TPLA_ERROR_OUT_OF_MEMORY;
   }
-  xp->flags = malloc(sizeof(flag_t) * nflag_words(xp));
+  xp->flags = xp->mem->flags = malloc(sizeof(flag_t) * nflag_words(xp));
   xp->peer_window = calloc((size_t)xp->nranks, sizeof *xp->peer_window);
   xp->peer_flags = calloc((size_t)xp->nranks, sizeof *xp->peer_flags);
-  if (xp->flags == NULL || xp->peer_window == NULL || xp->peer_flags == NULL) {
+  xp->peer_mem = calloc((size_t)xp->nranks, sizeof *xp->peer_mem);
+  if (xp->flags == NULL || xp->peer_window == NULL || xp->peer_flags == NULL ||
+      xp->peer_mem == NULL) {
     snprintf(rec->message, sizeof rec->message, "out of host memory for %d ranks' flags",
              xp->nranks);
     return TPLA_ERROR_OUT_OF_MEMORY;
@@ -116,6 +149,7 @@ static tpla_status_t create_local(tpla_xport_t *xp, host_record_t *rec) {
     atomic_init(&xp->flags[i], 0u);
   rec->window = (uint64_t)(uintptr_t)xp->window;
   rec->flags = (uint64_t)(uintptr_t)xp->flags;
+  rec->mem = (uint64_t)(uintptr_t)xp->mem;
   return TPLA_SUCCESS;
 }
 
@@ -159,6 +193,11 @@ static tpla_status_t host_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc,
     xp->peer_window[q] = (void *)(uintptr_t)all[q].window;
     xp->peer_flags[q] = (flag_t *)(uintptr_t)all[q].flags;
   }
+  /* Over PEER every rank now holds every rank's mem (the verdict above is the same on every
+   * rank, so either all take their references or none does). */
+  for (int q = 0; ex == TPLA_SUCCESS && xp->kind == OVL_XPORT_PEER && q < ctx->nranks; q++)
+    xp->peer_mem[q] = (struct host_mem *)(uintptr_t)all[q].mem;
+  xp->shared = ex == TPLA_SUCCESS && xp->kind == OVL_XPORT_PEER;
   free(all);
   if (ex != TPLA_SUCCESS) {
     host_destroy(xp);

@@ -397,6 +397,34 @@ static void test_peer_never_calls(void) {
   ASSERT_EQ_INT(t.peer_late, TPLA_ERROR_REMOTE);
 }
 
+/* Rank 1 destroys its plan at once; rank 0's call times out and raises its abort word in
+ * rank 1's flags, which must still exist then (ASan in CI: they were freed). */
+static int early_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  tpla_status_t *st = arg;
+  ocase_t c = {.kind = OC_AG, .P = 2, .rows = {2, 2}, .k = {3}, .n = {2, 2},
+               .dtype = TPLA_FLOAT32, .d_dtype = TPLA_FLOAT32, .alpha = 1.0f, .calls = 1};
+  tpla_ag_gemm_plan_t ag = NULL;
+  if (oc_create(&c, ctx, rank, &ag, NULL, NULL) != TPLA_SUCCESS)
+    return 1;
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, d[8] = {0};
+  tpla_matrix_t va = {a, 2, 3, 3, TPLA_FLOAT32}, vb = {b, 3, 2, 2, TPLA_FLOAT32},
+                vd = {d, 4, 2, 2, TPLA_FLOAT32};
+  if (rank == 1)
+    tpla_ag_gemm_plan_destroy(ag), ag = NULL;
+  else
+    *st = tpla_ag_gemm(ag, vd, va, vb, NULL, NULL);
+  tpla_barrier(ctx, NULL); /* rank 1's context lives on until rank 0 timed out */
+  tpla_ag_gemm_plan_destroy(ag);
+  return 0;
+}
+
+static void test_peer_destroyed_its_plan(void) {
+  tpla_status_t st = TPLA_SUCCESS;
+  int64_t timeouts[2] = {300, 10000};
+  ASSERT_EQ_INT(run_with_timeouts(2, timeouts, early_destroy_body, &st), 0);
+  ASSERT_EQ_INT(st, TPLA_ERROR_TIMEOUT);
+}
+
 static int nulls_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   int *failures = arg;
   int has;
@@ -489,6 +517,7 @@ int main(void) {
   TEST(test_create_bad_descriptors);
   TEST(test_execute_bad_inputs);
   TEST(test_peer_never_calls);
+  TEST(test_peer_destroyed_its_plan);
   TEST(test_null_arguments);
   TEST(test_allgather_rows);
   return test_summary();
