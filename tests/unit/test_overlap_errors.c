@@ -355,16 +355,30 @@ typedef struct {
   int has[2];
 } timeout_t;
 
-static int timeout_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
-  timeout_t *t = arg;
+/* A 2-rank AG plan (2 rows each, k 3, n 2) and one rank's operands. */
+typedef struct {
+  tpla_ag_gemm_plan_t ag;
+  float a[6], b[6], d[8];
+  tpla_matrix_t va, vb, vd;
+} small_ag_t;
+
+static int small_ag(tpla_ctx_t ctx, int rank, small_ag_t *s) {
   ocase_t c = {.kind = OC_AG, .P = 2, .rows = {2, 2}, .k = {3}, .n = {2, 2},
                .dtype = TPLA_FLOAT32, .d_dtype = TPLA_FLOAT32, .alpha = 1.0f, .calls = 1};
-  tpla_ag_gemm_plan_t ag = NULL;
-  if (oc_create(&c, ctx, rank, &ag, NULL, NULL) != TPLA_SUCCESS)
+  *s = (small_ag_t){.a = {1, 2, 3, 4, 5, 6}, .b = {1, 0, 0, 1, 1, 1}};
+  s->va = (tpla_matrix_t){s->a, 2, 3, 3, TPLA_FLOAT32};
+  s->vb = (tpla_matrix_t){s->b, 3, 2, 2, TPLA_FLOAT32};
+  s->vd = (tpla_matrix_t){s->d, 4, 2, 2, TPLA_FLOAT32};
+  return oc_create(&c, ctx, rank, &s->ag, NULL, NULL) != TPLA_SUCCESS;
+}
+
+static int timeout_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  timeout_t *t = arg;
+  small_ag_t s;
+  if (small_ag(ctx, rank, &s) != 0)
     return 1;
-  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, d[8] = {0};
-  tpla_matrix_t va = {a, 2, 3, 3, TPLA_FLOAT32}, vb = {b, 3, 2, 2, TPLA_FLOAT32},
-                vd = {d, 4, 2, 2, TPLA_FLOAT32}, view;
+  tpla_ag_gemm_plan_t ag = s.ag;
+  tpla_matrix_t va = s.va, vb = s.vb, vd = s.vd, view;
   tpla_status_t before = tpla_ag_gemm_gathered(ag, &view);
   if (rank == 0) {
     t->view_before = before;
@@ -401,20 +415,15 @@ static void test_peer_never_calls(void) {
  * rank 1's flags, which must still exist then (ASan in CI: they were freed). */
 static int early_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_status_t *st = arg;
-  ocase_t c = {.kind = OC_AG, .P = 2, .rows = {2, 2}, .k = {3}, .n = {2, 2},
-               .dtype = TPLA_FLOAT32, .d_dtype = TPLA_FLOAT32, .alpha = 1.0f, .calls = 1};
-  tpla_ag_gemm_plan_t ag = NULL;
-  if (oc_create(&c, ctx, rank, &ag, NULL, NULL) != TPLA_SUCCESS)
+  small_ag_t s;
+  if (small_ag(ctx, rank, &s) != 0)
     return 1;
-  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, d[8] = {0};
-  tpla_matrix_t va = {a, 2, 3, 3, TPLA_FLOAT32}, vb = {b, 3, 2, 2, TPLA_FLOAT32},
-                vd = {d, 4, 2, 2, TPLA_FLOAT32};
   if (rank == 1)
-    tpla_ag_gemm_plan_destroy(ag), ag = NULL;
+    tpla_ag_gemm_plan_destroy(s.ag), s.ag = NULL;
   else
-    *st = tpla_ag_gemm(ag, vd, va, vb, NULL, NULL);
+    *st = tpla_ag_gemm(s.ag, s.vd, s.va, s.vb, NULL, NULL);
   tpla_barrier(ctx, NULL); /* rank 1's context lives on until rank 0 timed out */
-  tpla_ag_gemm_plan_destroy(ag);
+  tpla_ag_gemm_plan_destroy(s.ag);
   return 0;
 }
 
