@@ -21,6 +21,17 @@
  *     the host executor ignores it and completes the call before returning.
  *   - Matrices are row-major views (tpla_matrix_t); `ld` is the distance in
  *     elements between the starts of consecutive rows and may exceed `cols`.
+ *   - CUDA graphs: tpla_gemm, tpla_ns_execute(_out), tpla_ns_batch_execute,
+ *     the collectives and the overlapped calls may be captured from the
+ *     stream argument (any capture mode; several threads capturing: not
+ *     global). Create contexts and plans, and make each call once, outside
+ *     the capture first. A graph replays the calls as they were enqueued, on
+ *     the same buffers, the plan's and the context's included: launch it in
+ *     stream order with the context's other work, not beside it. A plan
+ *     whose calls travel over the PEER transport cannot be captured
+ *     (INVALID_USAGE: each call's flags carry its number; overlap plans with
+ *     SENDRECV or SERIAL can, and NS plans made with TPLA_NS_GRAM_SUM=nccl).
+ *     Captured calls are not watched for timeouts. docs/API.md, "CUDA graphs".
  *   - *_destroy functions accept NULL.
  *   - Enumerations only grow at the end; struct arguments carry their size
  *     and must be initialized with their *_INIT macro.
@@ -424,10 +435,9 @@ typedef struct {
  * or E5M2, scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
  * cores take only K-contiguous operands: the library transposes the others
  * into its grow-only scratch, no caller copy needed; the scratch cannot
- * grow while `stream` is captured, INVALID_USAGE then). Capturing tpla_gemm
- * into a CUDA graph is not supported yet: a call on another stream than
- * the context's previous GEMM waits for that GEMM by an event recorded
- * outside the capture, which invalidates it. Host: FP8 is emulated
+ * grow while `stream` is captured, INVALID_USAGE then). A captured call's
+ * cuBLASLt workspace is the context's: launch its graph in stream order with
+ * the context's other GEMMs (see CUDA graphs above). Host: FP8 is emulated
  * (decode, fp32 math, round to the FP8 output with saturation). k = 0 gives
  * D = beta * D. D must not overlap A or B. args may be NULL (alpha 1,
  * beta 0). CUDA: cuBLASLt on `stream`; the algorithm is chosen once per

@@ -368,6 +368,9 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
 void *ns_pull_lane(const ns_pull_t *p, int lane);
+/* Whether `stream` is being captured into a CUDA graph, which the pulls
+ * cannot be replayed from (their flags carry each call's number). */
+bool ns_pull_cannot_capture(const ns_pull_t *p, void *stream);
 tpla_status_t ns_pull_piece(ns_pull_t *p, int flag, bool publish, tpla_matrix_t recv,
                             const void *from, int64_t from_ld, int after);
 /* Whether `ptr` lies in this rank's transport memory, which the peer maps
@@ -452,6 +455,10 @@ void ns_plan_free(tpla_ns_plan_t p);
 /* Validate x against the plan's local shape ("x" or e.g. "xs[3]"). */
 tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
                          const tpla_matrix_t *x);
+
+/* INVALID_USAGE when `stream` is captured into a CUDA graph and the plan
+ * exchanges by pulls. */
+tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream);
 
 /* Normalize x into out and run the plan's algorithm on out (validated). */
 tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream);

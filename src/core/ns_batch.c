@@ -444,6 +444,7 @@ tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix
   for (int i = 0; i < plan->count; i++) {
     snprintf(arg, sizeof arg, "xs[%d]", i);
     TPLA_TRY(ns_check_x(fn, arg, plan->plans[i], &xs[i]));
+    TPLA_TRY(ns_check_stream(fn, plan->plans[i], stream));
   }
   TPLA_TRY(check_overlaps(fn, plan, xs));
   TPLA_TRY(tpla_call_begin(plan->ctx, fn, true, stream));

@@ -479,9 +479,20 @@ tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, 
   return st != TPLA_SUCCESS ? st : joined;
 }
 
+tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream) {
+  if (p->iter.pull == NULL || !ns_pull_cannot_capture(p->iter.pull, stream))
+    return TPLA_SUCCESS;
+  return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                   "argument 'stream' is being captured into a CUDA graph, but the plan sums "
+                   "its Grams by copy-engine pulls, whose flags number the calls, and a graph "
+                   "would replay one number; for captured calls create the plan with "
+                   "TPLA_NS_GRAM_SUM=nccl in the environment (docs/API.md, \"CUDA graphs\")");
+}
+
 /* A public call: inside the context's call bracket (ctx_fail.c). */
 static tpla_status_t ns_plan_run_public(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x,
                                         void *stream, const char *fn) {
+  TPLA_TRY(ns_check_stream(fn, p, stream));
   TPLA_TRY(tpla_call_begin(p->ctx, fn, true, stream));
   tpla_status_t st = ns_plan_run(p, out, x, stream);
   tpla_call_end(p->ctx, true, stream);

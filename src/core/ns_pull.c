@@ -214,6 +214,10 @@ void *ns_pull_window(const ns_pull_t *p) {
 }
 void *ns_pull_lane(const ns_pull_t *p, int lane) { return p->x->stream(p->xp, lane); }
 
+bool ns_pull_cannot_capture(const ns_pull_t *p, void *stream) {
+  return p->x->cannot_capture != NULL && p->x->cannot_capture(p->xp, stream);
+}
+
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
   if (p->broken)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, k_fn,

@@ -130,6 +130,10 @@ struct tpla_xport_ops {
    * memory of q); NULL for other kinds and during a rehearsal, when no peer
    * is touched. */
   void *(*peer_window)(const tpla_xport_t *xp, int q);
+  /* Optional (NULL: never). Whether `stream` is being captured into a CUDA
+   * graph that this transport's calls cannot be replayed from (PEER: each
+   * call's flags carry its number). Asked before a call is counted. */
+  bool (*cannot_capture)(const tpla_xport_t *xp, void *stream);
   /* Start call `seq` of public function `fn` (named by the messages of the
    * call's operations): lanes follow the work on `stream`; PEER: announce
    * "ready for seq" to every peer. REMOTE once a peer aborted. */
@@ -275,7 +279,8 @@ size_t ovl_plan_bytes(const ovl_plan_t *p);
  * what another member's call overwrote (gathered view, staged B^T); exit
  * (after a call that began) carries the call count back to the group.
  * holds: no other member used the buffers since this plan's last call.
- * bytes: the group's executor memory. */
+ * bytes: the group's executor memory. xport: the transport the plan's next
+ * call will use (the group's, for a member). */
 typedef struct ovl_group ovl_group_t;
 tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd, const char *fn);
 void ovl_group_leave(ovl_plan_t *p);
@@ -283,6 +288,7 @@ tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn);
 void ovl_group_exit(ovl_plan_t *p, bool failed);
 bool ovl_group_holds(const ovl_plan_t *p);
 size_t ovl_group_bytes(const ovl_plan_t *p);
+tpla_xport_t *ovl_group_xport(const ovl_plan_t *p);
 
 /* overlap_exec.c: run a validated call (views checked against the plan). */
 typedef struct {

@@ -144,6 +144,12 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   if (p->bias && tpla_matrices_overlap(d, &bias))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': bias overlaps the output '%s'", d_name);
+  if (p->ops->cannot_capture != NULL && p->ops->cannot_capture(ovl_group_xport(p), stream))
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                     "argument 'stream' is being captured into a CUDA graph, but the plan's "
+                     "PEER transport numbers its calls and a graph would replay one number; "
+                     "capture plans with transport SENDRECV or mode SERIAL (docs/API.md, "
+                     "\"CUDA graphs\")");
   *call = (ovl_call_t){*d,     *a,         *b, args->alpha, args->beta,
                        p->bias ? args->bias : NULL, stream, args->fp8, args->b_version};
   return TPLA_SUCCESS;

@@ -187,6 +187,10 @@ void ovl_group_exit(ovl_plan_t *p, bool failed) {
 
 bool ovl_group_holds(const ovl_plan_t *p) { return p->group == NULL || p->group->last == p; }
 
+tpla_xport_t *ovl_group_xport(const ovl_plan_t *p) {
+  return p->group != NULL ? p->group->xp : p->xp;
+}
+
 size_t ovl_group_bytes(const ovl_plan_t *p) {
   const ovl_group_t *g = p->group;
   return g->staging_bytes + p->ops->bytes(g->xp);

@@ -27,15 +27,18 @@ typedef struct {
   cudaEvent_t events[TPLA_CUDA_EVENTS];      /* timing disabled, for joins */
 
   /* cuBLASLt: handle, the one GEMM workspace and the per-shape plan cache.
-   * gemm_done is recorded after every GEMM that used the workspace; a GEMM
-   * on another stream first waits for it, so two streams never share the
-   * workspace at once. */
+   * A GEMM that used the workspace records gemm_done[0] after it, or
+   * gemm_done[1] when it was captured into a graph (capture sequence
+   * gemm_capture); a GEMM on another stream first waits for the record of
+   * its own capture state, so two streams never share the workspace at
+   * once. A graph's launch is ordered by the caller (lt_gemm.h). */
   cublasLtHandle_t lt;
   void *gemm_ws;
   size_t gemm_ws_bytes;
-  cudaEvent_t gemm_done;
-  cudaStream_t gemm_last_stream;
-  int gemm_done_valid;
+  cudaEvent_t gemm_done[2];
+  cudaStream_t gemm_last_stream[2];
+  int gemm_done_valid[2];
+  unsigned long long gemm_capture;
   tpla_lt_cache_t *gemm_cache;
 
   tpla_cuda_workspace_t scratch; /* grow-only, stream-ordered (workspace.h) */

@@ -107,16 +107,41 @@ tpla_status_t tpla_lt_cache_plan(tpla_cuda_ctx_t *impl, const tpla_lt_key_t *key
   return TPLA_SUCCESS;
 }
 
-tpla_status_t tpla_lt_ctx_enter(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn) {
-  if (impl->gemm_done_valid && impl->gemm_last_stream != stream)
-    CUDA_TRY(fn, cudaStreamWaitEvent(stream, impl->gemm_done, 0));
+/* The capture sequence `stream` records into: 0 when it is not captured
+ * (CUDA numbers capture sequences from 1). */
+static unsigned long long capture_of(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, &id, NULL, NULL, NULL, NULL) != cudaSuccess) {
+    (void)cudaGetLastError(); /* a bad stream: the call's own operations report it */
+    return 0;
+  }
+  return status == cudaStreamCaptureStatusNone ? 0 : id;
+}
+
+tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cudaStream_t caller,
+                                 const char *fn) {
+  unsigned long long capture = capture_of(caller);
+  int i = capture != 0;
+  if (!impl->gemm_done_valid[i] || impl->gemm_last_stream[i] == caller ||
+      (i == 1 && impl->gemm_capture != capture))
+    return TPLA_SUCCESS;
+  CUDA_TRY(fn, cudaStreamWaitEvent(waiter, impl->gemm_done[i], 0));
   return TPLA_SUCCESS;
 }
 
+tpla_status_t tpla_lt_ctx_enter(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn) {
+  return tpla_lt_ctx_follow(impl, stream, stream, fn);
+}
+
 tpla_status_t tpla_lt_ctx_leave(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn) {
-  CUDA_TRY(fn, cudaEventRecord(impl->gemm_done, stream));
-  impl->gemm_last_stream = stream;
-  impl->gemm_done_valid = 1;
+  unsigned long long capture = capture_of(stream);
+  int i = capture != 0;
+  CUDA_TRY(fn, cudaEventRecord(impl->gemm_done[i], stream));
+  impl->gemm_last_stream[i] = stream;
+  impl->gemm_done_valid[i] = 1;
+  if (i == 1)
+    impl->gemm_capture = capture;
   return TPLA_SUCCESS;
 }
 

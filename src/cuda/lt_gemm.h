@@ -46,7 +46,16 @@ tpla_status_t tpla_lt_cache_plan(tpla_cuda_ctx_t *impl, const tpla_lt_key_t *key
 
 /* The context's GEMM workspace and its FP8 staging scratch serve one stream
  * at a time: enter makes `stream` wait for the last GEMM that used them on
- * another stream (gemm_done), leave records gemm_done on `stream`. */
+ * another stream (gemm_done), leave records gemm_done on `stream`; follow
+ * makes `waiter` (a lane forked from `caller`) wait for it unless it ran on
+ * `caller`. Captured and uncaptured GEMMs keep separate records, and a wait
+ * happens only within one capture state (both uncaptured, or both in the
+ * same capture): CUDA invalidates a capture that waits on a record made
+ * outside it (run 151) and refuses an uncaptured wait on a captured record.
+ * A graph's launch is ordered against the context's other work by the
+ * caller (docs/API.md, "CUDA graphs"). */
+tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cudaStream_t caller,
+                                 const char *fn);
 tpla_status_t tpla_lt_ctx_enter(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn);
 tpla_status_t tpla_lt_ctx_leave(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn);
 

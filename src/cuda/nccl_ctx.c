@@ -78,8 +78,9 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
   tpla_lt_cache_destroy(impl->gemm_cache);
   if (impl->lt)
     KEEP_FIRST(tpla_cublas_status(cublasLtDestroy(impl->lt), fn, "cublasLtDestroy"));
-  if (impl->gemm_done)
-    KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->gemm_done), fn, "cudaEventDestroy"));
+  for (int i = 0; i < 2; i++)
+    if (impl->gemm_done[i])
+      KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->gemm_done[i]), fn, "cudaEventDestroy"));
   for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
     if (impl->events[i])
       KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->events[i]), fn, "cudaEventDestroy"));
@@ -101,7 +102,8 @@ static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl
     CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->side[i], cudaStreamNonBlocking));
   for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
     CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->events[i], cudaEventDisableTiming));
-  CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->gemm_done, cudaEventDisableTiming));
+  for (int i = 0; i < 2; i++)
+    CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->gemm_done[i], cudaEventDisableTiming));
   CUBLAS_TRY(fn, cublasLtCreate(&impl->lt));
   TPLA_TRY(tpla_lt_cache_create(&impl->gemm_cache, fn));
   cudaError_t e = cudaMalloc(&impl->gemm_ws, cfg->gemm_workspace_bytes);

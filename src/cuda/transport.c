@@ -19,12 +19,13 @@
  * own flag and copies out of the source's window. Nothing spins on an SM.
  *
  * The context's GEMM workspace: the compute lanes use one half each
- * (transport_gemm.c). begin() makes them wait for the context's last GEMM
- * on another stream (gemm_done) and end() records gemm_done on the caller's
- * stream, so tpla_gemm and these lanes never share the workspace at once.
+ * (transport_gemm.c). begin() makes them follow the context's last GEMM on
+ * another stream and end() records its end on the caller's stream
+ * (lt_gemm.h), so tpla_gemm and these lanes never share the workspace.
  */
 #include "transport.h"
 #include "fp8_kernels.h"
+#include "lt_gemm.h"
 #include "transport_kernels.h"
 
 #include <stdio.h>
@@ -74,9 +75,8 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
     if (!streams_used(xp, s))
       continue;
     CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], xp->fork, 0));
-    /* the compute lanes use the context's GEMM workspace */
-    if (s < 2 && impl->gemm_done_valid && impl->gemm_last_stream != caller)
-      CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], impl->gemm_done, 0));
+    if (s < 2) /* the compute lanes use the context's GEMM workspace */
+      TPLA_TRY(tpla_lt_ctx_follow(impl, xp->streams[s], caller, fn));
   }
   if (xp->kind != OVL_XPORT_PEER || xp->rehearsal)
     return TPLA_SUCCESS;
@@ -121,6 +121,13 @@ static tpla_status_t wait_in_flight(tpla_xport_t *xp, uint32_t seq, cudaStream_t
   }
 }
 
+/* A PEER call's flags and waits carry its number (seq) as literal values, so a
+ * graph replayed would repeat one call's numbers: its waits would pass on the
+ * flags of the last launch, before the peer's pieces. */
+static bool xp_cannot_capture(const tpla_xport_t *xp, void *stream) {
+  return xp->kind == OVL_XPORT_PEER && capturing((cudaStream_t)stream);
+}
+
 /* The device stays current until xp_end (or until a failed begin returns). */
 static tpla_status_t xp_begin(tpla_xport_t *xp, uint32_t seq, void *stream, const char *fn) {
   xp->fn = fn;
@@ -153,14 +160,9 @@ static tpla_status_t xp_end(tpla_xport_t *xp, void *stream) {
     if (e != cudaSuccess && first == TPLA_SUCCESS)
       first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (end of a call)");
   }
-  tpla_cuda_ctx_t *impl = xp->impl;
-  cudaError_t e = cudaEventRecord(impl->gemm_done, caller);
-  if (e == cudaSuccess) {
-    impl->gemm_last_stream = caller;
-    impl->gemm_done_valid = 1;
-  } else if (first == TPLA_SUCCESS) {
-    first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (GEMM workspace)");
-  }
+  tpla_status_t left = tpla_lt_ctx_leave(xp->impl, caller, xp->fn);
+  if (first == TPLA_SUCCESS)
+    first = left;
   tpla_device_guard_exit(&xp->guard);
   return first;
 }
@@ -471,6 +473,7 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .bytes = xp_bytes,
     .stream = xp_stream,
     .peer_window = xp_peer_window,
+    .cannot_capture = xp_cannot_capture,
     .begin = xp_begin,
     .end = xp_end,
     .step = xp_step,

@@ -277,6 +277,11 @@ static int examine_nccl(struct tpla_watchdog *wd, char *why, size_t size) {
 static void *watch(void *arg) {
   struct tpla_watchdog *wd = arg;
   (void)cudaSetDevice(wd->ctx->device);
+  /* Its event queries and synchronizes would otherwise invalidate any other
+   * thread's capture in global mode (cudaStreamCaptureModeGlobal, the
+   * default, forbids them process-wide); they touch no captured stream. */
+  enum cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+  (void)cudaThreadExchangeStreamCaptureMode(&relaxed);
   int64_t poll = wd->ctx->cfg.timeout_ms / 10;
   poll = poll < 1 ? 1 : poll > 20 ? 20 : poll;
   char why[sizeof wd->ctx->failure.why];

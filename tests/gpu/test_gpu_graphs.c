@@ -1,0 +1,437 @@
+/*
+ * test_gpu_graphs.c - library calls captured into CUDA graphs, on 1 GPU
+ * (global capture mode, PyTorch's default) and on 2 GPUs (one thread per
+ * GPU, thread-local mode). Each replay runs on new inputs written into the
+ * captured buffers, and its result must equal, bit for bit, the same call
+ * made uncaptured on those inputs, and a float64 reference within rounding:
+ *   - tpla_gemm, bf16 and FP8 with B staged (op N), captured on another
+ *     stream than the context's last GEMM (run 151: the capture was
+ *     invalidated), and uncaptured GEMMs on a third stream afterwards;
+ *   - tpla_ns_execute_out (2 GPUs: a plan made with TPLA_NS_GRAM_SUM=nccl);
+ *   - tpla_ag_gemm (2 GPUs: transport SENDRECV).
+ * Plans whose calls travel over the PEER transport (2 GPUs: an AG+GEMM
+ * plan with transport PEER, an NS plan that sums by pulls) refuse a
+ * captured stream with INVALID_USAGE, capture nothing, and still work.
+ *
+ * Run: build-gpu/tests/test_gpu_graphs (exits 77 without a GPU; the 2-GPU
+ * tests skip on one GPU).
+ */
+#include "test.h"
+#include "tpla.h"
+
+#ifdef TPLA_HAVE_CUDA
+#include "ns_ref.h"
+#include "ns_team.h"
+
+#define ROUNDS 3 /* replays, each on new inputs */
+
+static uint64_t g_seed;
+
+/* The whole matrix (rows x cols) of one round, the same on every rank. */
+static double *round_matrix(int64_t rows, int64_t cols, int round, int tag) {
+  double *m = malloc(sizeof(double) * (size_t)(rows * cols));
+  gpu_rng_t rng;
+  gpu_rng_seed(&rng, g_seed + 7919u * (uint64_t)round + (uint64_t)tag);
+  for (int64_t i = 0; m != NULL && i < rows * cols; i++)
+    m[i] = gpu_rng_uniform(&rng);
+  return m;
+}
+
+/* Rows [row0, row0 + rows) of a round's matrix into device memory of `dtype`,
+ * and the doubles they round to into *rounded (when not NULL). */
+static int upload_rows(void *dev, tpla_dtype_t dtype, int64_t rows, int64_t cols, int64_t row0,
+                       int round, int tag, double *rounded) {
+  int64_t total = row0 + rows;
+  double *m = round_matrix(total, cols, round, tag);
+  size_t n = (size_t)(rows * cols), bytes = n * tpla_dtype_size(dtype);
+  unsigned char *h = malloc(bytes + 1);
+  int failed = m == NULL || h == NULL;
+  if (!failed) {
+    pack(h, dtype, m + row0 * cols, n);
+    if (rounded != NULL)
+      unpack(rounded, h, dtype, n);
+    failed = CUDA_FAILED(gpu_upload(dev, h, bytes));
+  }
+  free(m);
+  free(h);
+  return failed;
+}
+
+/* Nonzero (with a message) unless `bytes` at a and b, device memory, are equal. */
+static int differ(int rank, const char *what, const void *a, const void *b, size_t bytes) {
+  unsigned char *ha = malloc(bytes), *hb = malloc(bytes);
+  int failed = ha == NULL || hb == NULL ||
+               CUDA_FAILED(cudaMemcpy(ha, a, bytes, cudaMemcpyDefault)) ||
+               CUDA_FAILED(cudaMemcpy(hb, b, bytes, cudaMemcpyDefault));
+  size_t i = 0;
+  while (!failed && i < bytes && ha[i] == hb[i])
+    i++;
+  if (!failed && i < bytes) {
+    fprintf(stderr, "  rank %d: %s: replay and uncaptured call differ from byte %zu of %zu\n",
+            rank, what, i, bytes);
+    failed = 1;
+  }
+  free(ha);
+  free(hb);
+  return failed;
+}
+
+/* max |D - ref| / (|A||B| u + tiny) over an m x n bf16 result against float64. */
+static double gemm_error(const void *dev_d, const double *ref, const double *absref,
+                         int64_t m, int64_t n) {
+  size_t count = (size_t)(m * n);
+  unsigned char *h = malloc(count * 2);
+  double *got = malloc(sizeof(double) * count), worst = -1.0;
+  if (h && got && !CUDA_FAILED(cudaMemcpy(h, dev_d, count * 2, cudaMemcpyDeviceToHost))) {
+    unpack(got, h, TPLA_BFLOAT16, count);
+    worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+      double scale = (absref[i] + 1e-30) * unit_roundoff(TPLA_BFLOAT16);
+      double e = fabs(got[i] - ref[i]) / scale;
+      worst = e > worst ? e : worst;
+    }
+  }
+  free(h);
+  free(got);
+  return worst;
+}
+
+/* ---- capture ------------------------------------------------------------------ */
+
+static enum cudaStreamCaptureMode capture_mode(const rank_env_t *e) {
+  return e->nranks == 1 ? cudaStreamCaptureModeGlobal : cudaStreamCaptureModeThreadLocal;
+}
+
+/* Ends the capture on `s` and instantiates it into *exec (NULL if the capture
+ * or the instantiation failed; the message says which). */
+static int capture_end(cudaStream_t s, cudaGraphExec_t *exec) {
+  cudaGraph_t graph = NULL;
+  *exec = NULL;
+  int failed = CUDA_FAILED(cudaStreamEndCapture(s, &graph));
+  if (!failed)
+    failed = CUDA_FAILED(cudaGraphInstantiate(exec, graph, 0));
+  if (graph != NULL)
+    cudaGraphDestroy(graph);
+  if (failed)
+    *exec = NULL;
+  return failed;
+}
+
+/* Nonzero unless a call refused a captured stream as the PEER paths must. */
+static int refused(int rank, const char *what, tpla_status_t st) {
+  if (st == TPLA_ERROR_INVALID_USAGE && strstr(tpla_last_error(), "CUDA graph") != NULL)
+    return 0;
+  fprintf(stderr, "  rank %d: %s under capture: %s (%s), expected INVALID_USAGE naming CUDA "
+          "graphs\n", rank, what, tpla_status_string(st), tpla_last_error());
+  return 1;
+}
+
+/* Capture on `s` a call that must be refused; the capture must stay empty. */
+#define EXPECT_REFUSED(e, s, what, call)                                                     \
+  do {                                                                                       \
+    cudaGraph_t g_ = NULL;                                                                   \
+    size_t nodes_ = 0;                                                                       \
+    failures += CUDA_FAILED(cudaStreamBeginCapture(s, capture_mode(e)));                     \
+    failures += refused((e)->rank, what, (call));                                            \
+    failures += CUDA_FAILED(cudaStreamEndCapture(s, &g_));                                   \
+    if (g_ != NULL) {                                                                        \
+      failures += CUDA_FAILED(cudaGraphGetNodes(g_, NULL, &nodes_));                         \
+      CHECK(&failures, nodes_ == 0, "rank %d: %s: the refused call captured %zu nodes",      \
+            (e)->rank, what, nodes_);                                                        \
+      cudaGraphDestroy(g_);                                                                  \
+    }                                                                                        \
+  } while (0)
+
+/* ---- tpla_gemm ------------------------------------------------------------------- */
+
+enum { GM = 256, GN = 192, GK = 320 };
+
+typedef struct {
+  void *a, *b, *a8, *b8, *d, *d8, *de, *de8;
+} gemm_bufs_t;
+
+/* D = A B^T (bf16) and D8 = A8 B8 (E4M3, B8 k x n: staged as B8^T), into d, d8. */
+static tpla_status_t gemm_pair(tpla_ctx_t ctx, const gemm_bufs_t *g, void *d, void *d8,
+                               cudaStream_t s) {
+  tpla_matrix_t a = {g->a, GM, GK, GK, TPLA_BFLOAT16}, b = {g->b, GN, GK, GK, TPLA_BFLOAT16};
+  tpla_matrix_t a8 = {g->a8, GM, GK, GK, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t b8 = {g->b8, GK, GN, GN, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t dm = {d, GM, GN, GN, TPLA_BFLOAT16}, dm8 = {d8, GM, GN, GN, TPLA_BFLOAT16};
+  tpla_status_t st = tpla_gemm(ctx, dm8, a8, TPLA_OP_N, b8, TPLA_OP_N, NULL, s);
+  return st != TPLA_SUCCESS ? st : tpla_gemm(ctx, dm, a, TPLA_OP_N, b, TPLA_OP_T, NULL, s);
+}
+
+static int gemm_body(rank_env_t *e, void *arg) {
+  (void)arg;
+  int failures = 0, r = e->rank;
+  bool failed = false;
+  gemm_bufs_t g;
+  size_t ab = (size_t)GM * GK * 2, bb = (size_t)GN * GK * 2, db = (size_t)GM * GN * 2;
+  g.a = team_alloc(e, ab, &failed), g.b = team_alloc(e, bb, &failed);
+  g.a8 = team_alloc(e, ab / 2, &failed), g.b8 = team_alloc(e, bb / 2, &failed);
+  g.d = team_alloc(e, db, &failed), g.d8 = team_alloc(e, db, &failed);
+  g.de = team_alloc(e, db, &failed), g.de8 = team_alloc(e, db, &failed);
+  double *a = malloc(sizeof(double) * GM * GK), *b = malloc(sizeof(double) * GN * GK);
+  double *ref = malloc(sizeof(double) * GM * GN), *absref = malloc(sizeof(double) * GM * GN);
+  cudaStream_t cap = NULL, third = NULL;
+  failed = failed || !a || !b || !ref || !absref ||
+           CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
+           CUDA_FAILED(cudaStreamCreateWithFlags(&third, cudaStreamNonBlocking)) ||
+           upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, 0, 1 + r, NULL) ||
+           upload_rows(g.b, TPLA_BFLOAT16, GN, GK, 0, 0, 11 + r, b) ||
+           upload_rows(g.a8, TPLA_FLOAT8_E4M3, GM, GK, 0, 0, 21 + r, NULL) ||
+           upload_rows(g.b8, TPLA_FLOAT8_E4M3, GK, GN, 0, 0, 31 + r, NULL);
+  cudaGraphExec_t exec = NULL;
+  if (!failed) {
+    /* uncaptured first (the FP8 scratch grows here), left running on e->stream */
+    failed = TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, e->stream));
+    failed = failed || CUDA_FAILED(cudaStreamBeginCapture(cap, capture_mode(e)));
+    if (!failed) {
+      failures += TPLA_FAILED(gemm_pair(e->ctx, &g, g.d, g.d8, cap));
+      failed = capture_end(cap, &exec) || failures > 0;
+    }
+    /* an uncaptured GEMM after the capture, on a third stream */
+    failed = failed || TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, third)) ||
+             sync_stream_timeout(third, TEAM_DRAIN_S, "third stream") || team_drain(e, "first");
+  }
+  for (int round = 1; round <= ROUNDS && !failed; round++) {
+    failed = upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, round, 1 + r, a) ||
+             upload_rows(g.a8, TPLA_FLOAT8_E4M3, GM, GK, 0, round, 21 + r, NULL) ||
+             CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
+             sync_stream_timeout(cap, TEAM_DRAIN_S, "replay") ||
+             TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, e->stream)) ||
+             team_drain(e, "uncaptured");
+    if (failed)
+      break;
+    failures += differ(r, "bf16 GEMM", g.d, g.de, db) + differ(r, "FP8 GEMM", g.d8, g.de8, db);
+    gemm_ref_f64(ref, absref, GN, GM, GN, GK, a, GK, TPLA_OP_N, b, GK, TPLA_OP_T);
+    double err = gemm_error(g.d, ref, absref, GM, GN);
+    CHECK(&failures, err >= 0 && err <= 2.0, "rank %d round %d: bf16 replay off the float64 "
+          "product by %.2f units of |A||B| u", r, round, err);
+  }
+  if (exec != NULL)
+    cudaGraphExecDestroy(exec);
+  if (cap != NULL)
+    cudaStreamDestroy(cap);
+  if (third != NULL)
+    cudaStreamDestroy(third);
+  for (void **p = &g.a; p <= &g.de8; p++)
+    team_free(e, *p);
+  free(a), free(b), free(ref), free(absref);
+  return failures + failed;
+}
+
+/* ---- Newton-Schulz -------------------------------------------------------------- */
+
+enum { NM = 192, NN = 512 };
+#define NS_TOL 6e-2 /* relative Frobenius error of bf16 against float64 (test_gpu_ns.c) */
+
+static int ns_body(rank_env_t *e, void *arg) {
+  bool expect_refusal = *(const bool *)arg;
+  int failures = 0, r = e->rank, P = e->nranks;
+  int64_t rows = NM / P + (r < NM % P), row0 = r * (NM / P) + (r < NM % P ? r : NM % P);
+  size_t bytes = (size_t)(rows * NN) * 2;
+  bool failed = false;
+  void *dx = team_alloc(e, bytes, &failed), *dg = team_alloc(e, bytes, &failed);
+  void *de = team_alloc(e, bytes, &failed);
+  double *ref = malloc(sizeof(double) * NM * NN);
+  double *got = malloc(sizeof(double) * (size_t)(rows * NN));
+  unsigned char *h = malloc(bytes);
+  float table[3 * 5];
+  ref_preset_table(TPLA_NS_MUON, 5, table);
+  tpla_ns_desc_t desc = TPLA_NS_DESC_INIT;
+  desc.local_rows = rows, desc.local_cols = NN, desc.dtype = TPLA_BFLOAT16;
+  tpla_ns_plan_t plan = NULL;
+  tpla_matrix_t x = {dx, rows, NN, NN, TPLA_BFLOAT16}, out = {dg, rows, NN, NN, TPLA_BFLOAT16};
+  tpla_matrix_t eager = {de, rows, NN, NN, TPLA_BFLOAT16};
+  cudaStream_t cap = NULL;
+  failed = failed || !ref || !got || !h ||
+           CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
+           TPLA_FAILED(tpla_ns_plan_create(&plan, e->ctx, &desc)) ||
+           upload_rows(dx, TPLA_BFLOAT16, rows, NN, row0, 0, 41, NULL) ||
+           TPLA_FAILED(tpla_ns_execute_out(plan, eager, x, e->stream)) || team_drain(e, "first");
+  cudaGraphExec_t exec = NULL;
+  if (!failed && expect_refusal) {
+    EXPECT_REFUSED(e, cap, "tpla_ns_execute_out (pulls)", tpla_ns_execute_out(plan, out, x, cap));
+  } else if (!failed) {
+    failed = CUDA_FAILED(cudaStreamBeginCapture(cap, capture_mode(e))) ||
+             TPLA_FAILED(tpla_ns_execute_out(plan, out, x, cap));
+    failed = capture_end(cap, &exec) || failed;
+  }
+  failed = team_sync(e, failed) != 0;
+  for (int round = 1; round <= ROUNDS && !failed; round++) {
+    double *whole = round_matrix(NM, NN, round, 41);
+    failed = whole == NULL || upload_rows(dx, TPLA_BFLOAT16, rows, NN, row0, round, 41, NULL);
+    if (!failed) { /* the reference of the bf16-rounded whole matrix */
+      for (int64_t i = 0; i < NM * NN; i++) {
+        uint16_t v;
+        tpla_store_elem(&v, TPLA_BFLOAT16, 0, whole[i]);
+        ref[i] = tpla_load_elem(&v, TPLA_BFLOAT16, 0);
+      }
+      failed = !ref_ns_f64(ref, NM, NN, table, 5, 1.0, (double)1e-7f);
+    }
+    free(whole);
+    if (!failed && exec != NULL) /* every rank launches its graph: NCCL's calls meet */
+      failed = CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
+               sync_stream_timeout(cap, TEAM_DRAIN_S, "replay");
+    failed = team_sync(e, failed) != 0 ||
+             TPLA_FAILED(tpla_ns_execute_out(plan, eager, x, e->stream)) ||
+             team_drain(e, "uncaptured");
+    failed = team_sync(e, failed) != 0;
+    if (failed)
+      break;
+    if (exec != NULL)
+      failures += differ(r, "tpla_ns_execute_out", dg, de, bytes);
+    const void *checked = exec != NULL ? dg : de;
+    double err = -1.0;
+    if (!CUDA_FAILED(cudaMemcpy(h, checked, bytes, cudaMemcpyDeviceToHost))) {
+      unpack(got, h, TPLA_BFLOAT16, (size_t)(rows * NN));
+      err = ref_rel_diff(got, ref + row0 * NN, (size_t)(rows * NN));
+    }
+    CHECK(&failures, err >= 0 && err <= NS_TOL, "rank %d round %d: %s result off float64 "
+          "by %.3e", r, round, exec != NULL ? "replayed" : "uncaptured", err);
+  }
+  if (exec != NULL)
+    cudaGraphExecDestroy(exec);
+  if (cap != NULL)
+    cudaStreamDestroy(cap);
+  tpla_ns_plan_destroy(plan);
+  team_free(e, dx), team_free(e, dg), team_free(e, de);
+  free(ref), free(got), free(h);
+  return failures + failed;
+}
+
+/* ---- AllGather+GEMM -------------------------------------------------------------- */
+
+enum { AROWS = 128, AK = 256, AN = 192 };
+
+static int ag_body(rank_env_t *e, void *arg) {
+  tpla_transport_t transport = *(const tpla_transport_t *)arg;
+  int failures = 0, r = e->rank, P = e->nranks;
+  int64_t m = (int64_t)AROWS * P;
+  size_t ab = (size_t)AROWS * AK * 2, bb = (size_t)AN * AK * 2, db = (size_t)m * AN * 2;
+  bool failed = false;
+  void *da = team_alloc(e, ab, &failed), *db_ = team_alloc(e, bb, &failed);
+  void *dg = team_alloc(e, db, &failed), *de = team_alloc(e, db, &failed);
+  double *a = malloc(sizeof(double) * (size_t)(m * AK)), *b = malloc(sizeof(double) * AN * AK);
+  double *ref = malloc(sizeof(double) * (size_t)(m * AN));
+  double *absref = malloc(sizeof(double) * (size_t)(m * AN));
+  tpla_ag_gemm_desc_t desc = TPLA_AG_GEMM_DESC_INIT;
+  desc.local_rows = AROWS, desc.k = AK, desc.n = AN, desc.op_b = TPLA_OP_T;
+  desc.dtype = desc.d_dtype = TPLA_BFLOAT16, desc.transport = transport;
+  desc.mode = P > 1 ? TPLA_OVERLAP_OVERLAP : TPLA_OVERLAP_AUTO;
+  tpla_ag_gemm_plan_t plan = NULL;
+  tpla_matrix_t am = {da, AROWS, AK, AK, TPLA_BFLOAT16}, bm = {db_, AN, AK, AK, TPLA_BFLOAT16};
+  tpla_matrix_t dm = {dg, m, AN, AN, TPLA_BFLOAT16}, em = {de, m, AN, AN, TPLA_BFLOAT16};
+  cudaStream_t cap = NULL;
+  failed = failed || !a || !b || !ref || !absref ||
+           CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
+           upload_rows(db_, TPLA_BFLOAT16, AN, AK, 0, 0, 51, b) ||
+           upload_rows(da, TPLA_BFLOAT16, AROWS, AK, (int64_t)r * AROWS, 0, 61, NULL);
+  failed = team_sync(e, failed) != 0 || TPLA_FAILED(tpla_ag_gemm_plan_create(&plan, e->ctx, &desc));
+  failed = team_sync(e, failed) != 0 ||
+           TPLA_FAILED(tpla_ag_gemm(plan, em, am, bm, NULL, e->stream)) || team_drain(e, "first");
+  failed = team_sync(e, failed) != 0;
+  cudaGraphExec_t exec = NULL;
+  bool peer = transport == TPLA_TRANSPORT_PEER;
+  if (!failed && peer) {
+    EXPECT_REFUSED(e, cap, "tpla_ag_gemm (PEER)", tpla_ag_gemm(plan, dm, am, bm, NULL, cap));
+  } else if (!failed) {
+    failed = CUDA_FAILED(cudaStreamBeginCapture(cap, capture_mode(e))) ||
+             TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm, NULL, cap));
+    failed = capture_end(cap, &exec) || failed;
+  }
+  failed = team_sync(e, failed) != 0;
+  for (int round = 1; round <= ROUNDS && !failed; round++) {
+    double *whole = round_matrix(m, AK, round, 61);
+    failed = whole == NULL ||
+             upload_rows(da, TPLA_BFLOAT16, AROWS, AK, (int64_t)r * AROWS, round, 61, NULL);
+    for (int64_t i = 0; !failed && i < m * AK; i++) {
+      uint16_t v;
+      tpla_store_elem(&v, TPLA_BFLOAT16, 0, whole[i]);
+      a[i] = tpla_load_elem(&v, TPLA_BFLOAT16, 0);
+    }
+    free(whole);
+    failed = team_sync(e, failed) != 0;
+    if (!failed && exec != NULL)
+      failed = CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
+               sync_stream_timeout(cap, TEAM_DRAIN_S, "replay");
+    failed = team_sync(e, failed) != 0 ||
+             TPLA_FAILED(tpla_ag_gemm(plan, em, am, bm, NULL, e->stream)) ||
+             team_drain(e, "uncaptured");
+    failed = team_sync(e, failed) != 0;
+    if (failed)
+      break;
+    if (exec != NULL)
+      failures += differ(r, "tpla_ag_gemm", dg, de, db);
+    gemm_ref_f64(ref, absref, AN, m, AN, AK, a, AK, TPLA_OP_N, b, AK, TPLA_OP_T);
+    double err = gemm_error(exec != NULL ? dg : de, ref, absref, m, AN);
+    CHECK(&failures, err >= 0 && err <= 2.0, "rank %d round %d: AG+GEMM off the float64 "
+          "product by %.2f units of |A||B| u", r, round, err);
+  }
+  if (exec != NULL)
+    cudaGraphExecDestroy(exec);
+  if (cap != NULL)
+    cudaStreamDestroy(cap);
+  failures += team_drain(e, "end");
+  failed = team_sync(e, failed) != 0 || failed;
+  tpla_ag_gemm_plan_destroy(plan);
+  team_free(e, da), team_free(e, db_), team_free(e, dg), team_free(e, de);
+  free(a), free(b), free(ref), free(absref);
+  return failures + failed;
+}
+
+/* ---- the tests ------------------------------------------------------------------ */
+
+static void run_team(int P, team_body_t body, void *arg) {
+  if (gpu_count() < P)
+    SKIP("needs %d GPUs, found %d", P, gpu_count());
+  ASSERT_EQ_INT(team_run(P, false, body, arg), 0);
+}
+
+static bool g_no = false, g_yes = true;
+static tpla_transport_t g_auto = TPLA_TRANSPORT_AUTO, g_sendrecv = TPLA_TRANSPORT_SENDRECV,
+                        g_peer = TPLA_TRANSPORT_PEER;
+
+static void test_gemm_one_gpu(void) { run_team(1, gemm_body, NULL); }
+static void test_gemm_two_gpus(void) { run_team(2, gemm_body, NULL); }
+static void test_ns_one_gpu(void) { run_team(1, ns_body, &g_no); }
+static void test_ns_two_gpus_pulls_refused(void) {
+  unsetenv("TPLA_NS_GRAM_SUM"); /* two H200s map each other: the plan pulls */
+  run_team(2, ns_body, &g_yes);
+}
+static void test_ns_two_gpus_nccl(void) {
+  setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
+  run_team(2, ns_body, &g_no);
+  unsetenv("TPLA_NS_GRAM_SUM");
+}
+static void test_ag_gemm_one_gpu(void) { run_team(1, ag_body, &g_auto); }
+static void test_ag_gemm_two_gpus_sendrecv(void) { run_team(2, ag_body, &g_sendrecv); }
+static void test_ag_gemm_two_gpus_peer_refused(void) { run_team(2, ag_body, &g_peer); }
+
+static void test_requires_gpu(void) {
+  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
+}
+
+int main(void) {
+  if (gpu_count() == 0) {
+    TEST(test_requires_gpu);
+    return test_summary();
+  }
+  gpu_eager_loading();
+  watchdog_arm("test_gpu_graphs", 600);
+  g_seed = gpu_fresh_seed("test_gpu_graphs");
+  TEST(test_gemm_one_gpu);
+  TEST(test_ns_one_gpu);
+  TEST(test_ag_gemm_one_gpu);
+  TEST(test_gemm_two_gpus);
+  TEST(test_ns_two_gpus_pulls_refused);
+  TEST(test_ns_two_gpus_nccl);
+  TEST(test_ag_gemm_two_gpus_sendrecv);
+  TEST(test_ag_gemm_two_gpus_peer_refused);
+  return test_summary();
+}
+
+#else /* a build without the CUDA executor */
+TEST_MAIN_WITHOUT_CUDA()
+#endif
