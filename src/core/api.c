@@ -371,9 +371,9 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
                            ga.fp8, NULL};
   /* a local GEMM waits for no peer: the watchdog need not follow it */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, stream));
-  /* the amax of no elements is 0, which is what the sum of squares of nothing writes */
-  const tpla_matrix_t nothing = {NULL, 0, 0, 1, TPLA_FLOAT32};
-  tpla_status_t s = empty ? ctx->backend->sumsq(ctx, ga.fp8.d_amax, nothing, stream)
+  /* the amax of no elements is 0 */
+  const tpla_matrix_t amax = {ga.fp8.d_amax, 1, 1, 1, TPLA_FLOAT32};
+  tpla_status_t s = empty ? ctx->backend->zero(ctx, amax, stream)
                           : ctx->backend->gemm(ctx, &call, stream);
   tpla_call_end(ctx, false, stream);
   return s;

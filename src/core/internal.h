@@ -135,11 +135,15 @@ typedef struct tpla_backend {
    * beta = 0 this is a strided copy with dtype conversion. */
   tpla_status_t (*axpby)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
                          float beta, void *stream);
-  /* *sumsq (one fp32 in executor memory) = sum of x(i,j)^2, fp32 math. */
-  tpla_status_t (*sumsq)(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
-  /* y = x / (safety * sqrt(*sumsq) + eps), any float dtypes, y may be x. */
+  /* *sumsq (one fp64 in executor memory) = sum of x(i,j)^2, summed in fp64:
+   * the square of an fp32 entry above ~1.8e19 overflows fp32. */
+  tpla_status_t (*sumsq)(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
+  /* y = x / (safety * sqrt(*sumsq) + eps), any float dtypes, y may be x;
+   * the divisor is formed in fp64. */
   tpla_status_t (*scale_by_norm)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                 const float *sumsq, float safety, float eps, void *stream);
+                                 const double *sumsq, float safety, float eps, void *stream);
+  /* y = 0, any dtype; y is not read (it may hold NaN). */
+  tpla_status_t (*zero)(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
   /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
    * which the upper triangle, diagonal included, was computed). */
   tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);

@@ -248,8 +248,8 @@ ns_opmat_t ns_iter_temp(const ns_iter_t *it, ns_opmat_t x);
 tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
                          ns_where_t end, const float *table, int steps, void *stream);
 /* out = in / (safety * ||in||_F + eps), the norm summed over ranks when
- * `allreduce`. sumsq: one float of executor memory. */
-tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, float *sumsq,
+ * `allreduce`. sumsq: one double of executor memory. */
+tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, double *sumsq,
                            bool allreduce, float safety, float eps, void *stream);
 
 /* Backend wrappers that skip empty views. */
@@ -427,7 +427,7 @@ struct tpla_ns_plan {
   ns_layout_t layout;  /* workspace bytes */
   void *ws;            /* the base everything is bound to */
   bool owns_ws;
-  float *sumsq;
+  double *sumsq;
   void *w1, *w2, *wg;
 };
 

@@ -194,7 +194,7 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     if (b->owner[i] == me)
       b->full_off[i] += base;
   b->off_gram = ns_layout_take(L, gram);
-  b->off_sumsq = ns_layout_take(L, sizeof(float));
+  b->off_sumsq = ns_layout_take(L, sizeof(double));
 }
 
 static void batch_free(struct tpla_ns_batch_plan *b) {

@@ -84,7 +84,7 @@ tpla_status_t ns_dist_setup(tpla_ns_plan_t p) {
   tpla_dtype_t dt = p->desc.dtype, gdt = p->desc.gram_dtype;
   size_t e = tpla_dtype_size(dt);
   ns_layout_t *L = &p->layout;
-  p->off_sumsq = ns_layout_take(L, sizeof(float));
+  p->off_sumsq = ns_layout_take(L, sizeof(double));
   switch (p->algo) {
   case TPLA_NS_ALGO_LOCAL:
     p->buf_elems = s * l;

@@ -399,11 +399,11 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
   return TPLA_SUCCESS;
 }
 
-tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, float *sumsq,
+tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, double *sumsq,
                            bool allreduce, float safety, float eps, void *stream) {
   TPLA_TRY(ctx->backend->sumsq(ctx, sumsq, in, stream));
   if (allreduce)
-    TPLA_TRY(ctx->backend->allreduce(ctx, sumsq, sumsq, 1, TPLA_FLOAT32, stream));
+    TPLA_TRY(ctx->backend->allreduce(ctx, sumsq, sumsq, 1, TPLA_FLOAT64, stream));
   if (out.rows == 0 || out.cols == 0)
     return TPLA_SUCCESS;
   return ctx->backend->scale_by_norm(ctx, out, in, sumsq, safety, eps, stream);

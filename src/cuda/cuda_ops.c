@@ -17,12 +17,12 @@
 struct tpla_cuda_ops_state {
   int device;
   int max_blocks; /* resident blocks of the elementwise kernels */
-  float *partials; /* TPLA_OPS_SUMSQ_PARTIALS floats of device scratch */
+  double *partials; /* TPLA_OPS_SUMSQ_PARTIALS doubles of device scratch */
 };
 
 /* ---- state -------------------------------------------------------------------- */
 
-size_t tpla_cuda_ops_state_bytes(void) { return TPLA_OPS_SUMSQ_PARTIALS * sizeof(float); }
+size_t tpla_cuda_ops_state_bytes(void) { return TPLA_OPS_SUMSQ_PARTIALS * sizeof(double); }
 
 tpla_status_t tpla_cuda_ops_init(tpla_ctx_t ctx, void **state) {
   static const char fn[] = "tpla_cuda_ops_init";
@@ -40,7 +40,7 @@ tpla_status_t tpla_cuda_ops_init(tpla_ctx_t ctx, void **state) {
         "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)");
   if (s == TPLA_SUCCESS)
     s = tpla_cuda_status(cudaMalloc((void **)&st->partials, tpla_cuda_ops_state_bytes()), fn,
-                         "cudaMalloc (sum-of-squares partials, 4 KiB)");
+                         "cudaMalloc (sum-of-squares partials, 8 KiB)");
   tpla_device_guard_exit(&guard);
   if (s != TPLA_SUCCESS) {
     free(st); /* partials is NULL here: it was the last step */
@@ -157,7 +157,7 @@ tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, 
   return launch_status(e, fn, "axpby kernel", &y, "y", &x, "x");
 }
 
-tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
+tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream) {
   static const char fn[] = "tpla_cuda_sumsq";
   if (!tpla_ops_float_dtype(x.dtype))
     return unsupported(fn, "x", &x);
@@ -172,7 +172,7 @@ tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, voi
 }
 
 tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                      const float *sumsq, float safety, float eps, void *stream) {
+                                      const double *sumsq, float safety, float eps, void *stream) {
   static const char fn[] = "tpla_cuda_scale_by_norm";
   if (!tpla_ops_float_dtype(y.dtype))
     return unsupported(fn, "y", &y);
@@ -188,6 +188,19 @@ tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matr
                                             (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "scale-by-norm kernel", &y, "y", &x, "x");
+}
+
+tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
+  static const char fn[] = "tpla_cuda_zero";
+  if (y.rows == 0 || y.cols == 0)
+    return TPLA_SUCCESS;
+  size_t es = tpla_dtype_size(y.dtype);
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  cudaError_t e = cudaMemset2DAsync(y.data, (size_t)y.ld * es, 0, (size_t)y.cols * es,
+                                    (size_t)y.rows, (cudaStream_t)stream);
+  tpla_device_guard_exit(&guard);
+  return tpla_cuda_status(e, fn, "cudaMemset2DAsync");
 }
 
 tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {

@@ -60,13 +60,15 @@ void tpla_cuda_mem_free(tpla_ctx_t ctx, void *ptr);
  * otherwise); beta == 0 never reads y. */
 tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
                               float beta, void *stream);
-/* *sumsq (device fp32) = sum of x(i,j)^2, bitwise the same on every run of
+/* *sumsq (device fp64) = sum of x(i,j)^2, bitwise the same on every run of
  * the same shape on the same device. */
-tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
+tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
 /* y = x / (safety sqrt(*sumsq) + eps); *sumsq is read by the kernel, so it
  * may be produced by earlier work on the stream; y may be the view x. */
 tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                      const float *sumsq, float safety, float eps, void *stream);
+                                      const double *sumsq, float safety, float eps, void *stream);
+/* y = 0 (bytes), any dtype; y is not read. */
+tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 /* a(i, j) = a(j, i) for i > j; any dtype. */
 tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 /* NCCL group of ncclSend/ncclRecv per peer (zero counts skipped; bytes as

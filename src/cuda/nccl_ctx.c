@@ -456,6 +456,7 @@ const tpla_backend_t tpla_nccl_backend = {
     .axpby = tpla_cuda_axpby,
     .sumsq = tpla_cuda_sumsq,
     .scale_by_norm = tpla_cuda_scale_by_norm,
+    .zero = tpla_cuda_zero,
     .mirror_upper = tpla_cuda_mirror_upper,
     .alltoallv = tpla_cuda_alltoallv,
     .exchange = nccl_exchange,

@@ -11,8 +11,8 @@
  *  - a chunk is 16 bytes of the narrower operand (8 bf16/fp16 or 4 fp32)
  *    when every row of every operand starts 16-byte aligned and cols is a
  *    multiple of the chunk, else one element (the scalar fallback);
- *  - arithmetic in fp32, conversions through cuda_fp16.h / cuda_bf16.h
- *    (round to nearest even).
+ *  - arithmetic in fp32 (the sum of squares: fp64), conversions through
+ *    cuda_fp16.h / cuda_bf16.h (round to nearest even).
  * The sum of squares is deterministic: each block writes one partial,
  * then a single block adds the partials in a fixed order; no atomics. (The
  * grid depends on the shape and the SM count, so the bits are the same on
@@ -150,10 +150,11 @@ template <typename TY, typename TX> struct AxpbyOp {
  * finite (d = 0 or inf, overflow, NaN) the plain product already is the
  * IEEE quotient. */
 struct Divisor {
-  float d, inv;
+  float d, inv, pre; /* x / D is computed as (x pre) / d, pre a power of two */
 };
 
 __device__ __forceinline__ float divide(float x, Divisor v) {
+  x *= v.pre;
   const float q = x * v.inv;
   const float r = fmaf(-q, v.d, x);
   const float refined = fmaf(r, v.inv, q);
@@ -164,14 +165,26 @@ template <typename TY, typename TX> struct ScaleOp {
   TY *y;
   const TX *x; /* may equal y: each element is read before it is written */
   int64_t ldy, ldx;
-  const float *sumsq;
+  const double *sumsq;
   float safety, eps;
 
-  /* The divisor, read once per thread (every thread reads the same word);
-   * X = 0 with eps = 0 divides by 0: zeros then, as eps > 0 would give. */
+  /* The divisor D, read once per thread (every thread reads the same word)
+   * and formed in fp64: the sum of squares of fp32 entries goes far past
+   * fp32's range. D above 2^100 becomes d = D 2^-100 with x scaled by
+   * 2^-100 first, so 1/d stays a normal fp32 (the scaling is exact unless
+   * x 2^-100 is subnormal, and then so is x / D). X = 0 with eps = 0
+   * divides by 0: zeros then, as eps > 0 would give. */
   __device__ __forceinline__ Divisor setup() const {
-    const float d = safety * sqrtf(*sumsq) + eps;
-    return d == 0.0f ? Divisor{1.0f, 0.0f} : Divisor{d, 1.0f / d};
+    double big = safety * sqrt(*sumsq) + eps;
+    if (big == 0.0)
+      return Divisor{1.0f, 0.0f, 1.0f};
+    float pre = 1.0f;
+    if (big > 0x1p100) {
+      big *= 0x1p-100;
+      pre = 0x1p-100f;
+    }
+    const float d = (float)big;
+    return Divisor{d, 1.0f / d, pre};
   }
   template <int N>
   __device__ __forceinline__ void apply(int64_t r, int64_t c, Divisor div) const {
@@ -200,8 +213,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 /* ---- sum of squares ------------------------------------------------------------ */
 
 /* Sum over the block, in a fixed order; the result is valid in thread 0. */
-__device__ __forceinline__ float block_sum(float v) {
-  __shared__ float warp_sums[kThreads / 32];
+__device__ __forceinline__ double block_sum(double v) {
+  __shared__ double warp_sums[kThreads / 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
@@ -209,9 +222,9 @@ __device__ __forceinline__ float block_sum(float v) {
   if (lane == 0)
     warp_sums[warp] = v;
   __syncthreads();
-  v = 0.0f;
+  v = 0.0;
   if (warp == 0) {
-    v = lane < kThreads / 32 ? warp_sums[lane] : 0.0f;
+    v = lane < kThreads / 32 ? warp_sums[lane] : 0.0;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
       v += __shfl_down_sync(0xffffffffu, v, o);
@@ -219,22 +232,24 @@ __device__ __forceinline__ float block_sum(float v) {
   return v;
 }
 
+/* Squares are summed in fp64: one square of an fp32 entry above ~1.8e19
+ * overflows fp32 (bandwidth, not the fp64 rate, bounds these kernels). */
 template <typename T, int N>
-__device__ __forceinline__ float item_sumsq(const T *p) {
+__device__ __forceinline__ double item_sumsq(const T *p) {
   float v[N];
   load_n<T, N>(p, v);
-  float s = 0.0f;
+  double s = 0.0;
 #pragma unroll
   for (int k = 0; k < N; k++)
-    s = fmaf(v[k], v[k], s);
+    s = fma((double)v[k], (double)v[k], s);
   return s;
 }
 
 template <typename T, int N>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    sumsq_partials_kernel(const T *x, int64_t ld, int64_t rows, int64_t chunks, float *partials) {
+    sumsq_partials_kernel(const T *x, int64_t ld, int64_t rows, int64_t chunks, double *partials) {
   Walk w(rows, chunks);
-  float acc0 = 0.0f, acc1 = 0.0f;
+  double acc0 = 0.0, acc1 = 0.0;
   /* Two items per step, both loads issued before either is summed. */
   while (w.valid() && w.i + w.stride < w.total) {
     const T *p0 = x + w.row * ld + w.chunk * N;
@@ -246,20 +261,20 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     load_n<T, N>(p1, v1);
 #pragma unroll
     for (int k = 0; k < N; k++) {
-      acc0 = fmaf(v0[k], v0[k], acc0);
-      acc1 = fmaf(v1[k], v1[k], acc1);
+      acc0 = fma((double)v0[k], (double)v0[k], acc0);
+      acc1 = fma((double)v1[k], (double)v1[k], acc1);
     }
   }
   if (w.valid())
     acc0 += item_sumsq<T, N>(x + w.row * ld + w.chunk * N);
-  float s = block_sum(acc0 + acc1);
+  double s = block_sum(acc0 + acc1);
   if (threadIdx.x == 0)
     partials[blockIdx.x] = s;
 }
 
 __global__ void __launch_bounds__(kThreads)
-    sumsq_finish_kernel(const float *partials, int count, float *sumsq) {
-  float v = 0.0f;
+    sumsq_finish_kernel(const double *partials, int count, double *sumsq) {
+  double v = 0.0;
   for (int k = threadIdx.x; k < count; k += kThreads)
     v += partials[k];
   v = block_sum(v);
@@ -447,7 +462,7 @@ extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float
 }
 
 extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x,
-                                                 const float *sumsq, float safety, float eps,
+                                                 const double *sumsq, float safety, float eps,
                                                  int max_blocks, cudaStream_t stream) {
   if (y.rows == 0 || y.cols == 0)
     return cudaSuccess;
@@ -464,7 +479,7 @@ extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t 
   });
 }
 
-extern "C" cudaError_t tpla_launch_sumsq(float *sumsq, float *partials, tpla_matrix_t x,
+extern "C" cudaError_t tpla_launch_sumsq(double *sumsq, double *partials, tpla_matrix_t x,
                                          int max_blocks, cudaStream_t stream) {
   (void)cudaGetLastError();
   if (max_blocks > TPLA_OPS_SUMSQ_PARTIALS)

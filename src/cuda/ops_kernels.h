@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* Number of fp32 block partials a sum-of-squares reduction may write: the
+/* Number of fp64 block partials a sum-of-squares reduction may write: the
  * size of the scratch passed to tpla_launch_sumsq. */
 #define TPLA_OPS_SUMSQ_PARTIALS 1024
 
@@ -35,15 +35,15 @@ int tpla_ops_float_dtype(tpla_dtype_t dtype);
 cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
                               int max_blocks, cudaStream_t stream);
 
-/* *sumsq = sum of x(i,j)^2 in fp32, deterministic: block partials into
- * `partials` (TPLA_OPS_SUMSQ_PARTIALS floats), then one block adds them in
- * a fixed order. Two launches; no atomics. */
-cudaError_t tpla_launch_sumsq(float *sumsq, float *partials, tpla_matrix_t x, int max_blocks,
+/* *sumsq = sum of x(i,j)^2 in fp64, deterministic: block partials into
+ * `partials` (TPLA_OPS_SUMSQ_PARTIALS doubles), then one block adds them
+ * in a fixed order. Two launches; no atomics. */
+cudaError_t tpla_launch_sumsq(double *sumsq, double *partials, tpla_matrix_t x, int max_blocks,
                               cudaStream_t stream);
 
 /* y = x / (safety * sqrt(*sumsq) + eps), *sumsq read on the device; y may
  * be the same view as x. */
-cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const double *sumsq,
                                       float safety, float eps, int max_blocks,
                                       cudaStream_t stream);
 

@@ -146,9 +146,10 @@ tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr);
 void host_mem_free(tpla_ctx_t ctx, void *ptr);
 tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
                            float beta, void *stream);
-tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream);
+tpla_status_t host_sumsq_m(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
 tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                   const float *sumsq, float safety, float eps, void *stream);
+                                   const double *sumsq, float safety, float eps, void *stream);
+tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 void *host_side_stream(tpla_ctx_t ctx, int i);
 tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
@@ -203,8 +204,9 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *cal
 /* ---- elementwise building blocks (host_kernels.c) ----------------------- */
 
 tpla_status_t host_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta);
-tpla_status_t host_sumsq(float *sumsq, tpla_matrix_t x);
-tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+tpla_status_t host_sumsq(double *sumsq, tpla_matrix_t x);
+tpla_status_t host_zero(tpla_matrix_t y);
+tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const double *sumsq,
                                  float safety, float eps);
 tpla_status_t host_mirror_upper(tpla_matrix_t a);
 

@@ -75,13 +75,17 @@ tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, flo
   return host_axpby(y, x, alpha, beta);
 }
 
-tpla_status_t host_sumsq_m(tpla_ctx_t ctx, float *sumsq, tpla_matrix_t x, void *stream) {
+tpla_status_t host_sumsq_m(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream) {
   return host_sumsq(sumsq, x);
 }
 
 tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
-                                   const float *sumsq, float safety, float eps, void *stream) {
+                                   const double *sumsq, float safety, float eps, void *stream) {
   return host_scale_by_norm(y, x, sumsq, safety, eps);
+}
+
+tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
+  return host_zero(y);
 }
 
 tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
@@ -130,6 +134,7 @@ static const tpla_backend_t host_backend = {
     .axpby = host_axpby_m,
     .sumsq = host_sumsq_m,
     .scale_by_norm = host_scale_by_norm_m,
+    .zero = host_zero_m,
     .mirror_upper = host_mirror_upper_m,
     .alltoallv = host_alltoallv,
     .exchange = tpla_host_exchange, /* host_ops.c */

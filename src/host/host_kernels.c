@@ -2,8 +2,8 @@
  * host_kernels.c - the elementwise building blocks of the algorithms on the
  * host executor (the backend's axpby, sumsq, scale_by_norm, mirror_upper;
  * see internal.h). Views are validated by their callers. Math is fp32 like
- * the CUDA kernels', except that sumsq accumulates in fp64 so that the
- * result does not depend on the summation order.
+ * the CUDA kernels', except that sumsq and the norm's divisor are fp64, as
+ * there (the CUDA kernels sum in another order).
  */
 #include "host.h"
 
@@ -56,26 +56,33 @@ tpla_status_t host_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float be
   return TPLA_SUCCESS;
 }
 
-tpla_status_t host_sumsq(float *sumsq, tpla_matrix_t x) {
+tpla_status_t host_sumsq(double *sumsq, tpla_matrix_t x) {
   double acc = 0.0;
   for (int64_t i = 0; i < x.rows; i++)
     for (int64_t j = 0; j < x.cols; j++) {
       double v = load(&x, i, j);
       acc += v * v;
     }
-  *sumsq = (float)acc;
+  *sumsq = acc;
   return TPLA_SUCCESS;
 }
 
-tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const float *sumsq,
+tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const double *sumsq,
                                  float safety, float eps) {
   if (y.rows == 0 || y.cols == 0)
     return TPLA_SUCCESS;
-  float divisor = safety * sqrtf(*sumsq) + eps;
-  float scale = divisor == 0.0f ? 0.0f : 1.0f / divisor; /* X = 0, eps = 0: zeros */
+  double divisor = safety * sqrt(*sumsq) + eps;
+  double scale = divisor == 0.0 ? 0.0 : 1.0 / divisor; /* X = 0, eps = 0: zeros */
   for (int64_t i = 0; i < y.rows; i++)
     for (int64_t j = 0; j < y.cols; j++)
-      store(&y, i, j, load(&x, i, j) * scale);
+      store(&y, i, j, (float)(load(&x, i, j) * scale));
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_zero(tpla_matrix_t y) {
+  size_t es = tpla_dtype_size(y.dtype);
+  for (int64_t i = 0; i < y.rows && y.cols > 0; i++)
+    memset((char *)y.data + (size_t)(i * y.ld) * es, 0, (size_t)y.cols * es);
   return TPLA_SUCCESS;
 }
 

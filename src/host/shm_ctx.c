@@ -114,6 +114,7 @@ static const tpla_backend_t shm_backend = {
     .axpby = host_axpby_m,
     .sumsq = host_sumsq_m,
     .scale_by_norm = host_scale_by_norm_m,
+    .zero = host_zero_m,
     .mirror_upper = host_mirror_upper_m,
     .alltoallv = shm_alltoallv,
     .exchange = tpla_host_exchange, /* an all-gather of bytes: shm_allgatherv */

@@ -246,12 +246,12 @@ static void test_axpby_rejects_fp64(void) {
 
 /* ---- sumsq ------------------------------------------------------------------ */
 
-/* Runs sumsq on x into a fresh device float; returns it through *out. */
-static int device_sumsq(const dbuf_t *x, float *out) {
-  float *d = NULL;
+/* Runs sumsq on x into a fresh device double; returns it through *out. */
+static int device_sumsq(const dbuf_t *x, double *out) {
+  double *d = NULL;
   if (cudaMalloc((void **)&d, sizeof *d) != cudaSuccess)
     return 1;
-  const float nan = NAN;
+  const double nan = NAN;
   /* legacy-stream copies may land after g_stream's (non-blocking) kernels: wait */
   int bad = cudaMemcpy(d, &nan, sizeof nan, cudaMemcpyHostToDevice) != cudaSuccess ||
             cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess;
@@ -280,12 +280,12 @@ static void test_sumsq_matches_reference(void) {
           double v = tpla_load_elem(x.host, dt, view_index(&x, i, j));
           ref += v * v;
         }
-      float got = NAN;
+      double got = NAN;
       int bad = device_sumsq(&x, &got);
       dbuf_free(&x);
       ASSERT_EQ_INT(bad, 0);
-      /* fp32 partial sums of nonnegative terms: a few dozen roundings deep */
-      ASSERT_NEAR(got, ref, 2e-5 * ref + 1e-30);
+      /* fp64 partial sums of nonnegative terms: a few dozen roundings deep */
+      ASSERT_NEAR(got, ref, 1e-12 * ref + 1e-300);
     }
 }
 
@@ -297,7 +297,7 @@ static void test_sumsq_is_deterministic(void) {
     dbuf_t x;
     ASSERT_EQ_INT(dbuf_init(&x, k_shapes[N_SHAPES - 1 - t / 3], k_float_types[t % 3], &rng, 0),
                   0);
-    float first = NAN, again = NAN;
+    double first = NAN, again = NAN;
     int bad = device_sumsq(&x, &first), differ = 0;
     for (int run = 0; run < 5 && !bad; run++) {
       bad = device_sumsq(&x, &again);
@@ -314,9 +314,9 @@ static void test_sumsq_of_empty_matrix_is_zero(void) {
   tpla_matrix_t views[] = {{NULL, 0, 5, 5, TPLA_BFLOAT16}, {NULL, 3, 0, 1, TPLA_FLOAT32}};
   for (int v = 0; v < 2; v++) {
     dbuf_t x = {.view = views[v]};
-    float got = NAN;
+    double got = NAN;
     ASSERT_EQ_INT(device_sumsq(&x, &got), 0);
-    ASSERT_TRUE(got == 0.0f);
+    ASSERT_TRUE(got == 0.0);
   }
 }
 
@@ -336,8 +336,8 @@ static int check_scale(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, int in_place
   if (!in_place)
     bad |= dbuf_init(&yb, s, ty, &rng, 1);
   dbuf_t *y = in_place ? &x : &yb;
-  float *d_sumsq = NULL;
-  bad |= cudaMalloc((void **)&d_sumsq, sizeof(float)) != cudaSuccess;
+  double *d_sumsq = NULL;
+  bad |= cudaMalloc((void **)&d_sumsq, sizeof(double)) != cudaSuccess;
   unsigned char *img = bad ? NULL : malloc(y->bytes);
   bad |= img == NULL;
   if (!bad)
@@ -345,16 +345,16 @@ static int check_scale(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, int in_place
           failed_call(
               tpla_cuda_scale_by_norm(g_ctx, y->view, x.view, d_sumsq, safety, eps, g_stream),
               what);
-  float sumsq = 0;
+  double sumsq = 0;
   if (!bad)
     bad = dbuf_download(y, img) ||
           cudaMemcpy(&sumsq, d_sumsq, sizeof sumsq, cudaMemcpyDeviceToHost) != cudaSuccess;
-  double denom = safety * sqrt((double)sumsq) + eps;
+  double denom = safety * sqrt(sumsq) + eps;
   for (int64_t i = 0; i < s.rows && !bad; i++)
     for (int64_t j = 0; j < s.cols && !bad; j++) {
       double ref = tpla_load_elem(x.host, tx, view_index(&x, i, j)) / denom;
       double got = tpla_load_elem(img, ty, view_index(y, i, j));
-      /* fp32 divisor (sqrt, product, sum) and quotient: a few fp32 roundings */
+      /* fp64 divisor rounded to fp32, and the quotient: a few fp32 roundings */
       double tol = (unit_roundoff(ty) + 8 * 0x1p-24) * fabs(ref) + abs_floor(ty);
       if (!(fabs(got - ref) <= tol)) {
         fprintf(stderr, "  %s: (%" PRId64 ", %" PRId64 ") = %.9g, want %.9g\n", what, i, j, got,
@@ -393,9 +393,10 @@ static void test_scale_by_norm_in_place(void) {
 static void test_scale_by_norm_of_zeros_with_eps_zero(void) {
   NEED_CTX();
   const int64_t rows = 5, cols = 7;
-  float *x = NULL, *d_sumsq = NULL, host[5 * 7];
+  float *x = NULL, host[5 * 7];
+  double *d_sumsq = NULL;
   ASSERT_EQ_INT(cudaMalloc((void **)&x, sizeof host), cudaSuccess);
-  ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(float)), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(double)), cudaSuccess);
   ASSERT_EQ_INT(cudaMemset(x, 0, sizeof host), cudaSuccess);
   tpla_matrix_t v = {x, rows, cols, cols, TPLA_FLOAT32};
   ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
@@ -408,6 +409,60 @@ static void test_scale_by_norm_of_zeros_with_eps_zero(void) {
   ASSERT_EQ_INT(bad, 0);
   cudaFree(x);
   cudaFree(d_sumsq);
+}
+
+/* Entries whose squares overflow fp32 (fp32 and bf16 reach 3.4e38), at two
+ * magnitudes: the divisor below 2^100 (1e20) and above it (1e30, where the
+ * kernel scales x by 2^-100 first). The sum of squares must be right and
+ * the result x / (1.01 ||x||), not zeros (an fp32 sum made the divisor
+ * infinite). Vector and scalar paths (cols 96 and 47). */
+static void test_norm_of_huge_entries(void) {
+  NEED_CTX();
+  const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_BFLOAT16};
+  const double magnitudes[] = {1e20, 1e30};
+  const int64_t widths[] = {96, 47};
+  for (int c = 0; c < 8; c++) {
+    tpla_dtype_t dt = types[c & 1];
+    int64_t rows = 33, cols = widths[(c >> 2) & 1];
+    double mag = magnitudes[(c >> 1) & 1];
+    size_t n = (size_t)(rows * cols), es = tpla_dtype_size(dt);
+    unsigned char *h = malloc(n * es), *out = malloc(n * es);
+    double *d_sumsq = NULL, want = 0.0, got = NAN;
+    void *x = NULL;
+    ASSERT_TRUE(h != NULL && out != NULL);
+    rng_t rng;
+    rng_seed(&rng, 1000 + (uint64_t)c);
+    for (size_t i = 0; i < n; i++) {
+      tpla_store_elem(h, dt, i, (i == 5 ? 3.3e38 : mag) * rng_uniform(&rng));
+      double v = tpla_load_elem(h, dt, i);
+      want += v * v;
+    }
+    tpla_matrix_t v = {NULL, rows, cols, cols, dt};
+    ASSERT_EQ_INT(cudaMalloc(&x, n * es), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(double)), cudaSuccess);
+    v.data = x;
+    ASSERT_EQ_INT(cudaMemcpy(x, h, n * es, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess); /* g_stream is non-blocking */
+    ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
+    ASSERT_OK(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, 1.01f, 1e-7f, g_stream));
+    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(&got, d_sumsq, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(out, x, n * es, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(x);
+    cudaFree(d_sumsq);
+    ASSERT_NEAR(got, want, 1e-12 * want);
+    double denom = 1.01 * sqrt(want), norm = 0.0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      double ref = tpla_load_elem(h, dt, i) / denom, r = tpla_load_elem(out, dt, i);
+      bad += !(fabs(r - ref) <= (unit_roundoff(dt) + 8 * 0x1p-24) * fabs(ref) + 1e-37);
+      norm += r * r;
+    }
+    free(h);
+    free(out);
+    ASSERT_EQ_INT(bad, 0);
+    ASSERT_NEAR(sqrt(norm), 1 / 1.01, 4 * unit_roundoff(dt));
+  }
 }
 
 /* ---- mirror_upper ------------------------------------------------------------------ */
@@ -623,6 +678,7 @@ int main(void) {
   TEST(test_scale_by_norm_out_of_place);
   TEST(test_scale_by_norm_in_place);
   TEST(test_scale_by_norm_of_zeros_with_eps_zero);
+  TEST(test_norm_of_huge_entries);
   TEST(test_mirror_upper);
   TEST(test_alltoallv_single_rank);
   TEST(test_alltoallv_across_gpus);

@@ -1,6 +1,6 @@
 /*
  * test_host_kernels.c - the host executor's algorithm building blocks
- * (backend axpby, sumsq, scale_by_norm, mirror_upper, mem_alloc/free)
+ * (backend axpby, sumsq, scale_by_norm, zero, mirror_upper, mem_alloc/free)
  * against float64 references, over dtype combinations and padded views.
  * Run: ./test_host_kernels
  */
@@ -73,9 +73,9 @@ static void test_sumsq_and_scale_by_norm(void) {
     for (int64_t i = 0; i < x.rows; i++)
       for (int64_t j = 0; j < x.cols; j++)
         want += at(&x, i, j) * at(&x, i, j);
-    float got = -1.0f;
+    double got = -1.0;
     ASSERT_OK(ctx->backend->sumsq(ctx, &got, x, NULL));
-    ASSERT_NEAR(got, want, 1e-6 * want);
+    ASSERT_NEAR(got, want, 1e-12 * want);
     /* in place: x / (1.01 * ||x|| + 1e-7) has norm just under 1/1.01 */
     tpla_matrix_t x0 = view(17, 23, 30, types[t]);
     memcpy(x0.data, x.data, (size_t)(17 * 30) * tpla_dtype_size(types[t]));
@@ -89,6 +89,50 @@ static void test_sumsq_and_scale_by_norm(void) {
       }
     ASSERT_NEAR(sqrt(norm), 1 / 1.01, 4 * unit(types[t]));
     free(x.data), free(x0.data);
+  }
+}
+
+/* Entries whose squares overflow fp32 (bf16 and fp32 reach 3.4e38): the sum
+ * of squares is right and the normalized matrix has norm 1/1.01, not zeros
+ * (an fp32 sum of squares made the divisor infinite). */
+static void test_norm_of_huge_entries(void) {
+  rng_seed(&rng, fresh_seed("test_norm_of_huge_entries"));
+  const tpla_dtype_t big[] = {TPLA_FLOAT32, TPLA_BFLOAT16};
+  for (int t = 0; t < 2; t++) {
+    tpla_matrix_t x = view(20, 31, 33, big[t]);
+    double want = 0;
+    for (int64_t i = 0; i < x.rows; i++)
+      for (int64_t j = 0; j < x.cols; j++) {
+        double v = at(&x, i, j) * (i == 3 && j == 5 ? 3e38 : 1e30);
+        tpla_store_elem(x.data, x.dtype, (size_t)(i * x.ld + j), v);
+        want += at(&x, i, j) * at(&x, i, j);
+      }
+    double got = -1.0;
+    ASSERT_OK(ctx->backend->sumsq(ctx, &got, x, NULL));
+    ASSERT_TRUE(isfinite(want));
+    ASSERT_NEAR(got, want, 1e-12 * want);
+    ASSERT_OK(ctx->backend->scale_by_norm(ctx, x, x, &got, 1.01f, 1e-7f, NULL));
+    double norm = 0;
+    for (int64_t i = 0; i < x.rows; i++)
+      for (int64_t j = 0; j < x.cols; j++)
+        norm += at(&x, i, j) * at(&x, i, j);
+    ASSERT_NEAR(sqrt(norm), 1 / 1.01, 4 * unit(big[t]));
+    free(x.data);
+  }
+}
+
+/* zero writes 0 over NaN (it never reads y) and leaves the padding alone. */
+static void test_zero(void) {
+  for (int t = 0; t < 3; t++) {
+    tpla_matrix_t y = view(5, 6, 9, types[t]);
+    for (int64_t i = 0; i < 5; i++)
+      for (int64_t j = 0; j < 9; j++)
+        tpla_store_elem(y.data, y.dtype, (size_t)(i * y.ld + j), j < 6 ? NAN : 7.0);
+    ASSERT_OK(ctx->backend->zero(ctx, y, NULL));
+    for (int64_t i = 0; i < 5; i++)
+      for (int64_t j = 0; j < 9; j++)
+        ASSERT_TRUE(at(&y, i, j) == (j < 6 ? 0.0 : 7.0));
+    free(y.data);
   }
 }
 
@@ -133,6 +177,8 @@ int main(void) {
     return 1;
   TEST(test_axpby_every_dtype_pair);
   TEST(test_sumsq_and_scale_by_norm);
+  TEST(test_norm_of_huge_entries);
+  TEST(test_zero);
   TEST(test_mirror_upper);
   TEST(test_mem_alloc_and_free);
   tpla_ctx_destroy(ctx);

@@ -382,6 +382,31 @@ static void test_custom_safety_and_eps(void) {
   free(ref);
 }
 
+/* Newton-Schulz is scale-invariant: x 2^100 (entries ~1e30, squares far past
+ * fp32) gives what x gives, on one rank and summed over three, rows and
+ * columns sharded. An fp32 sum of squares overflowed to inf and made the
+ * result zeros. 2^100 is exact, so the normalized inputs agree to the
+ * rounding of the norm. */
+static void test_huge_entries(void) {
+  double *x = random_matrix(30, 44, TPLA_FLOAT32, seed + 16);
+  double *big = malloc(sizeof(double) * 30 * 44);
+  for (int i = 0; i < 30 * 44; i++)
+    big[i] = x[i] * 0x1p100;
+  for (int c = 0; c < 4; c++) {
+    ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+    run.desc.shard = c & 1 ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS;
+    int P = c & 2 ? 3 : 1;
+    double *want = run_with(run, x, 30, 44, P), *got = run_with(run, big, 30, 44, P);
+    ASSERT_TRUE(want != NULL && got != NULL);
+    double e = rel_diff(got, want, 30 * 44);
+    free(want);
+    free(got);
+    ASSERT_LE(e, 1e-5);
+  }
+  free(x);
+  free(big);
+}
+
 /* gram_dtype = the input dtype: within bf16 rounding of the fp32 Gram, and
  * distributed equals one rank to bf16 rounding. */
 static void test_half_gram(void) {
@@ -545,6 +570,7 @@ int main(void) {
   TEST(test_gram_sharded_everywhere);
   TEST(test_user_table_equals_preset);
   TEST(test_custom_safety_and_eps);
+  TEST(test_huge_entries);
   TEST(test_half_gram);
   TEST(test_gram_sharded_half);
   TEST(test_gram_sum_by_pulls);
