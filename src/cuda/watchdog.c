@@ -121,19 +121,28 @@ void tpla_wd_remove_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp) {
     if (wd->xports[i] == xp)
       wd->xports[i--] = wd->xports[--wd->nxports];
   pthread_mutex_unlock(&wd->mu);
+  /* a release enqueued before the removal must not write into freed flags */
+  (void)cudaStreamSynchronize(wd->stream);
+  (void)cudaGetLastError();
 }
 
 /* ---- abort ------------------------------------------------------------------------------------ */
+
+/* Step 2 of watchdog.h for one transport, on the watchdog's stream (no call
+ * begins on a failed context, so last_seq and the value stay the same). */
+static void release_flags(struct tpla_watchdog *wd, tpla_xport_t *xp) {
+  uint32_t past = atomic_load(&xp->last_seq) + WD_RELEASE;
+  uint32_t *words = xp_flags_of(xp, xp->rank);
+  for (int w = 0; w < xp->nranks + xp->nflags; w++)
+    (void)xp_write(xp, wd->stream, words + w, past, "release a wait");
+}
 
 /* Steps 1 and 2 of watchdog.h for one transport, on the watchdog's stream. */
 static void release_xport(struct tpla_watchdog *wd, tpla_xport_t *xp) {
   for (int q = 0; q < xp->nranks; q++)
     if (q != xp->rank)
       (void)xp_write(xp, wd->stream, xp_mark_word(xp, q, xp->rank), 1u, "mark an abort");
-  uint32_t past = atomic_load(&xp->last_seq) + WD_RELEASE;
-  uint32_t *words = xp_flags_of(xp, xp->rank);
-  for (int w = 0; w < xp->nranks + xp->nflags; w++)
-    (void)xp_write(xp, wd->stream, words + w, past, "release a wait");
+  release_flags(wd, xp);
 }
 
 void tpla_wd_abort(tpla_ctx_t ctx) {
@@ -259,6 +268,25 @@ static void describe_flags(struct tpla_watchdog *wd, char *why, size_t size) {
   }
 }
 
+/* With wd->mu held, on a failed context whose calls have not all drained:
+ * retire the finished calls and release this rank's flag words again. A
+ * peer's copy that was still running at the abort can land its step flag or
+ * ready word after the release and lower the word below a queued wait, which
+ * would then never end (nor a synchronize of its stream). Only this rank's
+ * own memory is written, one release at a time on the watchdog's stream. */
+static void release_again(struct tpla_watchdog *wd) {
+  char why[64];
+  tpla_status_t st = TPLA_SUCCESS;
+  int64_t age_ms = 0;
+  (void)examine_calls(wd, why, sizeof why, &st, &age_ms); /* the context failed already */
+  cudaError_t idle = cudaStreamQuery(wd->stream);
+  (void)cudaGetLastError();
+  if (wd->head == wd->tail || idle != cudaSuccess)
+    return;
+  for (int i = 0; i < wd->nxports; i++)
+    release_flags(wd, wd->xports[i]);
+}
+
 /* Without wd->mu: an asynchronous NCCL error, checked only when no thread
  * holds the call lock (which may be aborting the communicator). */
 static int examine_nccl(struct tpla_watchdog *wd, char *why, size_t size) {
@@ -287,8 +315,14 @@ static void *watch(void *arg) {
   char why[sizeof wd->ctx->failure.why];
   pthread_mutex_lock(&wd->mu);
   while (!wd->stop) {
-    if (wd->head == wd->tail || tpla_ctx_failed(wd->ctx)) {
+    if (wd->head == wd->tail) {
       pthread_cond_wait(&wd->cv, &wd->mu);
+      continue;
+    }
+    if (tpla_ctx_failed(wd->ctx)) {
+      release_again(wd);
+      struct timespec until = tpla_deadline_after(poll);
+      (void)pthread_cond_timedwait(&wd->cv, &wd->mu, &until);
       continue;
     }
     tpla_status_t st = TPLA_ERROR_REMOTE;

@@ -21,7 +21,10 @@
  * work that follows runs on stale data: the calls' outputs are undefined);
  * (3) under the call lock, so that no thread is inside an NCCL call at that
  * moment, ncclCommAbort ends the NCCL kernels. Steps 1-2 go through a
- * stream of the watchdog's own, which nothing else waits on.
+ * stream of the watchdog's own, which nothing else waits on. Until every
+ * call in flight has drained, the thread repeats step 2 each poll: a peer's
+ * write that lands after it would otherwise lower a flag word below a
+ * queued wait again.
  */
 #ifndef TPLA_CUDA_WATCHDOG_H
 #define TPLA_CUDA_WATCHDOG_H
