@@ -215,8 +215,9 @@ static int gemm_body(rank_env_t *e, void *arg) {
     cudaStreamDestroy(cap);
   if (third != NULL)
     cudaStreamDestroy(third);
-  for (void **p = &g.a; p <= &g.de8; p++)
-    team_free(e, *p);
+  void *bufs[] = {g.a, g.b, g.a8, g.b8, g.d, g.d8, g.de, g.de8};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    team_free(e, bufs[i]);
   free(a), free(b), free(ref), free(absref);
   return failures + failed;
 }
