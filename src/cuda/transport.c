@@ -123,9 +123,9 @@ static tpla_status_t wait_in_flight(tpla_xport_t *xp, uint32_t seq, cudaStream_t
 
 /* A PEER call's flags and waits carry its number (seq) as literal values, so a
  * graph replayed would repeat one call's numbers: its waits would pass on the
- * flags of the last launch, before the peer's pieces. */
+ * flags of the last launch, before the peer's pieces. One rank has no flags. */
 static bool xp_cannot_capture(const tpla_xport_t *xp, void *stream) {
-  return xp->kind == OVL_XPORT_PEER && capturing((cudaStream_t)stream);
+  return xp->kind == OVL_XPORT_PEER && xp->nranks > 1 && capturing((cudaStream_t)stream);
 }
 
 /* The device stays current until xp_end (or until a failed begin returns). */

@@ -13,6 +13,12 @@ then be on the same machine, which is checked.
 The communicator caches the plans of the functions that use it (keyed by
 shape, dtype and options) and destroys them in close(). Plan creation is
 collective, so every rank must make the same sequence of calls.
+CUDA graphs: the functions' calls can be captured (torch.cuda.graph) once
+their plans exist; a plan (or a context) is never made during a capture,
+so a cache miss there raises InvalidUsageError: make each call once
+outside the capture first. Graphs replay into the plans' buffers: keep the
+communicator and its plans (no clear_plans(), no close()) while they are
+replayed.
 """
 import os
 import socket
@@ -22,6 +28,7 @@ import torch
 
 from .. import _core
 from .._errors import Error, InvalidArgumentError, InvalidUsageError, NotSupportedError, RemoteError
+from ._tensors import refuse_capture
 
 
 def _boot_id():
@@ -60,6 +67,8 @@ class Communicator:
         else:
             self.rank, self.world_size, backend = 0, 1, ""
         self.device = self._pick_device(device, backend)
+        refuse_capture(self.device, "tpla.torch.Communicator", "a new tpla context",
+                       "create communicators outside the capture")
         if self.device.type == "cuda":
             self._ctx = self._make_nccl(distributed)
         elif self.device.type == "cpu":
@@ -80,6 +89,9 @@ class Communicator:
         self.group = None
         self.rank, self.world_size = 0, 1
         self.device = cls._pick_device(device, "")
+        refuse_capture(self.device, "tpla.torch.Communicator.local", "a new tpla context",
+                       "make the same call once outside the capture first (comm=None uses "
+                       "one cached per device)")
         self._ctx = (_core.Context.single_host(timeout) if self.device.type == "cpu" else
                      _core.Context.nccl(_core.nccl_unique_id(), 1, 0, self.device.index,
                                         timeout))
@@ -149,12 +161,20 @@ class Communicator:
         return self._ctx
 
     def plan(self, key, make):
-        """The cached plan for `key`, made by make(context) on a miss (collective)."""
+        """The cached plan for `key`, made by make(context) on a miss (collective).
+        A miss while a CUDA graph is being captured raises InvalidUsageError: plans
+        are made outside captures (they allocate and synchronize)."""
         p = self._plans.get(key)
         if p is None or not p.handle:
+            refuse_capture(self.device, "tpla.torch", "a new tpla plan (%s)" % _describe(key))
             p = make(self.context)
             self._plans[key] = p
         return p
+
+    def has_plan(self, key):
+        """Whether a live plan is cached for `key`."""
+        p = self._plans.get(key)
+        return p is not None and bool(p.handle)
 
     def stream(self):
         from ._tensors import stream_handle
@@ -194,6 +214,9 @@ class Communicator:
         call may still read its buffers."""
         if self._ctx is None or not self._plans:
             return
+        refuse_capture(self.device, "tpla.torch.Communicator.clear_plans",
+                       "a wait for the device (a barrier, then a synchronize)",
+                       "clear plans outside the capture")
         self.barrier()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -215,6 +238,17 @@ class Communicator:
     def __repr__(self):
         return "Communicator(rank=%d, world_size=%d, device=%s, executor=%s)" % (
             self.rank, self.world_size, self.device, getattr(self, "executor", "?"))
+
+
+_KINDS = {"ns": "newton_schulz", "ag": "ag_gemm", "rs": "gemm_rs", "ar": "gemm_ar",
+          "muon": "Muon.step"}
+
+
+def _describe(key):
+    """A plan cache key as a short phrase for messages."""
+    if isinstance(key, tuple) and key and key[0] in _KINDS:
+        return "%s, key %s" % (_KINDS[key[0]], key[1:])
+    return "key %r" % (key,)
 
 
 _local = {}

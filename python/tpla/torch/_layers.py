@@ -24,6 +24,7 @@ from torch import nn
 
 from .._errors import InvalidArgumentError
 from ._overlap import ag_gemm, allgather_rows, gemm_rs, local_gemm
+from ._tensors import refuse_capture
 
 
 def even_split(total, parts):
@@ -48,6 +49,9 @@ def _seq_rows(seq_total, inner, comm):
 def _accumulate_wgrad(weight, dy, x, comm):
     """weight.main_grad (fp32) += dy^T x (tpla_gemm, half inputs, fp32 output)."""
     if getattr(weight, "main_grad", None) is None:
+        # made in a capture, it would be zeroed by every replay (and live in the graph's pool)
+        refuse_capture(comm.device, "tpla.torch layers (accumulate_main_grad)",
+                       "a new weight.main_grad", "run one backward outside the capture first")
         weight.main_grad = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
     local_gemm(weight.main_grad, dy, x, comm, transpose_a=True, beta=1.0)
 

@@ -17,17 +17,22 @@ One step orthogonalizes every matrix with ONE batched tpla plan
 Parameter groups with use_muon=False (and `adamw_params`) use AdamW: the
 usual recipe for embeddings, heads, and 1-D parameters (split_params()
 sorts a model's parameters that way).
+CUDA graphs: a step of Muon parameters alone can be captured after one step
+outside the capture (which makes the momentum buffers and the plan), with
+static gradients; the graph keeps the lr, momentum and weight decay it was
+captured with. A captured step with AdamW parameters is refused (their step
+count is a Python number).
 """
 import itertools
 
 import torch
 
 from .. import _core, _lib
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, InvalidUsageError
 from ._comm import local_communicator
 from ._layers import even_split
 from ._ns import coefficient_spec, muon_scale, ns_desc
-from ._tensors import matrix, tpla_dtype
+from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
 
 
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
@@ -161,19 +166,48 @@ class Muon(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        items = []
+        items, adamw = [], []
         for group in self.param_groups:
             for p in group["params"]:
                 g = self._grad(p)
                 if g is None:
                     continue
-                if group["use_muon"]:
-                    items.append((group, p, g))
-                else:
-                    self._adamw(group, p, g)
+                (items if group["use_muon"] else adamw).append((group, p, g))
+        if (items or adamw) and capturing((items or adamw)[0][1].device):
+            self._check_capture(items, adamw)  # before any state changes
+        for group, p, g in adamw:
+            self._adamw(group, p, g)
         if items:
             self._muon(items)
         return loss
+
+    def _check_capture(self, items, adamw):
+        """A step captured into a CUDA graph replays what it captured: the momentum
+        buffers and the batched plan must exist already (made by a step outside the
+        capture), and AdamW's step count and bias corrections, Python numbers, would
+        be frozen at their captured values, so AdamW groups are refused."""
+        fn = "tpla.torch.Muon.step"
+        if adamw:
+            raise InvalidUsageError(
+                "%s: a CUDA graph is being captured, but %d parameter(s) with gradients use "
+                "AdamW, whose step count and bias corrections are Python numbers that a graph "
+                "would freeze; step them with an optimizer that can be captured "
+                "(torch.optim.AdamW(capturable=True)) or outside the graph" % (fn, len(adamw)))
+        comm = self._communicator(items[0][1].device)
+        fresh = sum("momentum_buffer" not in self.state.get(p, ()) for _, p, _ in items)
+        if fresh:
+            needs = "momentum buffers for %d parameter(s)" % fresh
+        elif not comm.has_plan(self._plan_key(items)):
+            needs = "a new batched Newton-Schulz plan"
+        else:
+            return
+        refuse_capture(comm.device, fn, needs, "make one step outside the capture first, with "
+                       "the same parameters having gradients, on every rank")
+
+    def _plan_key(self, items):
+        dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
+        return ("muon", self._token, tuple(self._index[p] for _, p, _ in items), dt,
+                self.ns_steps, self.coef[2], self.ns_iteration)
 
     # ---- AdamW ---------------------------------------------------------------
 
@@ -252,9 +286,7 @@ class Muon(torch.optim.Optimizer):
             descs.append(desc)
             keeps.append(keep)
             entries.append((group, p, x, view, split, rows, cols))
-        key = ("muon", self._token, tuple(self._index[p] for _, p, _ in items), dt, self.ns_steps,
-               self.coef[2], self.ns_iteration)
-        plan = comm.plan(key, lambda ctx: _core.NsBatchPlan(ctx, descs))
+        plan = comm.plan(self._plan_key(items), lambda ctx: _core.NsBatchPlan(ctx, descs))
         stream = comm.stream()
         plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
         for group, p, x, view, split, rows, cols in entries:

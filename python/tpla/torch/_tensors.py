@@ -14,7 +14,7 @@ import ctypes
 import torch
 
 from .. import _lib
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, InvalidUsageError
 
 TORCH_TO_TPLA = {
     torch.float32: _lib.FLOAT32,
@@ -110,6 +110,28 @@ def stream_handle(device):
     if device.type != "cuda":
         return 0
     return torch.cuda.current_stream(device).cuda_stream
+
+
+def capturing(device):
+    """Whether the current stream of `device` is being captured into a CUDA
+    graph (torch.cuda.graph captures on its own stream, made current)."""
+    if device.type != "cuda" or not torch.cuda.is_initialized():
+        return False
+    if device.index is None or device.index == torch.cuda.current_device():
+        return torch.cuda.is_current_stream_capturing()
+    with torch.cuda.device(device):
+        return torch.cuda.is_current_stream_capturing()
+
+
+def refuse_capture(device, fn, needs, first="make the same call once outside the capture first "
+                   "(same shapes, dtypes and options, on every rank)"):
+    """Raise InvalidUsageError while `device`'s current stream is captured: `needs`
+    (a plan, a context, state) is made by allocating and synchronizing, which a
+    capture forbids, and would exist only in the graph."""
+    if capturing(device):
+        raise InvalidUsageError("%s: a CUDA graph is being captured on %s, but this call needs %s, "
+                                "which cannot be made during a capture; %s"
+                                % (fn, device, needs, first))
 
 
 class _CudaArray:

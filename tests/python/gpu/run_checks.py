@@ -1,6 +1,7 @@
 """run_checks.py - the checks of tests/python/checks.py on GPUs, under torchrun:
 the CUDA executor (tpla's own NCCL communicator, bootstrapped through
-torch.distributed) instead of the CPU host executor.
+torch.distributed) instead of the CPU host executor; with them checks_fp8.py's
+(on devices with FP8) and checks_graphs.py's (CUDA graph capture).
 
     torchrun --nproc_per_node=1 tests/python/gpu/run_checks.py
     torchrun --nproc_per_node=2 tests/python/gpu/run_checks.py [check_name ...]
@@ -37,6 +38,9 @@ def main():
     if tpla.features(local)["fp8"]:  # FP8 overlapped GEMMs (tests/python/checks_fp8.py)
         import checks_fp8
         checks.ALL.append(checks_fp8.check_fp8_overlap)
+    if tpla.features()["cuda_executor"]:  # CUDA graphs (tests/python/checks_graphs.py)
+        import checks_graphs
+        checks.ALL.append(checks_graphs.check_graphs)
     results = checks.run_all(rank, world, "cuda", sys.argv[1:] or None)
     everyone = [None] * world
     dist.all_gather_object(everyone, results)

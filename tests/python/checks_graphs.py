@@ -1,0 +1,316 @@
+"""checks_graphs.py - tpla.torch under CUDA graph capture (torch.cuda.graph), for
+gpu/run_checks.py (torchrun, 1 or 2 ranks, the CUDA executor; on the CPU the
+check returns {"skipped": ...}).
+
+Each operation is called once eagerly on a side stream (PyTorch's documented
+warm-up; the call makes the plan), captured into a CUDAGraph, then, for ROUNDS
+rounds, fed new inputs copied into the captured tensors, replayed, and compared
+bit for bit with an eager call on the same inputs and with a float64 reference:
+the local GEMM (tt.local_gemm), an AllGather+GEMM (tt.ag_gemm with transport
+SENDRECV, and its gathered view), Newton-Schulz (tt.newton_schulz, bf16,
+256 x 512 per rank, rows sharded) and a Muon step (parameters and momentum
+buffers after a replay against an eager step from the same state).
+Refusals, each an InvalidUsageError raised before anything was enqueued: a
+call that needs a new plan, Muon steps without state or with AdamW parameters
+(the package's guards); the PEER transport (the C library): an AllGather+GEMM
+with the default transport where AUTO chose PEER between two ranks (GPUs that
+map each other; one rank's PEER plan has no flags and is captured), and on 2
+ranks NS summing its Grams by pulls, after which NS plans
+made with TPLA_NS_GRAM_SUM=nccl are captured. Every rank makes the same calls
+in the same order.
+"""
+import contextlib
+import os
+
+import numpy as np
+import torch
+
+import tpla
+import tpla.torch as tt
+from refs import MUON, ns_numpy, schedule, seeded
+from tpla import _lib
+
+ROUNDS = 3
+BF16 = torch.bfloat16
+# capture_error_mode: "thread_local" checks every CUDA call of the capturing thread (all
+# of tpla's calls and the package's) but not other threads' (torch's NCCL watchdog);
+# TPLA_CHECK_CAPTURE_MODE=global runs the stricter default of torch.cuda.graph.
+MODE = os.environ.get("TPLA_CHECK_CAPTURE_MODE", "thread_local")
+
+
+@contextlib.contextmanager
+def _env(name, value):
+    """os.environ[name] = value (None: unset) inside, restored after."""
+    saved = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+def _warm_up(fn):
+    """fn() eagerly on a side stream (torch.cuda.graph's documented warm-up)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        out = fn()
+    torch.cuda.current_stream().wait_stream(s)
+    return out
+
+
+def _capture(fn):
+    """(graph, what fn returned while captured)."""
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode=MODE):
+        out = fn()
+    return g, out
+
+
+def _refused(fn, *needles):
+    """fn() inside a capture must raise tpla.InvalidUsageError before enqueuing anything
+    (the capture then ends cleanly); returns the message."""
+    g = torch.cuda.CUDAGraph()
+    node = torch.zeros(1, device="cuda")
+    try:
+        with torch.cuda.graph(g, capture_error_mode=MODE):
+            node.add_(1)  # so that the graph is not empty
+            fn()
+    except tpla.InvalidUsageError as e:
+        for n in needles:
+            assert n in str(e), "message %r lacks %r" % (str(e), n)
+        msg = str(e)
+    else:
+        raise AssertionError("the capture was not refused (expected InvalidUsageError with %s)"
+                             % (needles,))
+    del g
+    torch.cuda.synchronize()  # the context still works: later checks use it
+    return msg
+
+
+def _rel(got, want):
+    got = got.double().cpu().numpy() if torch.is_tensor(got) else got
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+# ---- the local GEMM ----------------------------------------------------------------
+
+def _check_gemm(comm):
+    dev = comm.device
+    m, k, n = 256, 512, 384
+    a = seeded((m, k), 900, dtype=BF16, device=dev)
+    b = seeded((k, n), 901, dtype=BF16, device=dev)
+    d = torch.empty(m, n, dtype=torch.float32, device=dev)  # bf16 in, fp32 out
+    _warm_up(lambda: tt.local_gemm(d, a, b, comm))
+    g, _ = _capture(lambda: tt.local_gemm(d, a, b, comm))
+    worst = 0.0
+    for r in range(ROUNDS):
+        a.copy_(seeded((m, k), 910 + r, dtype=BF16, device=dev))
+        b.copy_(seeded((k, n), 920 + r, dtype=BF16, device=dev))
+        g.replay()
+        eager = tt.local_gemm(torch.empty_like(d), a, b, comm)
+        assert torch.equal(d, eager), "round %d: the replayed GEMM differs from the eager one" % r
+        err = _rel(d, (a.double() @ b.double()).cpu().numpy())
+        assert err < 1e-4, "round %d: relative error %.3g against float64" % (r, err)
+        worst = max(worst, err)
+    return worst
+
+
+# ---- AllGather+GEMM -------------------------------------------------------------------
+
+def _new_plan(comm, fn):
+    """fn()'s result and the one plan it added to comm's cache."""
+    before = set(comm._plans)
+    out = fn()
+    new = [p for key, p in comm._plans.items() if key not in before]
+    assert len(new) == 1, "expected one new plan, got %d" % len(new)
+    return out, new[0]
+
+
+def _check_ag_gemm(comm, rank, world):
+    """Returns ({measurements}, whether the default transport is PEER: the ranks' GPUs
+    map each other)."""
+    dev = comm.device
+    lr, k, n = 128, 256, 192
+    a_local = torch.empty(lr, k, dtype=BF16, device=dev)
+    w = torch.empty(n, k, dtype=BF16, device=dev)  # n x k: transpose_b (each rank its own)
+
+    def fill(r):
+        a_full = seeded((lr * world, k), 700 + r, dtype=BF16, device=dev)
+        a_local.copy_(a_full[rank * lr:(rank + 1) * lr])
+        w.copy_(seeded((n, k), 800 + 10 * r + rank, dtype=BF16, device=dev))
+        return a_full
+
+    def call(opts, **kw):
+        return lambda: tt.ag_gemm(a_local, w, comm, **opts, **kw)
+
+    def warm_up(opts):  # makes the plan: its info
+        fill(0)
+        _, plan = _new_plan(comm, lambda: _warm_up(call(opts, return_gathered=True)))
+        return {"transport": plan.info["transport"], "mode": plan.info["mode"]}
+
+    def rounds(opts):
+        g, (d, gathered) = _capture(call(opts, return_gathered=True))
+        worst = 0.0
+        for r in range(ROUNDS):
+            a_full = fill(r + 1)
+            g.replay()
+            if gathered is not None:  # a view of the plan's buffer, refilled by the replay
+                assert torch.equal(gathered, a_full), "round %d: gathered view differs" % r
+            eager = call(opts)()
+            assert torch.equal(d, eager), "round %d: the replayed AG+GEMM differs from eager" % r
+            err = _rel(d, (a_full.double() @ w.double().t()).cpu().numpy())
+            assert err < 1e-2, "round %d: relative error %.3g against float64" % (r, err)
+            worst = max(worst, err)
+        return {"rel_err": worst, "gathered_view": gathered is not None}
+
+    out = {}
+    sendrecv = dict(mode="overlap", transport="sendrecv")  # capturable
+    out["sendrecv"] = warm_up(sendrecv)
+    out["sendrecv"].update(rounds(sendrecv))
+    # the defaults: transport AUTO is PEER where every pair of the ranks' GPUs map each
+    # other (one rank too, as the C library decides it), which refuses a captured stream
+    # when there are peers (one rank has no flags to replay)
+    out["default"] = warm_up({})
+    peer = out["default"]["transport"] == _lib.TRANSPORT["peer"] and world > 1
+    if peer:
+        _refused(call({}), "tpla_ag_gemm", "CUDA graph", "SENDRECV")
+        out["default"]["refused"] = True
+    else:
+        out["default"].update(rounds({}))
+    return out, peer
+
+
+# ---- Newton-Schulz --------------------------------------------------------------------
+
+def _ns_rounds(comm, rank, world, x, env, **kw):
+    """Warm up (making the plan with TPLA_NS_GRAM_SUM=env), capture, replay ROUNDS
+    times against eager calls and the float64 reference; the worst relative error."""
+    rows, cols = x.shape
+
+    def fill(seed):
+        full = seeded((rows * world, cols), seed, dtype=BF16, device=x.device)  # every rank
+        x.copy_(full[rank * rows:(rank + 1) * rows])
+        return full
+
+    fill(500)
+    with _env("TPLA_NS_GRAM_SUM", env):
+        _warm_up(lambda: tt.newton_schulz(x, comm, **kw))
+    g, y = _capture(lambda: tt.newton_schulz(x, comm, **kw))
+    worst = 0.0
+    for r in range(ROUNDS):
+        full = fill(501 + r)
+        g.replay()
+        eager = tt.newton_schulz(x, comm, **kw)
+        assert torch.equal(y, eager), "round %d: the replayed NS differs from the eager one" % r
+        want = ns_numpy(full.double().cpu().numpy(), schedule(MUON, 5))
+        err = _rel(y, want[rank * rows:(rank + 1) * rows])
+        assert err < 6e-2, "round %d: relative max error %.3g against float64" % (r, err)
+        worst = max(worst, err)
+    return worst
+
+
+def _check_ns(comm, rank, world, peer):
+    x = torch.empty(256, 512, dtype=BF16, device=comm.device)  # this rank's rows
+    out = {}
+    # a call that needs a new plan: refused by the package, on every rank alike
+    _refused(lambda: tt.newton_schulz(x[:, :128], comm), "newton_schulz",
+             "outside the capture")
+    if world == 1:
+        out["rel_err"] = _ns_rounds(comm, rank, world, x, None)
+        return out
+    # 2 ranks: a distributed Gram, summed by copy-engine pulls where the GPUs map
+    # each other (the default at 2 ranks): the library refuses the capture
+    kw = dict(algorithm="gram_allreduce")
+    if peer:
+        x.copy_(seeded((256, 512), 600 + rank, dtype=BF16, device=comm.device))
+        with _env("TPLA_NS_GRAM_SUM", "pull"):
+            _warm_up(lambda: tt.newton_schulz(x, comm, **kw))
+        _refused(lambda: tt.newton_schulz(x, comm, **kw), "tpla_ns_execute", "CUDA graph",
+                 "TPLA_NS_GRAM_SUM=nccl")
+        out["pulls_refused"] = True
+    else:  # no pulls without PEER: capturable as it is
+        out["rel_err_default"] = _ns_rounds(comm, rank, world, x, "pull", **kw)
+    # NCCL's all-reduce instead (read when the plan is made): drop the cached plan first
+    torch.cuda.synchronize()
+    comm.clear_plans()
+    out["rel_err_nccl_sum"] = _ns_rounds(comm, rank, world, x, "nccl", **kw)
+    return out
+
+
+# ---- Muon -----------------------------------------------------------------------------
+
+def _check_muon(comm, rank, world):
+    dev = comm.device
+    shapes = [(128, 256), (192, 64), (32, 16, 3, 3)]  # replicated (one conv-like)
+    params = [torch.nn.Parameter(seeded(s, 60 + i, device=dev)) for i, s in enumerate(shapes)]
+    sizes = tt.even_split(96, world)  # a tensor-parallel shard: rows of 96 x 80
+    tp = torch.nn.Parameter(seeded((sizes[rank], 80), 70 + rank, device=dev))
+    tt.mark_tensor_parallel(tp, 0, sizes)
+    params.append(tp)
+    grads = [torch.empty_like(p) for p in params]  # static gradients
+    for p, gr in zip(params, grads):
+        p.grad = gr
+
+    def fill(r):
+        for i, gr in enumerate(grads):
+            gr.copy_(seeded(gr.shape, 3000 + 100 * r + 10 * i + rank, device=dev))
+
+    # steps refused before they change anything: no state yet (Python's guard)
+    fresh = tt.Muon(params, comm=comm)
+    _refused(fresh.step, "Muon.step", "momentum buffers", "outside the capture")
+    assert not fresh.state, "a refused step left state behind"
+    opt = tt.Muon(params, lr=0.02, weight_decay=0.01, comm=comm)
+    fill(0)
+    with _env("TPLA_NS_GRAM_SUM", "nccl" if world > 1 else None):  # the batch's NS plans
+        _warm_up(opt.step)
+    g, _ = _capture(opt.step)
+    bufs = [opt.state[p]["momentum_buffer"] for p in params]
+    moved = 0.0
+    for r in range(ROUNDS):
+        fill(r + 1)
+        before = [t.detach().clone() for t in params + bufs]
+        g.replay()
+        replayed = [t.detach().clone() for t in params + bufs]
+        with torch.no_grad():
+            for t, b in zip(params + bufs, before):
+                t.copy_(b)
+        opt.step()  # eagerly, from the same state
+        for i, (t, want) in enumerate(zip(params + bufs, replayed)):
+            assert torch.equal(t, want), "round %d: tensor %d differs from the replay" % (r, i)
+        moved = max(moved, max(float((t.detach() - b).abs().max())
+                               for t, b in zip(params, before)))
+    assert moved > 0, "the captured step changed no parameter"
+    del g
+    # AdamW's step count is a Python number: a captured step with AdamW parameters is refused
+    bias = torch.nn.Parameter(seeded((64,), 80, device=dev))
+    bias.grad = seeded((64,), 81, device=dev)
+    mixed = tt.Muon([torch.nn.Parameter(seeded((8, 8), 82, device=dev))], comm=comm,
+                    adamw_params=[bias])  # its Muon parameter has no gradient: AdamW only
+    mixed.step()
+    _refused(mixed.step, "Muon.step", "AdamW")
+    assert mixed.state[bias]["step"] == 1, "a refused step counted"
+    return {"max_step": moved}
+
+
+def check_graphs(rank, world, device):
+    """tpla.torch's calls captured into CUDA graphs and replayed (module docstring)."""
+    if device != "cuda":
+        return {"skipped": "CUDA graphs: the CUDA executor only"}
+    comm = tt.Communicator(device=device, timeout=120)
+    try:
+        out = {"gemm_rel_err": _check_gemm(comm)}
+        out["ag_gemm"], peer = _check_ag_gemm(comm, rank, world)
+        out["ns"] = _check_ns(comm, rank, world, peer)
+        out["muon"] = _check_muon(comm, rank, world)
+        out["capture_error_mode"] = MODE
+    finally:
+        torch.cuda.synchronize()
+        comm.close()
+    return out
