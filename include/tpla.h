@@ -29,9 +29,9 @@
  *     the same buffers, the plan's and the context's included: launch it in
  *     stream order with the context's other work, not beside it. A plan
  *     whose calls travel over the PEER transport between two or more ranks
- *     cannot be captured
- *     (INVALID_USAGE: each call's flags carry its number; overlap plans with
- *     SENDRECV or SERIAL can, and NS plans made with TPLA_NS_GRAM_SUM=nccl).
+ *     cannot be captured (INVALID_USAGE: each call's flags carry its
+ *     number; overlap plans with SENDRECV or SERIAL can, and NS plans made
+ *     with TPLA_NS_GRAM_SUM=nccl).
  *     Captured calls are not watched for timeouts. docs/API.md, "CUDA graphs".
  *   - *_destroy functions accept NULL.
  *   - Enumerations only grow at the end; struct arguments carry their size
