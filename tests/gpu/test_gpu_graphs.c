@@ -8,9 +8,10 @@
  *     stream than the context's last GEMM (run 151: the capture was
  *     invalidated), and uncaptured GEMMs on a third stream afterwards;
  *   - tpla_ns_execute_out (2 GPUs: a plan made with TPLA_NS_GRAM_SUM=nccl);
- *   - tpla_ag_gemm (2 GPUs: transport SENDRECV).
- * Plans whose calls travel over the PEER transport (2 GPUs: an AG+GEMM
- * plan with transport PEER, an NS plan that sums by pulls) refuse a
+ *   - tpla_ag_gemm, tpla_gemm_rs and tpla_gemm_ar (2 GPUs: transport
+ *     SENDRECV).
+ * Plans whose calls travel over the PEER transport (2 GPUs: the overlap
+ * plans with transport PEER, an NS plan that sums by pulls) refuse a
  * captured stream with INVALID_USAGE, capture nothing, and still work.
  *
  * Run: build-gpu/tests/test_gpu_graphs (exits 77 without a GPU; the 2-GPU
@@ -302,73 +303,156 @@ static int ns_body(rank_env_t *e, void *arg) {
   return failures + failed;
 }
 
-/* ---- AllGather+GEMM -------------------------------------------------------------- */
+/* ---- the overlapped GEMMs --------------------------------------------------------- */
 
-enum { AROWS = 128, AK = 256, AN = 192 };
+/* AG+GEMM gathers OROWS rows of A per rank (m = OROWS P) and multiplies by
+ * B^T (B: ON x OK); GEMM+RS and GEMM+AR multiply each rank's A (m x OK) by
+ * its B^T and sum over the ranks (D_local: rows [r OROWS, (r+1) OROWS); D:
+ * all m rows). B is fixed, A new in every round. */
+enum { OROWS = 128, OK = 256, ON = 192 };
+enum { OVL_AG, OVL_RS, OVL_AR };
+static const char *const ovl_names[] = {"tpla_ag_gemm", "tpla_gemm_rs", "tpla_gemm_ar"};
 
-static int ag_body(rank_env_t *e, void *arg) {
-  tpla_transport_t transport = *(const tpla_transport_t *)arg;
+typedef struct {
+  int kind;
+  tpla_transport_t transport;
+} ovl_case_t;
+
+typedef struct {
+  int kind;
+  void *plan;
+  int64_t m, a_rows, a_row0, d_rows; /* A: a_rows x OK from row a_row0 of its matrix */
+  int a_tag, b_tag;                  /* round_matrix tags of this rank's A and B */
+} ovl_t;
+
+static void ovl_init(ovl_t *o, int kind, int rank, int P) {
+  bool ag = kind == OVL_AG;
+  *o = (ovl_t){kind, NULL, (int64_t)OROWS * P, ag ? OROWS : (int64_t)OROWS * P,
+               ag ? (int64_t)rank * OROWS : 0, kind == OVL_RS ? OROWS : (int64_t)OROWS * P,
+               61 + (ag ? 0 : rank), 51 + (ag ? 0 : rank)};
+}
+
+static tpla_status_t ovl_create(ovl_t *o, tpla_ctx_t ctx, tpla_transport_t transport, int P) {
+  tpla_overlap_mode_t mode = P > 1 ? TPLA_OVERLAP_OVERLAP : TPLA_OVERLAP_AUTO;
+  if (o->kind == OVL_AG) {
+    tpla_ag_gemm_desc_t d = TPLA_AG_GEMM_DESC_INIT;
+    d.local_rows = OROWS, d.k = OK, d.n = ON, d.op_b = TPLA_OP_T;
+    d.dtype = d.d_dtype = TPLA_BFLOAT16, d.mode = mode, d.transport = transport;
+    return tpla_ag_gemm_plan_create((tpla_ag_gemm_plan_t *)&o->plan, ctx, &d);
+  }
+  if (o->kind == OVL_RS) {
+    tpla_gemm_rs_desc_t d = TPLA_GEMM_RS_DESC_INIT;
+    d.m = o->m, d.k = OK, d.n = ON, d.op_b = TPLA_OP_T;
+    d.dtype = d.d_dtype = TPLA_BFLOAT16, d.mode = mode, d.transport = transport;
+    return tpla_gemm_rs_plan_create((tpla_gemm_rs_plan_t *)&o->plan, ctx, &d);
+  }
+  tpla_gemm_ar_desc_t d = TPLA_GEMM_AR_DESC_INIT;
+  d.m = o->m, d.k = OK, d.n = ON, d.op_b = TPLA_OP_T;
+  d.dtype = d.d_dtype = TPLA_BFLOAT16, d.mode = mode, d.transport = transport;
+  return tpla_gemm_ar_plan_create((tpla_gemm_ar_plan_t *)&o->plan, ctx, &d);
+}
+
+static tpla_status_t ovl_call(const ovl_t *o, void *d, void *a, void *b, cudaStream_t s) {
+  tpla_matrix_t dm = {d, o->d_rows, ON, ON, TPLA_BFLOAT16};
+  tpla_matrix_t am = {a, o->a_rows, OK, OK, TPLA_BFLOAT16}, bm = {b, ON, OK, OK, TPLA_BFLOAT16};
+  switch (o->kind) {
+  case OVL_AG: return tpla_ag_gemm(o->plan, dm, am, bm, NULL, s);
+  case OVL_RS: return tpla_gemm_rs(o->plan, dm, am, bm, NULL, s);
+  default: return tpla_gemm_ar(o->plan, dm, am, bm, NULL, s);
+  }
+}
+
+static void ovl_destroy(ovl_t *o) {
+  switch (o->kind) {
+  case OVL_AG: tpla_ag_gemm_plan_destroy(o->plan); break;
+  case OVL_RS: tpla_gemm_rs_plan_destroy(o->plan); break;
+  default: tpla_gemm_ar_plan_destroy(o->plan);
+  }
+}
+
+static double bf16(double v) {
+  uint16_t h;
+  tpla_store_elem(&h, TPLA_BFLOAT16, 0, v);
+  return tpla_load_elem(&h, TPLA_BFLOAT16, 0);
+}
+
+/* This rank's D of the round in float64 (d_rows x ON), and |A||B| beside it:
+ * for RS and AR sum_q A_q B_q^T, the product of the ranks' A and B laid
+ * side by side along K. */
+static int ovl_reference(const ovl_t *o, int rank, int P, int round, double *ref,
+                         double *absref) {
+  int parts = o->kind == OVL_AG ? 1 : P;
+  int64_t m = o->m, kk = (int64_t)OK * parts;
+  double *a = malloc(sizeof(double) * (size_t)(m * kk));
+  double *b = malloc(sizeof(double) * (size_t)(ON * kk));
+  int failed = a == NULL || b == NULL;
+  for (int q = 0; q < parts && !failed; q++) {
+    int tag = parts > 1 ? q : 0;
+    double *aq = round_matrix(m, OK, round, 61 + tag), *bq = round_matrix(ON, OK, 0, 51 + tag);
+    failed = aq == NULL || bq == NULL;
+    for (int64_t i = 0; !failed && i < m * OK; i++)
+      a[(i / OK) * kk + q * OK + i % OK] = bf16(aq[i]);
+    for (int64_t i = 0; !failed && i < (int64_t)ON * OK; i++)
+      b[(i / OK) * kk + q * OK + i % OK] = bf16(bq[i]);
+    free(aq), free(bq);
+  }
+  int64_t row0 = o->kind == OVL_RS ? (int64_t)rank * OROWS : 0;
+  if (!failed)
+    gemm_ref_f64(ref, absref, ON, o->d_rows, ON, kk, a + row0 * kk, kk, TPLA_OP_N, b, kk,
+                 TPLA_OP_T);
+  free(a), free(b);
+  return failed;
+}
+
+static int ovl_body(rank_env_t *e, void *arg) {
+  const ovl_case_t *c = arg;
+  const char *name = ovl_names[c->kind];
   int failures = 0, r = e->rank, P = e->nranks;
-  int64_t m = (int64_t)AROWS * P;
-  size_t ab = (size_t)AROWS * AK * 2, bb = (size_t)AN * AK * 2, db = (size_t)m * AN * 2;
+  ovl_t o;
+  ovl_init(&o, c->kind, r, P);
+  size_t ab = (size_t)(o.a_rows * OK) * 2, bb = (size_t)ON * OK * 2;
+  size_t db = (size_t)(o.d_rows * ON) * 2;
   bool failed = false;
-  void *da = team_alloc(e, ab, &failed), *db_ = team_alloc(e, bb, &failed);
+  void *da = team_alloc(e, ab, &failed), *dbm = team_alloc(e, bb, &failed);
   void *dg = team_alloc(e, db, &failed), *de = team_alloc(e, db, &failed);
-  double *a = malloc(sizeof(double) * (size_t)(m * AK)), *b = malloc(sizeof(double) * AN * AK);
-  double *ref = malloc(sizeof(double) * (size_t)(m * AN));
-  double *absref = malloc(sizeof(double) * (size_t)(m * AN));
-  tpla_ag_gemm_desc_t desc = TPLA_AG_GEMM_DESC_INIT;
-  desc.local_rows = AROWS, desc.k = AK, desc.n = AN, desc.op_b = TPLA_OP_T;
-  desc.dtype = desc.d_dtype = TPLA_BFLOAT16, desc.transport = transport;
-  desc.mode = P > 1 ? TPLA_OVERLAP_OVERLAP : TPLA_OVERLAP_AUTO;
-  tpla_ag_gemm_plan_t plan = NULL;
-  tpla_matrix_t am = {da, AROWS, AK, AK, TPLA_BFLOAT16}, bm = {db_, AN, AK, AK, TPLA_BFLOAT16};
-  tpla_matrix_t dm = {dg, m, AN, AN, TPLA_BFLOAT16}, em = {de, m, AN, AN, TPLA_BFLOAT16};
+  double *ref = malloc(sizeof(double) * (size_t)(o.d_rows * ON));
+  double *absref = malloc(sizeof(double) * (size_t)(o.d_rows * ON));
   cudaStream_t cap = NULL;
-  failed = failed || !a || !b || !ref || !absref ||
+  failed = failed || !ref || !absref ||
            CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
-           upload_rows(db_, TPLA_BFLOAT16, AN, AK, 0, 0, 51, b) ||
-           upload_rows(da, TPLA_BFLOAT16, AROWS, AK, (int64_t)r * AROWS, 0, 61, NULL);
-  failed = team_sync(e, failed) != 0 || TPLA_FAILED(tpla_ag_gemm_plan_create(&plan, e->ctx, &desc));
-  failed = team_sync(e, failed) != 0 ||
-           TPLA_FAILED(tpla_ag_gemm(plan, em, am, bm, NULL, e->stream)) || team_drain(e, "first");
+           upload_rows(dbm, TPLA_BFLOAT16, ON, OK, 0, 0, o.b_tag, NULL) ||
+           upload_rows(da, TPLA_BFLOAT16, o.a_rows, OK, o.a_row0, 0, o.a_tag, NULL);
+  failed = team_sync(e, failed) != 0 || TPLA_FAILED(ovl_create(&o, e->ctx, c->transport, P));
+  failed = team_sync(e, failed) != 0 || TPLA_FAILED(ovl_call(&o, de, da, dbm, e->stream)) ||
+           team_drain(e, "first");
   failed = team_sync(e, failed) != 0;
   cudaGraphExec_t exec = NULL;
-  bool peer = transport == TPLA_TRANSPORT_PEER;
-  if (!failed && peer) {
-    EXPECT_REFUSED(e, cap, "tpla_ag_gemm (PEER)", tpla_ag_gemm(plan, dm, am, bm, NULL, cap));
+  if (!failed && c->transport == TPLA_TRANSPORT_PEER && P > 1) {
+    EXPECT_REFUSED(e, cap, name, ovl_call(&o, dg, da, dbm, cap));
   } else if (!failed) {
     failed = CUDA_FAILED(cudaStreamBeginCapture(cap, capture_mode(e))) ||
-             TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm, NULL, cap));
+             TPLA_FAILED(ovl_call(&o, dg, da, dbm, cap));
     failed = capture_end(cap, &exec) || failed;
   }
   failed = team_sync(e, failed) != 0;
   for (int round = 1; round <= ROUNDS && !failed; round++) {
-    double *whole = round_matrix(m, AK, round, 61);
-    failed = whole == NULL ||
-             upload_rows(da, TPLA_BFLOAT16, AROWS, AK, (int64_t)r * AROWS, round, 61, NULL);
-    for (int64_t i = 0; !failed && i < m * AK; i++) {
-      uint16_t v;
-      tpla_store_elem(&v, TPLA_BFLOAT16, 0, whole[i]);
-      a[i] = tpla_load_elem(&v, TPLA_BFLOAT16, 0);
-    }
-    free(whole);
+    failed = upload_rows(da, TPLA_BFLOAT16, o.a_rows, OK, o.a_row0, round, o.a_tag, NULL) ||
+             ovl_reference(&o, r, P, round, ref, absref);
     failed = team_sync(e, failed) != 0;
-    if (!failed && exec != NULL)
+    if (!failed && exec != NULL) /* every rank launches its graph: the transfers meet */
       failed = CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
                sync_stream_timeout(cap, TEAM_DRAIN_S, "replay");
-    failed = team_sync(e, failed) != 0 ||
-             TPLA_FAILED(tpla_ag_gemm(plan, em, am, bm, NULL, e->stream)) ||
+    failed = team_sync(e, failed) != 0 || TPLA_FAILED(ovl_call(&o, de, da, dbm, e->stream)) ||
              team_drain(e, "uncaptured");
     failed = team_sync(e, failed) != 0;
     if (failed)
       break;
     if (exec != NULL)
-      failures += differ(r, "tpla_ag_gemm", dg, de, db);
-    gemm_ref_f64(ref, absref, AN, m, AN, AK, a, AK, TPLA_OP_N, b, AK, TPLA_OP_T);
-    double err = gemm_error(exec != NULL ? dg : de, ref, absref, m, AN);
-    CHECK(&failures, err >= 0 && err <= 2.0, "rank %d round %d: AG+GEMM off the float64 "
-          "product by %.2f units of |A||B| u", r, round, err);
+      failures += differ(r, name, dg, de, db);
+    double err = gemm_error(exec != NULL ? dg : de, ref, absref, o.d_rows, ON);
+    /* RS/AR: each rank's bf16 partial is rounded before the sum */
+    CHECK(&failures, err >= 0 && err <= P + 2.0, "rank %d round %d: %s off the float64 product by "
+          "%.2f units of |A||B| u", r, round, name, err);
   }
   if (exec != NULL)
     cudaGraphExecDestroy(exec);
@@ -376,9 +460,9 @@ static int ag_body(rank_env_t *e, void *arg) {
     cudaStreamDestroy(cap);
   failures += team_drain(e, "end");
   failed = team_sync(e, failed) != 0 || failed;
-  tpla_ag_gemm_plan_destroy(plan);
-  team_free(e, da), team_free(e, db_), team_free(e, dg), team_free(e, de);
-  free(a), free(b), free(ref), free(absref);
+  ovl_destroy(&o);
+  team_free(e, da), team_free(e, dbm), team_free(e, dg), team_free(e, de);
+  free(ref), free(absref);
   return failures + failed;
 }
 
@@ -391,8 +475,6 @@ static void run_team(int P, team_body_t body, void *arg) {
 }
 
 static bool g_no = false, g_yes = true;
-static tpla_transport_t g_auto = TPLA_TRANSPORT_AUTO, g_sendrecv = TPLA_TRANSPORT_SENDRECV,
-                        g_peer = TPLA_TRANSPORT_PEER;
 
 static void test_gemm_one_gpu(void) { run_team(1, gemm_body, NULL); }
 static void test_gemm_two_gpus(void) { run_team(2, gemm_body, NULL); }
@@ -406,9 +488,19 @@ static void test_ns_two_gpus_nccl(void) {
   run_team(2, ns_body, &g_no);
   unsetenv("TPLA_NS_GRAM_SUM");
 }
-static void test_ag_gemm_one_gpu(void) { run_team(1, ag_body, &g_auto); }
-static void test_ag_gemm_two_gpus_sendrecv(void) { run_team(2, ag_body, &g_sendrecv); }
-static void test_ag_gemm_two_gpus_peer_refused(void) { run_team(2, ag_body, &g_peer); }
+/* AG, RS, AR: one rank with the default transport (PEER without peers); two
+ * ranks over SENDRECV, and over PEER refused */
+static void run_overlap(int P, tpla_transport_t transport) {
+  for (int kind = OVL_AG; kind <= OVL_AR; kind++) {
+    ovl_case_t c = {kind, transport};
+    run_team(P, ovl_body, &c);
+    if (test_state_ != TEST_RUNNING)
+      return;
+  }
+}
+static void test_overlap_one_gpu(void) { run_overlap(1, TPLA_TRANSPORT_AUTO); }
+static void test_overlap_two_gpus_sendrecv(void) { run_overlap(2, TPLA_TRANSPORT_SENDRECV); }
+static void test_overlap_two_gpus_peer_refused(void) { run_overlap(2, TPLA_TRANSPORT_PEER); }
 
 static void test_requires_gpu(void) {
   SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
@@ -424,12 +516,12 @@ int main(void) {
   g_seed = gpu_fresh_seed("test_gpu_graphs");
   TEST(test_gemm_one_gpu);
   TEST(test_ns_one_gpu);
-  TEST(test_ag_gemm_one_gpu);
+  TEST(test_overlap_one_gpu);
   TEST(test_gemm_two_gpus);
   TEST(test_ns_two_gpus_pulls_refused);
   TEST(test_ns_two_gpus_nccl);
-  TEST(test_ag_gemm_two_gpus_sendrecv);
-  TEST(test_ag_gemm_two_gpus_peer_refused);
+  TEST(test_overlap_two_gpus_sendrecv);
+  TEST(test_overlap_two_gpus_peer_refused);
   return test_summary();
 }
 
