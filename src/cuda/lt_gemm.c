@@ -112,7 +112,12 @@ tpla_status_t tpla_lt_cache_plan(tpla_cuda_ctx_t *impl, const tpla_lt_key_t *key
 static unsigned long long capture_of(cudaStream_t stream) {
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
-  if (cudaStreamGetCaptureInfo(stream, &status, &id, NULL, NULL, NULL, NULL) != cudaSuccess) {
+#if CUDART_VERSION >= 13000
+  cudaError_t e = cudaStreamGetCaptureInfo(stream, &status, &id, NULL, NULL, NULL, NULL);
+#else /* CUDA 12's signature, without the edge data */
+  cudaError_t e = cudaStreamGetCaptureInfo(stream, &status, &id, NULL, NULL, NULL);
+#endif
+  if (e != cudaSuccess) {
     (void)cudaGetLastError(); /* a bad stream: the call's own operations report it */
     return 0;
   }
@@ -123,8 +128,9 @@ tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cud
                                  const char *fn) {
   unsigned long long capture = capture_of(caller);
   int i = capture != 0;
-  if (!impl->gemm_done_valid[i] || impl->gemm_last_stream[i] == caller ||
-      (i == 1 && impl->gemm_capture != capture))
+  /* the per-thread default stream is one handle for a different stream in each thread */
+  bool same_stream = impl->gemm_last_stream[i] == caller && caller != cudaStreamPerThread;
+  if (!impl->gemm_done_valid[i] || same_stream || (i == 1 && impl->gemm_capture != capture))
     return TPLA_SUCCESS;
   CUDA_TRY(fn, cudaStreamWaitEvent(waiter, impl->gemm_done[i], 0));
   return TPLA_SUCCESS;

@@ -53,7 +53,8 @@ tpla_status_t tpla_lt_cache_plan(tpla_cuda_ctx_t *impl, const tpla_lt_key_t *key
  * same capture): CUDA invalidates a capture that waits on a record made
  * outside it (run 151) and refuses an uncaptured wait on a captured record.
  * A graph's launch is ordered against the context's other work by the
- * caller (docs/API.md, "CUDA graphs"). */
+ * caller (docs/API.md, "CUDA graphs"). One capture at a time per context:
+ * a GEMM of one capture does not wait for another open capture's. */
 tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cudaStream_t caller,
                                  const char *fn);
 tpla_status_t tpla_lt_ctx_enter(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn);

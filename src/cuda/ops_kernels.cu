@@ -143,24 +143,6 @@ template <typename TY, typename TX> struct AxpbyOp {
   }
 };
 
-/* Division by a per-thread constant d, via its reciprocal: q = x * (1/d),
- * then one residual step q + (x - q d) / d, the fast path of CUDA's own
- * IEEE division; an exact division inside the loop would pull its slow
- * path in and spill under the 32-register cap. Where the step is not
- * finite (d = 0 or inf, overflow, NaN) the plain product already is the
- * IEEE quotient. */
-struct Divisor {
-  float d, inv, pre; /* x / D is computed as (x pre) / d, pre a power of two */
-};
-
-__device__ __forceinline__ float divide(float x, Divisor v) {
-  x *= v.pre;
-  const float q = x * v.inv;
-  const float r = fmaf(-q, v.d, x);
-  const float refined = fmaf(r, v.inv, q);
-  return isfinite(refined) ? refined : q;
-}
-
 template <typename TY, typename TX> struct ScaleOp {
   TY *y;
   const TX *x; /* may equal y: each element is read before it is written */
@@ -168,31 +150,25 @@ template <typename TY, typename TX> struct ScaleOp {
   const double *sumsq;
   float safety, eps;
 
-  /* The divisor D, read once per thread (every thread reads the same word)
-   * and formed in fp64: the sum of squares of fp32 entries goes far past
-   * fp32's range. D above 2^100 becomes d = D 2^-100 with x scaled by
-   * 2^-100 first, so 1/d stays a normal fp32 (the scaling is exact unless
-   * x 2^-100 is subnormal, and then so is x / D). X = 0 with eps = 0
-   * divides by 0: zeros then, as eps > 0 would give. */
-  __device__ __forceinline__ Divisor setup() const {
-    double big = safety * sqrt(*sumsq) + eps;
-    if (big == 0.0)
-      return Divisor{1.0f, 0.0f, 1.0f};
-    float pre = 1.0f;
-    if (big > 0x1p100) {
-      big *= 0x1p-100;
-      pre = 0x1p-100f;
-    }
-    const float d = (float)big;
-    return Divisor{d, 1.0f / d, pre};
+  /* 1/D, read once per thread (every thread reads the same word), with
+   * D = safety ||X|| + eps formed in fp64: the sum of squares of fp32
+   * entries goes far past fp32's range, and D can fall below fp32's normal
+   * range. Each element is x (1/D) in fp64, rounded once to fp32: within
+   * half an fp32 ulp and a few fp64 roundings of x / D, the host's formula,
+   * and free in a memory-bound kernel (no division in the loop, which
+   * would spill under the 32-register cap). X = 0 with eps = 0 divides by
+   * 0: zeros then, as eps > 0 would give. */
+  __device__ __forceinline__ double setup() const {
+    const double D = safety * sqrt(*sumsq) + eps;
+    return D == 0.0 ? 0.0 : 1.0 / D;
   }
   template <int N>
-  __device__ __forceinline__ void apply(int64_t r, int64_t c, Divisor div) const {
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv) const {
     float v[N];
     load_n<TX, N>(x + r * ldx + c, v);
 #pragma unroll
     for (int k = 0; k < N; k++)
-      v[k] = divide(v[k], div);
+      v[k] = (float)((double)v[k] * inv);
     store_n<TY, N>(y + r * ldy + c, v);
   }
 };

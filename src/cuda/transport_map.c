@@ -144,13 +144,15 @@ static void fill_identity(rec_t *rec, int device) {
 void xp_destroy(tpla_xport_t *xp) {
   if (xp == NULL)
     return;
-  tpla_wd_remove_xport(xp->impl, xp);
   tpla_device_guard_t guard;
   bool entered = tpla_device_guard_enter(&guard, xp->device, "tpla overlap plan destroy") ==
                  TPLA_SUCCESS;
+  /* Drained while the watchdog still knows the transport: after an abort it
+   * releases the flags again if a peer's late write lowered one (watchdog.h). */
   for (int s = 0; s < XP_STREAMS; s++)
     if (xp->streams[s])
       (void)cudaStreamSynchronize(xp->streams[s]);
+  tpla_wd_remove_xport(xp->impl, xp);
   for (int q = 0; xp->ipc_opened && q < xp->nranks; q++)
     if (xp->ipc_opened[q])
       (void)cudaIpcCloseMemHandle(xp->ipc_opened[q]);

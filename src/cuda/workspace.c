@@ -6,9 +6,27 @@
 
 #include "cuda_ctx.h"
 
+#include <stdlib.h>
+
+/* ws->ptr stays allocated for the graphs that captured it; ws becomes empty. */
+static tpla_status_t keep_for_graphs(tpla_cuda_workspace_t *ws, const char *fn) {
+  void **grown = realloc(ws->kept, sizeof *grown * (size_t)(ws->nkept + 1));
+  if (grown == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  ws->kept = grown;
+  ws->kept[ws->nkept++] = ws->ptr;
+  ws->ptr = NULL;
+  ws->bytes = 0;
+  ws->captured = false;
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t bytes,
                                           cudaStream_t stream, const char *fn, void **ptr) {
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_TRY(fn, cudaStreamIsCapturing(stream, &capture));
   if (bytes <= ws->bytes && ws->ptr != NULL) {
+    ws->captured |= capture != cudaStreamCaptureStatusNone;
     *ptr = ws->ptr;
     return TPLA_SUCCESS;
   }
@@ -18,17 +36,13 @@ tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t byte
                    TPLA_WORKSPACE_GRANULE;
   if (rounded == 0)
     rounded = TPLA_WORKSPACE_GRANULE;
-  /* In a captured stream the free and the allocation would become graph nodes: the graph
-   * would own the buffer the context keeps, and free the old one at every launch. */
-  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CUDA_TRY(fn, cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "the context's scratch must grow from %zu to "
                      "%zu bytes while the stream is captured; make the same call once "
                      "uncaptured first", ws->bytes, rounded);
   /* Free first so the pool can hand the same memory back: peak usage stays
    * at the new size rather than old + new. */
-  TPLA_TRY(tpla_cuda_workspace_release(ws, stream, fn));
+  TPLA_TRY(ws->captured ? keep_for_graphs(ws, fn) : tpla_cuda_workspace_release(ws, stream, fn));
   void *p = NULL;
   cudaError_t e = cudaMallocAsync(&p, rounded, stream);
   if (e != cudaSuccess) {
@@ -45,13 +59,23 @@ tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t byte
 
 tpla_status_t tpla_cuda_workspace_release(tpla_cuda_workspace_t *ws, cudaStream_t stream,
                                           const char *fn) {
+  tpla_status_t first = TPLA_SUCCESS;
+  for (int i = 0; i < ws->nkept; i++) {
+    cudaError_t e = cudaFreeAsync(ws->kept[i], stream);
+    if (e != cudaSuccess && first == TPLA_SUCCESS)
+      first = tpla_cuda_status(e, fn, "cudaFreeAsync (scratch kept for CUDA graphs)");
+  }
+  free(ws->kept);
+  ws->kept = NULL;
+  ws->nkept = 0;
+  ws->captured = false;
   if (ws->ptr == NULL)
-    return TPLA_SUCCESS;
+    return first;
   void *p = ws->ptr;
   ws->ptr = NULL;
   ws->bytes = 0;
   CUDA_TRY(fn, cudaFreeAsync(p, stream));
-  return TPLA_SUCCESS;
+  return first;
 }
 
 tpla_status_t tpla_cuda_ctx_scratch(tpla_ctx_t ctx, size_t bytes, void *stream, void **ptr) {

@@ -9,6 +9,11 @@
  *
  * Callers using a buffer on several streams must order those uses (events)
  * themselves, as for any memory.
+ *
+ * CUDA graphs: a buffer cannot grow while `stream` is captured (the free and
+ * the allocation would become graph nodes), and once a captured call has
+ * used it, a later growth keeps the old memory until the buffer is
+ * released, since the graph still reads and writes it at every launch.
  */
 #ifndef TPLA_CUDA_WORKSPACE_H
 #define TPLA_CUDA_WORKSPACE_H
@@ -21,7 +26,10 @@
 
 typedef struct {
   void *ptr;
-  size_t bytes; /* 0 when ptr is NULL */
+  size_t bytes;  /* 0 when ptr is NULL */
+  bool captured; /* a captured call used ptr */
+  void **kept;   /* earlier buffers that captured calls used, freed by release */
+  int nkept;
 } tpla_cuda_workspace_t;
 
 /* Make `ws` hold at least `bytes` bytes, growing it on `stream` if needed,
@@ -30,7 +38,9 @@ typedef struct {
 tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t bytes,
                                           cudaStream_t stream, const char *fn, void **ptr);
 
-/* Free the buffer, ordered after the work already on `stream`. */
+/* Free the buffer and the kept ones, ordered after the work already on
+ * `stream` (and so before no graph launch made later: release only when no
+ * graph that used them will run again). */
 tpla_status_t tpla_cuda_workspace_release(tpla_cuda_workspace_t *ws, cudaStream_t stream,
                                           const char *fn);
 

@@ -6,10 +6,14 @@
  * made uncaptured on those inputs, and a float64 reference within rounding:
  *   - tpla_gemm, bf16 and FP8 with B staged (op N), captured on another
  *     stream than the context's last GEMM (run 151: the capture was
- *     invalidated), and uncaptured GEMMs on a third stream afterwards;
+ *     invalidated), the FP8 GEMM again on a stream forked into the capture;
+ *     uncaptured GEMMs on a third stream afterwards, and one that grows the
+ *     FP8 scratch past what the graph captured (kept for the graph);
  *   - tpla_ns_execute_out (2 GPUs: a plan made with TPLA_NS_GRAM_SUM=nccl);
  *   - tpla_ag_gemm, tpla_gemm_rs and tpla_gemm_ar (2 GPUs: transport
  *     SENDRECV).
+ * A capture in global mode on one thread while the context's watchdog
+ * polls a call in flight (2 GPUs) still succeeds.
  * Plans whose calls travel over the PEER transport (2 GPUs: the overlap
  * plans with transport PEER, an NS plan that sums by pulls) refuse a
  * captured stream with INVALID_USAGE, capture nothing, and still work.
@@ -148,18 +152,54 @@ static int refused(int rank, const char *what, tpla_status_t st) {
 enum { GM = 256, GN = 192, GK = 320 };
 
 typedef struct {
-  void *a, *b, *a8, *b8, *d, *d8, *de, *de8;
+  void *a, *b, *a8, *b8, *d, *d8, *d8b, *de, *de8;
 } gemm_bufs_t;
 
-/* D = A B^T (bf16) and D8 = A8 B8 (E4M3, B8 k x n: staged as B8^T), into d, d8. */
+/* D8 = A8 B8 (E4M3, B8 k x n: staged as B8^T in the context's scratch). */
+static tpla_status_t fp8_gemm(tpla_ctx_t ctx, const gemm_bufs_t *g, void *d8, cudaStream_t s) {
+  tpla_matrix_t a8 = {g->a8, GM, GK, GK, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t b8 = {g->b8, GK, GN, GN, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t dm8 = {d8, GM, GN, GN, TPLA_BFLOAT16};
+  return tpla_gemm(ctx, dm8, a8, TPLA_OP_N, b8, TPLA_OP_N, NULL, s);
+}
+
+/* That, and D = A B^T (bf16), into d8 and d. */
 static tpla_status_t gemm_pair(tpla_ctx_t ctx, const gemm_bufs_t *g, void *d, void *d8,
                                cudaStream_t s) {
   tpla_matrix_t a = {g->a, GM, GK, GK, TPLA_BFLOAT16}, b = {g->b, GN, GK, GK, TPLA_BFLOAT16};
-  tpla_matrix_t a8 = {g->a8, GM, GK, GK, TPLA_FLOAT8_E4M3};
-  tpla_matrix_t b8 = {g->b8, GK, GN, GN, TPLA_FLOAT8_E4M3};
-  tpla_matrix_t dm = {d, GM, GN, GN, TPLA_BFLOAT16}, dm8 = {d8, GM, GN, GN, TPLA_BFLOAT16};
-  tpla_status_t st = tpla_gemm(ctx, dm8, a8, TPLA_OP_N, b8, TPLA_OP_N, NULL, s);
+  tpla_matrix_t dm = {d, GM, GN, GN, TPLA_BFLOAT16};
+  tpla_status_t st = fp8_gemm(ctx, g, d8, s);
   return st != TPLA_SUCCESS ? st : tpla_gemm(ctx, dm, a, TPLA_OP_N, b, TPLA_OP_T, NULL, s);
+}
+
+/* Inside the capture on `cap`: gemm_pair, then the FP8 GEMM again into d8b
+ * on `side` forked into the capture, which must wait for the first one's
+ * use of the shared scratch by an event of the same capture. */
+static int captured_calls(tpla_ctx_t ctx, const gemm_bufs_t *g, cudaStream_t cap,
+                          cudaStream_t side, cudaEvent_t fork, cudaEvent_t join) {
+  return TPLA_FAILED(gemm_pair(ctx, g, g->d, g->d8, cap)) ||
+         CUDA_FAILED(cudaEventRecord(fork, cap)) ||
+         CUDA_FAILED(cudaStreamWaitEvent(side, fork, 0)) ||
+         TPLA_FAILED(fp8_gemm(ctx, g, g->d8b, side)) || CUDA_FAILED(cudaEventRecord(join, side)) ||
+         CUDA_FAILED(cudaStreamWaitEvent(cap, join, 0));
+}
+
+/* An uncaptured FP8 GEMM whose staged B^T (4 MiB) outgrows the scratch the
+ * graph captured (2 MiB): the old buffer must stay allocated for the graph. */
+static int grow_scratch(rank_env_t *e) {
+  enum { K = 2048, N = 2048, M = 64 };
+  bool failed = false;
+  void *a = team_alloc(e, (size_t)M * K, &failed), *b = team_alloc(e, (size_t)K * N, &failed);
+  void *d = team_alloc(e, (size_t)M * N * 2, &failed);
+  if (!failed) {
+    tpla_matrix_t am = {a, M, K, K, TPLA_FLOAT8_E4M3}, bm = {b, K, N, N, TPLA_FLOAT8_E4M3};
+    tpla_matrix_t dm = {d, M, N, N, TPLA_BFLOAT16};
+    failed = team_fill(e, a, 0x38, (size_t)M * K) || team_fill(e, b, 0x38, (size_t)K * N) ||
+             TPLA_FAILED(tpla_gemm(e->ctx, dm, am, TPLA_OP_N, bm, TPLA_OP_N, NULL, e->stream)) ||
+             team_drain(e, "the scratch's growth");
+  }
+  team_free(e, a), team_free(e, b), team_free(e, d);
+  return failed;
 }
 
 static int gemm_body(rank_env_t *e, void *arg) {
@@ -171,13 +211,17 @@ static int gemm_body(rank_env_t *e, void *arg) {
   g.a = team_alloc(e, ab, &failed), g.b = team_alloc(e, bb, &failed);
   g.a8 = team_alloc(e, ab / 2, &failed), g.b8 = team_alloc(e, bb / 2, &failed);
   g.d = team_alloc(e, db, &failed), g.d8 = team_alloc(e, db, &failed);
+  g.d8b = team_alloc(e, db, &failed);
   g.de = team_alloc(e, db, &failed), g.de8 = team_alloc(e, db, &failed);
   double *a = malloc(sizeof(double) * GM * GK), *b = malloc(sizeof(double) * GN * GK);
   double *ref = malloc(sizeof(double) * GM * GN), *absref = malloc(sizeof(double) * GM * GN);
   cudaStream_t cap = NULL, third = NULL;
+  cudaEvent_t fork = NULL, join = NULL;
   failed = failed || !a || !b || !ref || !absref ||
            CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
            CUDA_FAILED(cudaStreamCreateWithFlags(&third, cudaStreamNonBlocking)) ||
+           CUDA_FAILED(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming)) ||
+           CUDA_FAILED(cudaEventCreateWithFlags(&join, cudaEventDisableTiming)) ||
            upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, 0, 1 + r, NULL) ||
            upload_rows(g.b, TPLA_BFLOAT16, GN, GK, 0, 0, 11 + r, b) ||
            upload_rows(g.a8, TPLA_FLOAT8_E4M3, GM, GK, 0, 0, 21 + r, NULL) ||
@@ -188,12 +232,13 @@ static int gemm_body(rank_env_t *e, void *arg) {
     failed = TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, e->stream));
     failed = failed || CUDA_FAILED(cudaStreamBeginCapture(cap, capture_mode(e)));
     if (!failed) {
-      failures += TPLA_FAILED(gemm_pair(e->ctx, &g, g.d, g.d8, cap));
+      failures += captured_calls(e->ctx, &g, cap, third, fork, join);
       failed = capture_end(cap, &exec) || failures > 0;
     }
     /* an uncaptured GEMM after the capture, on a third stream */
     failed = failed || TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, third)) ||
-             sync_stream_timeout(third, TEAM_DRAIN_S, "third stream") || team_drain(e, "first");
+             sync_stream_timeout(third, TEAM_DRAIN_S, "third stream") || team_drain(e, "first") ||
+             grow_scratch(e);
   }
   for (int round = 1; round <= ROUNDS && !failed; round++) {
     failed = upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, round, 1 + r, a) ||
@@ -204,7 +249,8 @@ static int gemm_body(rank_env_t *e, void *arg) {
              team_drain(e, "uncaptured");
     if (failed)
       break;
-    failures += differ(r, "bf16 GEMM", g.d, g.de, db) + differ(r, "FP8 GEMM", g.d8, g.de8, db);
+    failures += differ(r, "bf16 GEMM", g.d, g.de, db) + differ(r, "FP8 GEMM", g.d8, g.de8, db) +
+                differ(r, "FP8 GEMM on a forked stream", g.d8b, g.de8, db);
     gemm_ref_f64(ref, absref, GN, GM, GN, GK, a, GK, TPLA_OP_N, b, GK, TPLA_OP_T);
     double err = gemm_error(g.d, ref, absref, GM, GN);
     CHECK(&failures, err >= 0 && err <= 2.0, "rank %d round %d: bf16 replay off the float64 "
@@ -216,10 +262,64 @@ static int gemm_body(rank_env_t *e, void *arg) {
     cudaStreamDestroy(cap);
   if (third != NULL)
     cudaStreamDestroy(third);
-  void *bufs[] = {g.a, g.b, g.a8, g.b8, g.d, g.d8, g.de, g.de8};
+  if (fork != NULL)
+    cudaEventDestroy(fork);
+  if (join != NULL)
+    cudaEventDestroy(join);
+  void *bufs[] = {g.a, g.b, g.a8, g.b8, g.d, g.d8, g.d8b, g.de, g.de8};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     team_free(e, bufs[i]);
   free(a), free(b), free(ref), free(absref);
+  return failures + failed;
+}
+
+/* ---- a global capture beside a watched call ------------------------------------ */
+
+/* Two ranks, a thread each. Rank 0 enqueues an all-reduce whose partner has
+ * not come yet, so its context's watchdog thread polls that call's events,
+ * and meanwhile captures a GEMM in global mode, which forbids such queries
+ * from every thread not in relaxed mode (the watchdog's is); rank 1 waits
+ * on the host and makes its all-reduce after the capture. A replay then
+ * equals the uncaptured GEMM. (NCCL's own threads run beside it too.) */
+static int watched_body(rank_env_t *e, void *arg) {
+  (void)arg;
+  int failures = 0, r = e->rank;
+  bool failed = false;
+  size_t ab = (size_t)GM * GK * 2, bb = (size_t)GN * GK * 2, db = (size_t)GM * GN * 2;
+  void *da = team_alloc(e, ab, &failed), *dbm = team_alloc(e, bb, &failed);
+  void *dg = team_alloc(e, db, &failed), *de = team_alloc(e, db, &failed);
+  float *sum = team_alloc(e, sizeof(float) * 256, &failed);
+  tpla_matrix_t a = {da, GM, GK, GK, TPLA_BFLOAT16}, b = {dbm, GN, GK, GK, TPLA_BFLOAT16};
+  tpla_matrix_t dm = {dg, GM, GN, GN, TPLA_BFLOAT16}, em = {de, GM, GN, GN, TPLA_BFLOAT16};
+  cudaStream_t cap = NULL;
+  failed = failed || CUDA_FAILED(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking)) ||
+           upload_rows(da, TPLA_BFLOAT16, GM, GK, 0, 0, 71, NULL) ||
+           upload_rows(dbm, TPLA_BFLOAT16, GN, GK, 0, 0, 72, NULL) || team_fill(e, sum, 0, 1024) ||
+           TPLA_FAILED(tpla_gemm(e->ctx, em, a, TPLA_OP_N, b, TPLA_OP_T, NULL, e->stream));
+  failed = team_sync(e, failed) != 0 ||
+           TPLA_FAILED(tpla_allreduce(e->ctx, sum, sum, 256, TPLA_FLOAT32, e->stream)) ||
+           team_drain(e, "warm-up");
+  failed = team_sync(e, failed) != 0;
+  cudaGraphExec_t exec = NULL;
+  if (!failed && r == 0) {
+    failed = TPLA_FAILED(tpla_allreduce(e->ctx, sum, sum, 256, TPLA_FLOAT32, e->stream)) ||
+             CUDA_FAILED(cudaStreamBeginCapture(cap, cudaStreamCaptureModeGlobal)) ||
+             TPLA_FAILED(tpla_gemm(e->ctx, dm, a, TPLA_OP_N, b, TPLA_OP_T, NULL, cap));
+    usleep(200 * 1000); /* ten and more polls of the watchdog */
+    failed = capture_end(cap, &exec) || failed;
+  }
+  failed = team_sync(e, failed) != 0;
+  if (!failed && r == 1)
+    failed = TPLA_FAILED(tpla_allreduce(e->ctx, sum, sum, 256, TPLA_FLOAT32, e->stream));
+  failed = team_drain(e, "all-reduce") || failed;
+  if (!failed && exec != NULL)
+    failed = CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
+             sync_stream_timeout(cap, TEAM_DRAIN_S, "replay") || differ(r, "GEMM", dg, de, db);
+  if (exec != NULL)
+    cudaGraphExecDestroy(exec);
+  if (cap != NULL)
+    cudaStreamDestroy(cap);
+  team_free(e, da), team_free(e, dbm), team_free(e, dg), team_free(e, de), team_free(e, sum);
   return failures + failed;
 }
 
@@ -243,6 +343,8 @@ static int ns_body(rank_env_t *e, void *arg) {
   ref_preset_table(TPLA_NS_MUON, 5, table);
   tpla_ns_desc_t desc = TPLA_NS_DESC_INIT;
   desc.local_rows = rows, desc.local_cols = NN, desc.dtype = TPLA_BFLOAT16;
+  if (P > 1) /* a Gram summed across the ranks: by pulls unless TPLA_NS_GRAM_SUM=nccl */
+    desc.algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE;
   tpla_ns_plan_t plan = NULL;
   tpla_matrix_t x = {dx, rows, NN, NN, TPLA_BFLOAT16}, out = {dg, rows, NN, NN, TPLA_BFLOAT16};
   tpla_matrix_t eager = {de, rows, NN, NN, TPLA_BFLOAT16};
@@ -273,6 +375,7 @@ static int ns_body(rank_env_t *e, void *arg) {
       failed = !ref_ns_f64(ref, NM, NN, table, 5, 1.0, (double)1e-7f);
     }
     free(whole);
+    failed = team_sync(e, failed) != 0;
     if (!failed && exec != NULL) /* every rank launches its graph: NCCL's calls meet */
       failed = CUDA_FAILED(cudaGraphLaunch(exec, cap)) ||
                sync_stream_timeout(cap, TEAM_DRAIN_S, "replay");
@@ -478,6 +581,7 @@ static bool g_no = false, g_yes = true;
 
 static void test_gemm_one_gpu(void) { run_team(1, gemm_body, NULL); }
 static void test_gemm_two_gpus(void) { run_team(2, gemm_body, NULL); }
+static void test_global_capture_beside_a_watched_call(void) { run_team(2, watched_body, NULL); }
 static void test_ns_one_gpu(void) { run_team(1, ns_body, &g_no); }
 static void test_ns_two_gpus_pulls_refused(void) {
   unsetenv("TPLA_NS_GRAM_SUM"); /* two H200s map each other: the plan pulls */
@@ -518,6 +622,7 @@ int main(void) {
   TEST(test_ns_one_gpu);
   TEST(test_overlap_one_gpu);
   TEST(test_gemm_two_gpus);
+  TEST(test_global_capture_beside_a_watched_call);
   TEST(test_ns_two_gpus_pulls_refused);
   TEST(test_ns_two_gpus_nccl);
   TEST(test_overlap_two_gpus_sendrecv);

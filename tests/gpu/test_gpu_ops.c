@@ -465,6 +465,51 @@ static void test_norm_of_huge_entries(void) {
   }
 }
 
+/* Norms below fp32's normal range (2^-126): with an fp32 divisor 1/d was
+ * infinite, so eps = 0 with entries of 1e-40 gave inf and X = 0 with
+ * eps = 1e-40 gave NaN. Now x / D (the host's result), and zeros for X = 0. */
+static void test_norm_of_tiny_entries(void) {
+  NEED_CTX();
+  const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_BFLOAT16};
+  enum { ROWS = 5, COLS = 7, COUNT = ROWS * COLS };
+  for (int c = 0; c < 4; c++) {
+    tpla_dtype_t dt = types[c & 1];
+    bool zero = c >= 2;
+    float eps = zero ? 1e-40f : 0.0f;
+    size_t es = tpla_dtype_size(dt);
+    unsigned char h[COUNT * 4], out[COUNT * 4];
+    double want = 0.0, got_sumsq = NAN;
+    for (int i = 0; i < COUNT; i++) {
+      tpla_store_elem(h, dt, (size_t)i, zero ? 0.0 : 1e-40 * (1 + i % 3));
+      double v = tpla_load_elem(h, dt, (size_t)i);
+      want += v * v;
+    }
+    void *x = NULL;
+    double *d_sumsq = NULL;
+    tpla_matrix_t v = {NULL, ROWS, COLS, COLS, dt};
+    ASSERT_EQ_INT(cudaMalloc(&x, COUNT * es), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(double)), cudaSuccess);
+    v.data = x;
+    ASSERT_EQ_INT(cudaMemcpy(x, h, COUNT * es, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess); /* g_stream is non-blocking */
+    ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
+    ASSERT_OK(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, 1.0f, eps, g_stream));
+    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(&got_sumsq, d_sumsq, sizeof got_sumsq, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpy(out, x, COUNT * es, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(x);
+    cudaFree(d_sumsq);
+    ASSERT_NEAR(got_sumsq, want, 1e-12 * want);
+    double denom = sqrt(want) + (double)eps;
+    for (int i = 0; i < COUNT; i++) {
+      double ref = tpla_load_elem(h, dt, (size_t)i) / denom, r = tpla_load_elem(out, dt, (size_t)i);
+      ASSERT_TRUE(isfinite(r));
+      ASSERT_NEAR(r, ref, (unit_roundoff(dt) + 8 * 0x1p-24) * fabs(ref));
+    }
+  }
+}
+
 /* ---- mirror_upper ------------------------------------------------------------------ */
 
 static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
@@ -679,6 +724,7 @@ int main(void) {
   TEST(test_scale_by_norm_in_place);
   TEST(test_scale_by_norm_of_zeros_with_eps_zero);
   TEST(test_norm_of_huge_entries);
+  TEST(test_norm_of_tiny_entries);
   TEST(test_mirror_upper);
   TEST(test_alltoallv_single_rank);
   TEST(test_alltoallv_across_gpus);

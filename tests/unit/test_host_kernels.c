@@ -121,6 +121,33 @@ static void test_norm_of_huge_entries(void) {
   }
 }
 
+/* Norms below fp32's normal range: x / D, and zeros for X = 0 with a tiny
+ * eps (the CUDA kernels once gave inf and NaN here: test_gpu_ops). */
+static void test_norm_of_tiny_entries(void) {
+  for (int c = 0; c < 4; c++) {
+    tpla_matrix_t x = view(5, 7, 7, c & 1 ? TPLA_BFLOAT16 : TPLA_FLOAT32);
+    bool zero = c >= 2;
+    float eps = zero ? 1e-40f : 0.0f;
+    double want = 0;
+    for (int64_t i = 0; i < 35; i++) {
+      tpla_store_elem(x.data, x.dtype, (size_t)i, zero ? 0.0 : 1e-40 * (1 + i % 3));
+      want += at(&x, 0, i) * at(&x, 0, i);
+    }
+    tpla_matrix_t x0 = view(5, 7, 7, x.dtype);
+    memcpy(x0.data, x.data, 35 * tpla_dtype_size(x.dtype));
+    double got = -1.0;
+    ASSERT_OK(ctx->backend->sumsq(ctx, &got, x, NULL));
+    ASSERT_NEAR(got, want, 1e-12 * want);
+    ASSERT_OK(ctx->backend->scale_by_norm(ctx, x, x, &got, 1.0f, eps, NULL));
+    for (int64_t i = 0; i < 35; i++) {
+      double ref = at(&x0, 0, i) / (sqrt(want) + (double)eps);
+      ASSERT_TRUE(isfinite(at(&x, 0, i)));
+      ASSERT_NEAR(at(&x, 0, i), ref, (unit(x.dtype) + 8 * 0x1p-24) * fabs(ref));
+    }
+    free(x.data), free(x0.data);
+  }
+}
+
 /* zero writes 0 over NaN (it never reads y) and leaves the padding alone. */
 static void test_zero(void) {
   for (int t = 0; t < 3; t++) {
@@ -178,6 +205,7 @@ int main(void) {
   TEST(test_axpby_every_dtype_pair);
   TEST(test_sumsq_and_scale_by_norm);
   TEST(test_norm_of_huge_entries);
+  TEST(test_norm_of_tiny_entries);
   TEST(test_zero);
   TEST(test_mirror_upper);
   TEST(test_mem_alloc_and_free);
