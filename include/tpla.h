@@ -31,7 +31,7 @@
  *     whose calls travel over the PEER transport between two or more ranks
  *     cannot be captured (INVALID_USAGE: each call's flags carry its
  *     number; overlap plans with SENDRECV or SERIAL can, and NS plans made
- *     with TPLA_NS_GRAM_SUM=nccl).
+ *     with gram_sum TPLA_NS_GRAM_SUM_COLLECTIVE).
  *     Captured calls are not watched for timeouts. docs/API.md, "CUDA graphs".
  *   - *_destroy functions accept NULL.
  *   - Enumerations only grow at the end; struct arguments carry their size
@@ -516,6 +516,19 @@ typedef enum {
   TPLA_NS_ITERATE_AUTO = 2 /* TPLA_NS_DESC_INIT's */
 } tpla_ns_iteration_t;
 
+/* How a plan of two ranks sums the distributed Gram (and exchanges
+ * GRAM_SHARDED's products). AUTO: by copy-engine pulls on the PEER
+ * transport where the ranks' GPUs map each other's memory (unless
+ * TPLA_NS_GRAM_SUM=nccl is set on a rank), else by the executor's
+ * all-reduce. COLLECTIVE: by the executor's all-reduce (NCCL) always: the
+ * plan's calls can then be captured in CUDA graphs, which a plan with pulls
+ * refuses. A rank that asks for COLLECTIVE makes every rank's plan
+ * collective; the value need not agree. Other rank counts ignore it. */
+typedef enum {
+  TPLA_NS_GRAM_SUM_AUTO = 0, /* TPLA_NS_DESC_INIT's */
+  TPLA_NS_GRAM_SUM_COLLECTIVE = 1
+} tpla_ns_gram_sum_t;
+
 typedef struct {
   size_t size;                  /* sizeof(tpla_ns_desc_t); set by the INIT macro */
   tpla_shard_t shard;           /* which global dimension is split            */
@@ -537,10 +550,11 @@ typedef struct {
                                    all-reduce                                 */
   tpla_ns_algorithm_t algorithm;
   tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_AUTO (default), _X, _GRAM */
+  tpla_ns_gram_sum_t gram_sum;   /* TPLA_NS_GRAM_SUM_AUTO (default), _COLLECTIVE */
 } tpla_ns_desc_t;
 #define TPLA_NS_DESC_INIT                                                                  \
   {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \
-   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_AUTO}
+   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_AUTO, TPLA_NS_GRAM_SUM_AUTO}
 
 typedef struct tpla_ns_plan *tpla_ns_plan_t;
 
@@ -553,7 +567,8 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  * execute needs. Nothing is allocated later. With two ranks whose GPUs map
  * each other's memory, the distributed Gram is summed (and GRAM_SHARDED's
  * products exchanged) by copy-engine pulls, and AUTO chooses for them
- * (TPLA_NS_GRAM_SUM=nccl on any rank: NCCL's collectives instead; a value
+ * (desc->gram_sum COLLECTIVE, or TPLA_NS_GRAM_SUM=nccl, on any rank: NCCL's
+ * collectives instead; a value
  * other than pull or nccl is INVALID_ARGUMENT; where the GPUs turn out not to
  * map each other's memory, a choice that counted on pulls is made again
  * without them; the pulls use two windows in turn, so that only a call's

@@ -34,6 +34,7 @@ NS_MUON, NS_MUON_SCHEDULE5, NS_POLAR_EXPRESS, NS_CUBIC, NS_USER = 0, 1, 2, 3, 4
 NS_ALGO = {"auto": 0, "gram_allreduce": 1, "redistribute": 2, "gather": 3, "local": 4,
            "gram_sharded": 5}
 NS_ITERATION = {"auto": 2, "x": 0, "gram": 1}
+NS_GRAM_SUM = {"auto": 0, "collective": 1}
 OVERLAP_MODE = {"auto": 0, "overlap": 1, "serial": 2}
 TRANSPORT = {"auto": 0, "peer": 1, "sendrecv": 2, "none": 3}
 
@@ -89,7 +90,7 @@ class NsDesc(_Sized):
                 ("local_cols", c_int64), ("dtype", c_int), ("steps", c_int), ("preset", c_int),
                 ("coefficients", ctypes.POINTER(c_float)), ("ncoefficients", c_size_t),
                 ("eps", c_float), ("safety", c_float), ("gram_dtype", c_int),
-                ("algorithm", c_int), ("iteration", c_int)]
+                ("algorithm", c_int), ("iteration", c_int), ("gram_sum", c_int)]
 
 
 class OverlapArgs(_Sized):

@@ -25,7 +25,7 @@
 typedef struct {
   int32_t status; /* 0 or this rank's own tpla_status_t */
   int32_t shard, dtype, gram_dtype, algorithm, steps, iteration;
-  int32_t pull; /* ns_pull_wish: the least over the ranks counts */
+  int32_t pull; /* ns_pull_wish, 0 for gram_sum COLLECTIVE: the least over the ranks counts */
   int64_t local_rows, local_cols;
   uint64_t coef_hash;
   float eps, safety;
@@ -97,6 +97,9 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (d->algorithm == TPLA_NS_ALGO_LOCAL && nranks > 1 && !in_batch)
     return bad(msg, IA, "%s: algorithm LOCAL needs 1 rank, the context has %d (the batched "
                "API orthogonalizes whole matrices on one rank)", arg, nranks);
+  if (d->gram_sum != TPLA_NS_GRAM_SUM_AUTO && d->gram_sum != TPLA_NS_GRAM_SUM_COLLECTIVE)
+    return bad(msg, IA, "%s: gram_sum %d is neither TPLA_NS_GRAM_SUM_AUTO nor _COLLECTIVE", arg,
+               (int)d->gram_sum);
   /* read by ns_pull_wish; a misspelt opt-out must not pass for the default */
   const char *sum = getenv("TPLA_NS_GRAM_SUM"), *windows = getenv("TPLA_NS_PULL_WINDOWS");
   if (sum != NULL && *sum != '\0' && strcmp(sum, "pull") != 0 && strcmp(sum, "nccl") != 0)
@@ -121,7 +124,7 @@ static void fill_summary(summary_t *s, const tpla_ns_desc_t *d, const float *tab
   s->coef_hash = ns_hash_bytes(NS_HASH_INIT, table, sizeof(float) * 3 * (size_t)d->steps);
   s->eps = d->eps;
   s->safety = ns_effective_safety(d);
-  s->pull = ns_pull_wish();
+  s->pull = d->gram_sum == TPLA_NS_GRAM_SUM_COLLECTIVE ? 0 : ns_pull_wish();
 }
 
 /* The first field in which rank r differs from rank 0, described in msg. */
@@ -485,8 +488,8 @@ tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream) {
   return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                    "argument 'stream' is being captured into a CUDA graph, but the plan sums "
                    "its Grams by copy-engine pulls, whose flags number the calls, and a graph "
-                   "would replay one number; for captured calls create the plan with "
-                   "TPLA_NS_GRAM_SUM=nccl in the environment (docs/API.md, \"CUDA graphs\")");
+                   "would replay one number; for captured calls create the plan with gram_sum "
+                   "TPLA_NS_GRAM_SUM_COLLECTIVE (docs/API.md, \"CUDA graphs\")");
 }
 
 /* A public call: inside the context's call bracket (ctx_fail.c). */

@@ -9,7 +9,7 @@
  *     invalidated), the FP8 GEMM again on a stream forked into the capture;
  *     uncaptured GEMMs on a third stream afterwards, and one that grows the
  *     FP8 scratch past what the graph captured (kept for the graph);
- *   - tpla_ns_execute_out (2 GPUs: a plan made with TPLA_NS_GRAM_SUM=nccl);
+ *   - tpla_ns_execute_out (2 GPUs: a plan with gram_sum COLLECTIVE);
  *   - tpla_ag_gemm, tpla_gemm_rs and tpla_gemm_ar (2 GPUs: transport
  *     SENDRECV).
  * A capture in global mode on one thread while the context's watchdog
@@ -328,8 +328,10 @@ static int watched_body(rank_env_t *e, void *arg) {
 enum { NM = 192, NN = 512 };
 #define NS_TOL 6e-2 /* relative Frobenius error of bf16 against float64 (test_gpu_ns.c) */
 
+/* arg: the plan's gram_sum; two ranks with AUTO sum by pulls, refused */
 static int ns_body(rank_env_t *e, void *arg) {
-  bool expect_refusal = *(const bool *)arg;
+  tpla_ns_gram_sum_t gram_sum = *(const tpla_ns_gram_sum_t *)arg;
+  bool expect_refusal = e->nranks > 1 && gram_sum == TPLA_NS_GRAM_SUM_AUTO;
   int failures = 0, r = e->rank, P = e->nranks;
   int64_t rows = NM / P + (r < NM % P), row0 = r * (NM / P) + (r < NM % P ? r : NM % P);
   size_t bytes = (size_t)(rows * NN) * 2;
@@ -343,7 +345,8 @@ static int ns_body(rank_env_t *e, void *arg) {
   ref_preset_table(TPLA_NS_MUON, 5, table);
   tpla_ns_desc_t desc = TPLA_NS_DESC_INIT;
   desc.local_rows = rows, desc.local_cols = NN, desc.dtype = TPLA_BFLOAT16;
-  if (P > 1) /* a Gram summed across the ranks: by pulls unless TPLA_NS_GRAM_SUM=nccl */
+  desc.gram_sum = gram_sum;
+  if (P > 1) /* a Gram summed across the ranks */
     desc.algorithm = TPLA_NS_ALGO_GRAM_ALLREDUCE;
   tpla_ns_plan_t plan = NULL;
   tpla_matrix_t x = {dx, rows, NN, NN, TPLA_BFLOAT16}, out = {dg, rows, NN, NN, TPLA_BFLOAT16};
@@ -577,21 +580,19 @@ static void run_team(int P, team_body_t body, void *arg) {
   ASSERT_EQ_INT(team_run(P, false, body, arg), 0);
 }
 
-static bool g_no = false, g_yes = true;
+static tpla_ns_gram_sum_t g_auto = TPLA_NS_GRAM_SUM_AUTO;
+static tpla_ns_gram_sum_t g_collective = TPLA_NS_GRAM_SUM_COLLECTIVE;
 
 static void test_gemm_one_gpu(void) { run_team(1, gemm_body, NULL); }
 static void test_gemm_two_gpus(void) { run_team(2, gemm_body, NULL); }
 static void test_global_capture_beside_a_watched_call(void) { run_team(2, watched_body, NULL); }
-static void test_ns_one_gpu(void) { run_team(1, ns_body, &g_no); }
+static void test_ns_one_gpu(void) { run_team(1, ns_body, &g_auto); }
 static void test_ns_two_gpus_pulls_refused(void) {
-  unsetenv("TPLA_NS_GRAM_SUM"); /* two H200s map each other: the plan pulls */
-  run_team(2, ns_body, &g_yes);
+  if (getenv("TPLA_NS_GRAM_SUM") != NULL)
+    SKIP("TPLA_NS_GRAM_SUM is set: the plan would not pull");
+  run_team(2, ns_body, &g_auto); /* two H200s map each other: the plan pulls */
 }
-static void test_ns_two_gpus_nccl(void) {
-  setenv("TPLA_NS_GRAM_SUM", "nccl", 1);
-  run_team(2, ns_body, &g_no);
-  unsetenv("TPLA_NS_GRAM_SUM");
-}
+static void test_ns_two_gpus_collective(void) { run_team(2, ns_body, &g_collective); }
 /* AG, RS, AR: one rank with the default transport (PEER without peers); two
  * ranks over SENDRECV, and over PEER refused */
 static void run_overlap(int P, tpla_transport_t transport) {
@@ -624,7 +625,7 @@ int main(void) {
   TEST(test_gemm_two_gpus);
   TEST(test_global_capture_beside_a_watched_call);
   TEST(test_ns_two_gpus_pulls_refused);
-  TEST(test_ns_two_gpus_nccl);
+  TEST(test_ns_two_gpus_collective);
   TEST(test_overlap_two_gpus_sendrecv);
   TEST(test_overlap_two_gpus_peer_refused);
   return test_summary();

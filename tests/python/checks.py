@@ -112,6 +112,15 @@ def check_ns_numerics(rank, world, device):
     assert out.data_ptr() == view.data_ptr()
     assert torch.equal(view, ref), "strided in-place result differs"
     assert torch.all(wide[:, :5] == 0) and torch.all(wide[:, 45:] == 0), "wrote outside the view"
+    # gram_sum="collective" (what CUDA graphs can capture on two ranks): the default's bits,
+    # the fp32 sum of the ranks' partial Grams rounded once either way
+    x = seeded((32, 24), 9, device=comm.device)
+    local = _shard(x, 0, tt.even_split(32, world), rank).contiguous()
+    auto = tt.newton_schulz(local, comm, algorithm="gram_allreduce")
+    collective = tt.newton_schulz(local, comm, algorithm="gram_allreduce", gram_sum="collective")
+    assert torch.equal(auto, collective), "gram_sum='collective' changed the result"
+    _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(local, comm, gram_sum="nccl"),
+            "argument 'gram_sum'")
     comm.close()
     return worst
 

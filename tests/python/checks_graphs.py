@@ -15,8 +15,8 @@ call that needs a new plan, Muon steps without state or with AdamW parameters
 (the package's guards); the PEER transport (the C library): an AllGather+GEMM
 with the default transport where AUTO chose PEER between two ranks (GPUs that
 map each other; one rank's PEER plan has no flags and is captured), and on 2
-ranks NS summing its Grams by pulls, after which NS plans
-made with TPLA_NS_GRAM_SUM=nccl are captured. Every rank makes the same calls
+ranks NS summing its Grams by pulls, after which an NS plan
+made with gram_sum="collective" is captured. Every rank makes the same calls
 in the same order.
 """
 import contextlib
@@ -189,9 +189,9 @@ def _check_ag_gemm(comm, rank, world):
 
 # ---- Newton-Schulz --------------------------------------------------------------------
 
-def _ns_rounds(comm, rank, world, x, env, **kw):
-    """Warm up (making the plan with TPLA_NS_GRAM_SUM=env), capture, replay ROUNDS
-    times against eager calls and the float64 reference; the worst relative error."""
+def _ns_rounds(comm, rank, world, x, **kw):
+    """Warm up (making the plan), capture, replay ROUNDS times against eager calls
+    and the float64 reference; the worst relative error."""
     rows, cols = x.shape
 
     def fill(seed):
@@ -200,8 +200,7 @@ def _ns_rounds(comm, rank, world, x, env, **kw):
         return full
 
     fill(500)
-    with _env("TPLA_NS_GRAM_SUM", env):
-        _warm_up(lambda: tt.newton_schulz(x, comm, **kw))
+    _warm_up(lambda: tt.newton_schulz(x, comm, **kw))
     g, y = _capture(lambda: tt.newton_schulz(x, comm, **kw))
     worst = 0.0
     for r in range(ROUNDS):
@@ -223,7 +222,7 @@ def _check_ns(comm, rank, world, peer):
     _refused(lambda: tt.newton_schulz(x[:, :128], comm), "newton_schulz",
              "outside the capture")
     if world == 1:
-        out["rel_err"] = _ns_rounds(comm, rank, world, x, None)
+        out["rel_err"] = _ns_rounds(comm, rank, world, x)
         return out
     # 2 ranks: a distributed Gram, summed by copy-engine pulls where the GPUs map
     # each other (the default at 2 ranks): the library refuses the capture
@@ -233,14 +232,12 @@ def _check_ns(comm, rank, world, peer):
         with _env("TPLA_NS_GRAM_SUM", "pull"):
             _warm_up(lambda: tt.newton_schulz(x, comm, **kw))
         _refused(lambda: tt.newton_schulz(x, comm, **kw), "tpla_ns_execute", "CUDA graph",
-                 "TPLA_NS_GRAM_SUM=nccl")
+                 "TPLA_NS_GRAM_SUM_COLLECTIVE")
         out["pulls_refused"] = True
     else:  # no pulls without PEER: capturable as it is
-        out["rel_err_default"] = _ns_rounds(comm, rank, world, x, "pull", **kw)
-    # NCCL's all-reduce instead (read when the plan is made): drop the cached plan first
-    torch.cuda.synchronize()
-    comm.clear_plans()
-    out["rel_err_nccl_sum"] = _ns_rounds(comm, rank, world, x, "nccl", **kw)
+        out["rel_err_default"] = _ns_rounds(comm, rank, world, x, **kw)
+    # NCCL's all-reduce instead: a plan of its own (gram_sum is in the cache key)
+    out["rel_err_collective"] = _ns_rounds(comm, rank, world, x, gram_sum="collective", **kw)
     return out
 
 
@@ -268,8 +265,7 @@ def _check_muon(comm, rank, world):
     assert not fresh.state, "a refused step left state behind"
     opt = tt.Muon(params, lr=0.02, weight_decay=0.01, comm=comm)
     fill(0)
-    with _env("TPLA_NS_GRAM_SUM", "nccl" if world > 1 else None):  # the batch's NS plans
-        _warm_up(opt.step)
+    _warm_up(opt.step)  # a batch plan never pulls
     g, _ = _capture(opt.step)
     bufs = [opt.state[p]["momentum_buffer"] for p in params]
     moved = 0.0

@@ -115,6 +115,7 @@ typedef struct {
   bool use_out;        /* tpla_ns_execute_out into a second buffer */
   bool alias_out;      /* tpla_ns_execute_out with out == x */
   int user_rank;       /* this rank (if > 0) passes the preset's table as TPLA_NS_USER */
+  int collective_rank; /* this rank (if > 0) asks for gram_sum COLLECTIVE */
   const float *user_table;
   const double *x;     /* global input, m x n (rounded to dtype on the way in) */
   double *out;         /* global output */
@@ -147,6 +148,8 @@ static inline int ns_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
     d.coefficients = run->user_table;
     d.ncoefficients = 3 * (size_t)d.steps;
   }
+  if (run->collective_rank > 0 && rank == run->collective_rank)
+    d.gram_sum = TPLA_NS_GRAM_SUM_COLLECTIVE;
   tpla_ns_plan_t plan = NULL;
   int fail = 0;
   tpla_status_t s = tpla_ns_plan_create(&plan, ctx, &d);

@@ -268,7 +268,8 @@ static double *run_with(ns_run_t run, const double *x, int64_t m, int64_t n, int
  * GRAM_SHARDED's Gram iteration, whose pulled products are split by rows
  * (ns_rowsplit.c) and agree to bf16 rounding; one window or two, the same
  * bits; the pulls' windows show in the workspace (GRAM_SHARDED's X
- * iteration computes P in them). */
+ * iteration computes P in them). One rank's desc.gram_sum COLLECTIVE makes
+ * both plans those of TPLA_NS_GRAM_SUM=nccl. */
 static void test_gram_sum_by_pulls(void) {
   enum { M = 72, N = 56 }; /* a Gram of three block rows on the host executor */
   static const tpla_ns_algorithm_t algos[] = {TPLA_NS_ALGO_GRAM_ALLREDUCE,
@@ -304,6 +305,18 @@ static void test_gram_sum_by_pulls(void) {
         failed = ns_run(&run);
         unsetenv("TPLA_NS_GRAM_SUM");
         ASSERT_EQ_INT(failed, 0);
+        /* desc.gram_sum COLLECTIVE on rank 1 alone: the same plans as the environment's */
+        double *collective = calloc(M * N, sizeof(double));
+        ASSERT_TRUE(collective != NULL);
+        size_t ws_nccl[2] = {run.ws[0], run.ws[1]};
+        run.out = collective;
+        run.collective_rank = 1;
+        failed = ns_run(&run);
+        run.collective_rank = 0;
+        int same = memcmp(collective, nccl, sizeof(double) * M * N) == 0;
+        free(collective);
+        ASSERT_EQ_INT(failed, 0);
+        ASSERT_TRUE(same && run.ws[0] == ws_nccl[0] && run.ws[1] == ws_nccl[1]);
         ASSERT_TRUE(run.algo[0] == algos[a] && run.algo[1] == algos[a]);
         ASSERT_TRUE(ws_two > ws_one);
         if (a == 1 && !it) /* a window holds the whole N x N P, which needs no g3 then */

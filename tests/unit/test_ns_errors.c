@@ -159,7 +159,8 @@ static void test_bad_values(void) {
                {12, "has 0 columns"},                 {13, "unknown algorithm 6"},
                {14, "unknown algorithm -1"},          {15, "iteration 3 is none of"},
                {16, "iteration -1 is none of"},
-               {17, "makes the preset's coefficient 2 (step 0) non-finite"}};
+               {17, "makes the preset's coefficient 2 (step 0) non-finite"},
+               {18, "gram_sum 2 is neither"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -185,6 +186,7 @@ static void test_bad_values(void) {
       case 15: d->iteration = (tpla_ns_iteration_t)3; break;
       case 16: d->iteration = (tpla_ns_iteration_t)-1; break;
       case 17: d->preset = TPLA_NS_POLAR_EXPRESS, d->safety = 1e-12f, d->steps = 8; break;
+      case 18: d->gram_sum = (tpla_ns_gram_sum_t)2; break;
       }
     }
     if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))

@@ -58,15 +58,16 @@ def _named(table, value, fn, arg):
 
 
 def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram_dtype,
-            algorithm, fn, iteration="auto"):
+            algorithm, fn, iteration="auto", gram_sum="auto"):
     """A filled tpla_ns_desc_t (and the coefficient array it points to)."""
     preset, flat, _ = coef
     algo = _named(_lib.NS_ALGO, algorithm, fn, "algorithm")
     it = _named(_lib.NS_ITERATION, iteration, fn, "iteration")
+    gs = _named(_lib.NS_GRAM_SUM, gram_sum, fn, "gram_sum")
     d = _lib.NsDesc.new(shard=shard, local_rows=int(local_rows), local_cols=int(local_cols),
                         dtype=dtype, steps=int(steps), preset=preset, eps=float(eps),
                         safety=float(safety or 0.0), gram_dtype=gram_dtype, algorithm=algo,
-                        iteration=it)
+                        iteration=it, gram_sum=gs)
     keep = None
     if flat is not None:
         keep = (ctypes.c_float * len(flat))(*flat)
@@ -86,7 +87,7 @@ def shard_of(shard_dim, fn):
 
 def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=None, *,
                   shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto",
-                  iteration="auto"):
+                  iteration="auto", gram_sum="auto"):
     """Orthogonalize a sharded matrix: the polar factor U V^T of X = U S V^T,
     approximated by `steps` Newton-Schulz steps.
 
@@ -103,7 +104,9 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
        "gram_allreduce", "redistribute", "gather", "local", "gram_sharded"),
        iteration ("auto": the cost model's choice; "x"; or "gram": the steps
        applied to the Gram matrix between updates of X, fewer FLOPs for
-       rectangular X): as tpla_ns_desc_t.
+       rectangular X), gram_sum ("auto": two ranks whose GPUs map each
+       other sum the Gram by copy-engine pulls; "collective": by NCCL's
+       all-reduce, which a CUDA graph can capture): as tpla_ns_desc_t.
     Runs on the current CUDA stream (returns without waiting for the GPU).
     Raises tpla.Error subclasses (InvalidArgumentError for bad input).
     """
@@ -141,11 +144,11 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
                                        "differentiable, write into a tensor that does not" % fn)
     om = matrix(out, fn, "out")
     key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
-           algorithm, iteration, shard_sizes)
+           algorithm, iteration, gram_sum, shard_sizes)
 
     def make(ctx):
         desc, keep = ns_desc(shard, x.shape[0], x.shape[1], dtype, steps, coef, eps, safety,
-                             gram, algorithm, fn, iteration)
+                             gram, algorithm, fn, iteration, gram_sum)
         return _core.NsPlan(ctx, desc)
 
     plan = comm.plan(key, make)
