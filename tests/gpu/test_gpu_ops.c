@@ -411,6 +411,33 @@ static void test_scale_by_norm_of_zeros_with_eps_zero(void) {
   cudaFree(d_sumsq);
 }
 
+/* sumsq, then scale_by_norm in place, of a rows x cols matrix of `dt` whose
+ * image is h; the sum of squares into *sumsq and the result's image into
+ * out. Nonzero (with a message) on a failure. */
+static int norm_in_place(tpla_dtype_t dt, int64_t rows, int64_t cols, const void *h,
+                         float safety, float eps, double *sumsq, void *out) {
+  size_t bytes = (size_t)(rows * cols) * tpla_dtype_size(dt);
+  void *x = NULL;
+  double *d_sumsq = NULL;
+  int bad = cudaMalloc(&x, bytes) != cudaSuccess ||
+            cudaMalloc((void **)&d_sumsq, sizeof(double)) != cudaSuccess ||
+            cudaMemcpy(x, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess; /* g_stream is non-blocking */
+  tpla_matrix_t v = {x, rows, cols, cols, dt};
+  bad = bad || failed_call(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream), "sumsq") ||
+        failed_call(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, safety, eps, g_stream),
+                    "scale_by_norm") ||
+        cudaStreamSynchronize(g_stream) != cudaSuccess ||
+        cudaMemcpy(sumsq, d_sumsq, sizeof *sumsq, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(out, x, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+  if (bad)
+    fprintf(stderr, "  norm_in_place of a %" PRId64 "x%" PRId64 " %s matrix failed\n", rows, cols,
+            tpla_dtype_name(dt));
+  cudaFree(x);
+  cudaFree(d_sumsq);
+  return bad;
+}
+
 /* Entries whose squares overflow fp32 (fp32 and bf16 reach 3.4e38), at two
  * magnitudes: the divisor below 2^100 (1e20) and above it (1e30, where the
  * kernel scales x by 2^-100 first). The sum of squares must be right and
@@ -427,8 +454,7 @@ static void test_norm_of_huge_entries(void) {
     double mag = magnitudes[(c >> 1) & 1];
     size_t n = (size_t)(rows * cols), es = tpla_dtype_size(dt);
     unsigned char *h = malloc(n * es), *out = malloc(n * es);
-    double *d_sumsq = NULL, want = 0.0, got = NAN;
-    void *x = NULL;
+    double want = 0.0, got = NAN;
     ASSERT_TRUE(h != NULL && out != NULL);
     rng_t rng;
     rng_seed(&rng, 1000 + (uint64_t)c);
@@ -437,19 +463,7 @@ static void test_norm_of_huge_entries(void) {
       double v = tpla_load_elem(h, dt, i);
       want += v * v;
     }
-    tpla_matrix_t v = {NULL, rows, cols, cols, dt};
-    ASSERT_EQ_INT(cudaMalloc(&x, n * es), cudaSuccess);
-    ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(double)), cudaSuccess);
-    v.data = x;
-    ASSERT_EQ_INT(cudaMemcpy(x, h, n * es, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess); /* g_stream is non-blocking */
-    ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
-    ASSERT_OK(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, 1.01f, 1e-7f, g_stream));
-    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
-    ASSERT_EQ_INT(cudaMemcpy(&got, d_sumsq, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
-    ASSERT_EQ_INT(cudaMemcpy(out, x, n * es, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(x);
-    cudaFree(d_sumsq);
+    ASSERT_EQ_INT(norm_in_place(dt, rows, cols, h, 1.01f, 1e-7f, &got, out), 0);
     ASSERT_NEAR(got, want, 1e-12 * want);
     double denom = 1.01 * sqrt(want), norm = 0.0;
     int bad = 0;
@@ -476,7 +490,6 @@ static void test_norm_of_tiny_entries(void) {
     tpla_dtype_t dt = types[c & 1];
     bool zero = c >= 2;
     float eps = zero ? 1e-40f : 0.0f;
-    size_t es = tpla_dtype_size(dt);
     unsigned char h[COUNT * 4], out[COUNT * 4];
     double want = 0.0, got_sumsq = NAN;
     for (int i = 0; i < COUNT; i++) {
@@ -484,22 +497,7 @@ static void test_norm_of_tiny_entries(void) {
       double v = tpla_load_elem(h, dt, (size_t)i);
       want += v * v;
     }
-    void *x = NULL;
-    double *d_sumsq = NULL;
-    tpla_matrix_t v = {NULL, ROWS, COLS, COLS, dt};
-    ASSERT_EQ_INT(cudaMalloc(&x, COUNT * es), cudaSuccess);
-    ASSERT_EQ_INT(cudaMalloc((void **)&d_sumsq, sizeof(double)), cudaSuccess);
-    v.data = x;
-    ASSERT_EQ_INT(cudaMemcpy(x, h, COUNT * es, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess); /* g_stream is non-blocking */
-    ASSERT_OK(tpla_cuda_sumsq(g_ctx, d_sumsq, v, g_stream));
-    ASSERT_OK(tpla_cuda_scale_by_norm(g_ctx, v, v, d_sumsq, 1.0f, eps, g_stream));
-    ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
-    ASSERT_EQ_INT(cudaMemcpy(&got_sumsq, d_sumsq, sizeof got_sumsq, cudaMemcpyDeviceToHost),
-                  cudaSuccess);
-    ASSERT_EQ_INT(cudaMemcpy(out, x, COUNT * es, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(x);
-    cudaFree(d_sumsq);
+    ASSERT_EQ_INT(norm_in_place(dt, ROWS, COLS, h, 1.0f, eps, &got_sumsq, out), 0);
     ASSERT_NEAR(got_sumsq, want, 1e-12 * want);
     double denom = sqrt(want) + (double)eps;
     for (int i = 0; i < COUNT; i++) {
