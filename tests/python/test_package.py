@@ -294,6 +294,23 @@ def test_muon_groups_state_and_devices():
         tt.Muon([p1, m]).step()
 
 
+def test_muon_refused_step_changes_nothing():
+    """A step that Muon refuses (a tensor-parallel shard without a communicator) raises
+    before AdamW or any momentum buffer moves: a retry would apply them twice."""
+    g = torch.Generator().manual_seed(9)
+    plain = torch.nn.Parameter(torch.randn(8, 4, generator=g))
+    shard = tt.mark_tensor_parallel(torch.nn.Parameter(torch.randn(4, 6, generator=g)), 0, (4, 4))
+    bias = torch.nn.Parameter(torch.randn(4, generator=g))
+    for p in (plain, shard, bias):
+        p.grad = torch.randn(p.shape, generator=g)
+    opt = tt.Muon([plain, shard], adamw_params=[bias], ns_dtype=torch.float32)
+    before = [p.detach().clone() for p in (plain, shard, bias)]
+    with pytest.raises(tpla.InvalidArgumentError, match="tensor-parallel shard"):
+        opt.step()
+    assert not opt.state, "a refused step left state behind"
+    assert all(torch.equal(p, b) for p, b in zip((plain, shard, bias), before))
+
+
 def test_clear_plans():
     comm = tt.Communicator.local("cpu")
     for rows in (5, 6, 7):

@@ -224,6 +224,10 @@ class Communicator:
 
     def close(self):
         """Destroy the cached plans and the context (every rank)."""
+        if self._ctx is not None:
+            refuse_capture(self.device, "tpla.torch.Communicator.close",
+                           "the plans' and the context's destruction (which frees device memory)",
+                           "close the communicator outside the capture")
         self._plans.clear()
         if self._ctx is not None:
             self._ctx.close()

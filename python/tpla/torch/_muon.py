@@ -173,8 +173,10 @@ class Muon(torch.optim.Optimizer):
                 if g is None:
                     continue
                 (items if group["use_muon"] else adamw).append((group, p, g))
+        if items:  # every check before any state changes: a refused step changes nothing
+            self._check_items(items)
         if (items or adamw) and capturing((items or adamw)[0][1].device):
-            self._check_capture(items, adamw)  # before any state changes
+            self._check_capture(items, adamw)
         for group, p, g in adamw:
             self._adamw(group, p, g)
         if items:
@@ -237,8 +239,10 @@ class Muon(torch.optim.Optimizer):
             return self.comm
         return local_communicator(device)
 
-    def _muon(self, items):
+    def _check_items(self, items):
+        """What _muon would refuse, checked before the step changes anything."""
         comm = self._communicator(items[0][1].device)
+        P, rank = comm.world_size, comm.rank
         for _, p, g in items:
             if p.device != comm.device or g.device != comm.device:
                 raise InvalidArgumentError(
@@ -246,6 +250,24 @@ class Muon(torch.optim.Optimizer):
                     "another on %s: Muon's matrices must share one device"
                     % (tuple(p.shape), g.device if p.device == comm.device else p.device,
                        comm.device))
+            tp_dim = getattr(p, "tpla_tp_dim", None)
+            if tp_dim is None:
+                continue
+            if P == 1 and len(p.tpla_tp_sizes) > 1:
+                raise InvalidArgumentError(
+                    "tpla.torch.Muon: parameter %s is a tensor-parallel shard over %d ranks; "
+                    "pass comm= (with distribute=True) so that its Newton-Schulz sees the "
+                    "whole matrix" % (tuple(p.shape), len(p.tpla_tp_sizes)))
+            sizes = p.tpla_tp_sizes
+            local = g.reshape(g.shape[0], -1).shape[tp_dim]
+            if P > 1 and (len(sizes) != P or sizes[rank] != local):
+                raise InvalidArgumentError(
+                    "tpla.torch.Muon: parameter %s is marked as a shard with sizes %s, "
+                    "which do not fit %d ranks and its local shape" % (tuple(p.shape),
+                                                                       list(sizes), P))
+
+    def _muon(self, items):
+        comm = self._communicator(items[0][1].device)
         P, rank = comm.world_size, comm.rank
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
         entries, descs, keeps = [], [], []
@@ -259,21 +281,10 @@ class Muon(torch.optim.Optimizer):
             u = g2.lerp(buf, group["momentum"]) if group["nesterov"] else buf
             x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
             x.copy_(u)
-            tp_dim = getattr(p, "tpla_tp_dim", None)
-            if tp_dim is not None and P == 1 and len(p.tpla_tp_sizes) > 1:
-                raise InvalidArgumentError(
-                    "tpla.torch.Muon: parameter %s is a tensor-parallel shard over %d ranks; "
-                    "pass comm= (with distribute=True) so that its Newton-Schulz sees the "
-                    "whole matrix" % (tuple(p.shape), len(p.tpla_tp_sizes)))
-            tp_dim = tp_dim if P > 1 else None
+            tp_dim = getattr(p, "tpla_tp_dim", None) if P > 1 else None  # checked above
             rows, cols = x.shape
             if tp_dim is not None:
                 sizes = p.tpla_tp_sizes
-                if len(sizes) != P or sizes[rank] != x.shape[tp_dim]:
-                    raise InvalidArgumentError(
-                        "tpla.torch.Muon: parameter %s is marked as a shard with sizes %s, "
-                        "which do not fit %d ranks and its local shape" % (tuple(p.shape),
-                                                                           list(sizes), P))
                 shard, view, split = tp_dim, x, None
                 rows, cols = (sum(sizes), cols) if tp_dim == 0 else (rows, sum(sizes))
             else:

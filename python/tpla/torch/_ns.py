@@ -143,6 +143,10 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
             raise InvalidArgumentError("%s: argument 'out' requires grad; Newton-Schulz is not "
                                        "differentiable, write into a tensor that does not" % fn)
     om = matrix(out, fn, "out")
+    for table, value, arg in ((_lib.NS_ALGO, algorithm, "algorithm"),
+                              (_lib.NS_ITERATION, iteration, "iteration"),
+                              (_lib.NS_GRAM_SUM, gram_sum, "gram_sum")):
+        _named(table, value, fn, arg)  # before the cache: a bad value must not reach a collective
     key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
            algorithm, iteration, gram_sum, shard_sizes)
 
