@@ -3,7 +3,10 @@
 A Muon step orthogonalizes one matrix per layer, many of them small: there
 each NS call is a few dozen short kernels, and the host's launches, not the
 GPU, can set the pace. This times, on one GPU in one process, per call:
-  tpla eager    tpla.torch.newton_schulz, calls back to back on the stream;
+  tpla eager    tpla.torch.newton_schulz, calls back to back on the stream,
+                with its default fp32 Gram and with a bf16 Gram (the
+                reference's precision), the cost model's iteration, and
+                (bf16 Gram) each iteration forced: x, and gram ("gramit");
   tpla graph    the same call captured once into a torch.cuda.CUDAGraph,
                 replayed back to back;
   torch eager   the PyTorch Muon reference (bench/ns_torch.py's ns_local);
@@ -11,8 +14,8 @@ GPU, can set the pace. This times, on one GPU in one process, per call:
 Each is the wall time of a loop of --iters calls between two CUDA events,
 divided by --iters (so host gaps count), median of --rounds loops after a
 warm-up; 5 steps, Muon coefficients, bf16, the same random input for all
-four (small matrices stay in L2 whichever runs). Prints a table with the
-ratios tpla graph / torch graph and graph / eager.
+variants (small matrices stay in L2 whichever runs). Prints a table with
+the ratios graph / eager and graph / the reference's graph.
 
   python3 bench/ns_graph_bench.py [--shapes 256x256,1024x1024] [--iters 200]
 """
@@ -67,29 +70,34 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(1234)
     print("# CUDA graphs and Newton-Schulz on one GPU (%s, torch %s): us per call, the wall "
-          "time of %d back-to-back calls / %d, median of %d rounds; 5 steps, Muon, bf16"
+          "time of %d back-to-back calls / %d, median of %d rounds; 5 steps, Muon, bf16 input"
           % (torch.cuda.get_device_name(), torch.__version__, args.iters, args.iters,
              args.rounds))
-    print("# %10s %12s %12s %12s %12s %10s %10s %10s" % (
-        "shape", "tpla_eager", "tpla_graph", "torch_eager", "torch_graph", "tpla_g/e",
-        "torch_g/e", "tpla/torch"))
+    print("# %10s %-16s %10s %10s %9s %12s" % ("shape", "variant", "eager", "graph",
+                                                "graph/eag", "graph/torch"))
     for shape in args.shapes.split(","):
         m, n = (int(v) for v in shape.split("x"))
         x = torch.randn(m, n, device="cuda").bfloat16()
         out = torch.empty_like(x)
-        ours = lambda: tt.newton_schulz(x, out=out)  # noqa: E731
-        theirs = lambda: ns_local(x, 5)  # noqa: E731
-        row = {}
-        for name, fn in (("tpla", ours), ("torch", theirs)):
+        variants = (  # the PyTorch reference last: the others are compared with its graph
+            ("tpla_gram_fp32", lambda: tt.newton_schulz(x, out=out)),
+            ("tpla_gram_bf16", lambda: tt.newton_schulz(x, out=out, gram_dtype=x.dtype)),
+            ("tpla_bf16_x", lambda: tt.newton_schulz(x, out=out, gram_dtype=x.dtype,
+                                                     iteration="x")),
+            ("tpla_bf16_gramit", lambda: tt.newton_schulz(x, out=out, gram_dtype=x.dtype,
+                                                          iteration="gram")),
+            ("torch", lambda: ns_local(x, 5)))
+        rows = []
+        for name, fn in variants:
             for _ in range(3):
                 fn()
-            row[name + "_eager"] = per_call_us(fn, args.iters, args.rounds)
-            row[name + "_graph"] = per_call_us(captured(fn), args.iters, args.rounds)
+            rows.append((name, per_call_us(fn, args.iters, args.rounds),
+                         per_call_us(captured(fn), args.iters, args.rounds)))
         torch.cuda.synchronize()
-        print("  %10s %12.1f %12.1f %12.1f %12.1f %10.3f %10.3f %10.3f" % (
-            shape, row["tpla_eager"], row["tpla_graph"], row["torch_eager"], row["torch_graph"],
-            row["tpla_graph"] / row["tpla_eager"], row["torch_graph"] / row["torch_eager"],
-            row["tpla_graph"] / row["torch_graph"]), flush=True)
+        anchor = rows[-1][2]
+        for name, eager, graph in rows:
+            print("  %10s %-16s %10.1f %10.1f %9.3f %12.3f" % (
+                shape, name, eager, graph, graph / eager, graph / anchor), flush=True)
 
 
 if __name__ == "__main__":
