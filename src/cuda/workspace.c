@@ -8,6 +8,18 @@
 
 #include <stdlib.h>
 
+/* ws->ptr is freed after the work already on `stream`; ws becomes empty. */
+static tpla_status_t free_current(tpla_cuda_workspace_t *ws, cudaStream_t stream,
+                                  const char *fn) {
+  void *p = ws->ptr;
+  ws->ptr = NULL;
+  ws->bytes = 0;
+  ws->captured = false;
+  if (p != NULL)
+    CUDA_TRY(fn, cudaFreeAsync(p, stream));
+  return TPLA_SUCCESS;
+}
+
 /* ws->ptr stays allocated for the graphs that captured it; ws becomes empty. */
 static tpla_status_t keep_for_graphs(tpla_cuda_workspace_t *ws, const char *fn) {
   void **grown = realloc(ws->kept, sizeof *grown * (size_t)(ws->nkept + 1));
@@ -42,7 +54,7 @@ tpla_status_t tpla_cuda_workspace_reserve(tpla_cuda_workspace_t *ws, size_t byte
                      "uncaptured first", ws->bytes, rounded);
   /* Free first so the pool can hand the same memory back: peak usage stays
    * at the new size rather than old + new. */
-  TPLA_TRY(ws->captured ? keep_for_graphs(ws, fn) : tpla_cuda_workspace_release(ws, stream, fn));
+  TPLA_TRY(ws->captured ? keep_for_graphs(ws, fn) : free_current(ws, stream, fn));
   void *p = NULL;
   cudaError_t e = cudaMallocAsync(&p, rounded, stream);
   if (e != cudaSuccess) {
@@ -68,14 +80,8 @@ tpla_status_t tpla_cuda_workspace_release(tpla_cuda_workspace_t *ws, cudaStream_
   free(ws->kept);
   ws->kept = NULL;
   ws->nkept = 0;
-  ws->captured = false;
-  if (ws->ptr == NULL)
-    return first;
-  void *p = ws->ptr;
-  ws->ptr = NULL;
-  ws->bytes = 0;
-  CUDA_TRY(fn, cudaFreeAsync(p, stream));
-  return first;
+  tpla_status_t current = free_current(ws, stream, fn);
+  return first != TPLA_SUCCESS ? first : current;
 }
 
 tpla_status_t tpla_cuda_ctx_scratch(tpla_ctx_t ctx, size_t bytes, void *stream, void **ptr) {

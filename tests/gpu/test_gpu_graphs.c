@@ -7,7 +7,7 @@
  *   - tpla_gemm, bf16 and FP8 with B staged (op N), captured on another
  *     stream than the context's last GEMM (run 151: the capture was
  *     invalidated), the FP8 GEMM again on a stream forked into the capture;
- *     uncaptured GEMMs on a third stream afterwards, and one that grows the
+ *     uncaptured GEMMs on a third stream afterwards, and two that grow the
  *     FP8 scratch past what the graph captured (kept for the graph);
  *   - tpla_ns_execute_out (2 GPUs: a plan with gram_sum COLLECTIVE);
  *   - tpla_ag_gemm, tpla_gemm_rs and tpla_gemm_ar (2 GPUs: transport
@@ -184,10 +184,11 @@ static int captured_calls(tpla_ctx_t ctx, const gemm_bufs_t *g, cudaStream_t cap
          CUDA_FAILED(cudaStreamWaitEvent(cap, join, 0));
 }
 
-/* An uncaptured FP8 GEMM whose staged B^T (4 MiB) outgrows the scratch the
- * graph captured (2 MiB): the old buffer must stay allocated for the graph. */
-static int grow_scratch(rank_env_t *e) {
-  enum { K = 2048, N = 2048, M = 64 };
+/* An uncaptured FP8 GEMM whose staged B^T (K x K bytes) outgrows the
+ * scratch: after a capture the captured buffer must stay allocated for the
+ * graph, through this growth and the next ones. */
+static int grow_scratch(rank_env_t *e, int64_t K) {
+  const int64_t N = K, M = 64;
   bool failed = false;
   void *a = team_alloc(e, (size_t)M * K, &failed), *b = team_alloc(e, (size_t)K * N, &failed);
   void *d = team_alloc(e, (size_t)M * N * 2, &failed);
@@ -238,7 +239,7 @@ static int gemm_body(rank_env_t *e, void *arg) {
     /* an uncaptured GEMM after the capture, on a third stream */
     failed = failed || TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, third)) ||
              sync_stream_timeout(third, TEAM_DRAIN_S, "third stream") || team_drain(e, "first") ||
-             grow_scratch(e);
+             grow_scratch(e, 2048) || grow_scratch(e, 3072); /* 2 MiB captured, then 4, 9 */
   }
   for (int round = 1; round <= ROUNDS && !failed; round++) {
     failed = upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, round, 1 + r, a) ||
