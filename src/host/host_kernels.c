@@ -1,9 +1,10 @@
 /*
  * host_kernels.c - the elementwise building blocks of the algorithms on the
- * host executor (the backend's axpby, sumsq, scale_by_norm, mirror_upper;
- * see internal.h). Views are validated by their callers. Math is fp32 like
- * the CUDA kernels', except that sumsq and the norm's divisor are fp64, as
- * there (the CUDA kernels sum in another order).
+ * host executor (the backend's axpby, sumsq, scale_by_norm, zero,
+ * mirror_upper; see internal.h). Views are validated by their callers.
+ * Math is fp32 like the CUDA kernels', except the norm's: the sum of
+ * squares, the divisor D and x (1/D) are fp64 there and here (the CUDA
+ * kernels sum in another order).
  */
 #include "host.h"
 
