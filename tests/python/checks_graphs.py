@@ -10,6 +10,14 @@ the local GEMM (tt.local_gemm), an AllGather+GEMM (tt.ag_gemm with transport
 SENDRECV, and its gathered view), Newton-Schulz (tt.newton_schulz, bf16,
 256 x 512 per rank, rows sharded) and a Muon step (parameters and momentum
 buffers after a replay against an eager step from the same state).
+The tensor-parallel layers: a bf16 MLP (ColumnParallelLinear 512 -> 1024, gelu,
+RowParallelLinear 1024 -> 512; 256 sequence rows per rank) graphed, forward and
+backward, by torch.cuda.make_graphed_callables (its own warm-up makes the plans
+and main_grad; capture_error_mode where it takes one), against an identical
+eager MLP on the same inputs and output gradients: output, input gradient and
+parameter gradients bit for bit, or with accumulate_main_grad the weights'
+main_grad accumulated over the rounds; the output against float64. SENDRECV,
+with weight.grad and with main_grad; on one rank the default options too.
 Refusals, each an InvalidUsageError raised before anything was enqueued: a
 call that needs a new plan, Muon steps without state or with AdamW parameters
 (the package's guards); the PEER transport (the C library): an AllGather+GEMM
@@ -20,6 +28,8 @@ made with gram_sum="collective" is captured. Every rank makes the same calls
 in the same order.
 """
 import contextlib
+import gc
+import inspect
 import os
 
 import numpy as np
@@ -295,6 +305,120 @@ def _check_muon(comm, rank, world):
     return {"max_step": moved}
 
 
+# ---- the tensor-parallel layers ---------------------------------------------------------
+
+class _Mlp(torch.nn.Module):
+    """ColumnParallelLinear -> gelu -> RowParallelLinear (bf16), its input and output
+    split along the sequence; both layers load `full` ((W1, b1), (W2, b2), every rank's)."""
+
+    def __init__(self, comm, full, main_grad, options):
+        super().__init__()
+        (w1, b1), (w2, b2) = full
+        kw = dict(dtype=BF16, accumulate_main_grad=main_grad, **options)
+        self.col = tt.ColumnParallelLinear(w1.shape[1], w1.shape[0], comm, **kw)
+        self.row = tt.RowParallelLinear(w2.shape[1], w2.shape[0], comm, **kw)
+        self.col.load_full(w1, b1)
+        self.row.load_full(w2, b2)
+
+    def forward(self, x):
+        return self.row(torch.nn.functional.gelu(self.col(x)))
+
+
+def _layers_rounds(comm, rank, world, main_grad, options, graph_kw):
+    """One MLP graphed by make_graphed_callables (which warms up on a side stream, making
+    the plans and main_grad, then captures forward and backward), an identical one eager;
+    ROUNDS rounds of forward+backward on both from the same inputs and output gradients."""
+    dev = comm.device
+    s, h, f = 256, 512, 1024  # sequence rows per rank, hidden, ffn
+    full = [(seeded((f, h), 1100, dtype=BF16, device=dev, scale=h ** -0.5),
+             seeded((f,), 1101, dtype=BF16, device=dev, scale=0.1)),
+            (seeded((h, f), 1102, dtype=BF16, device=dev, scale=f ** -0.5),
+             seeded((h,), 1103, dtype=BF16, device=dev, scale=0.1))]
+    graphed, eager = _Mlp(comm, full, main_grad, options), _Mlp(comm, full, main_grad, options)
+    before = set(comm._plans)
+    sample = seeded((s, 1, h), 1104 + rank, dtype=BF16, device=dev).requires_grad_(True)
+    # main_grad: the weights get no gradient from autograd (the backward adds into main_grad)
+    graphed = torch.cuda.make_graphed_callables(graphed, (sample,), allow_unused_input=main_grad,
+                                                **graph_kw)  # the module, its forward graphed
+    xport = {v: k for k, v in _lib.TRANSPORT.items()}
+    made = [p for key, p in comm._plans.items() if key not in before]
+    transports = sorted({xport.get(p.info["transport"], p.info["transport"]) for p in made})
+    weights = ("col.weight", "row.weight")
+    if main_grad:  # the graph adds into the warm-up's main_grad tensors: zero them in place
+        for m in (graphed, eager):
+            for name, p in m.named_parameters():
+                if name in weights:
+                    if getattr(p, "main_grad", None) is None:
+                        p.main_grad = torch.zeros(p.shape, dtype=torch.float32, device=dev)
+                    p.main_grad.zero_()
+
+    def step(m, x_mine, dy):
+        for p in m.parameters():
+            p.grad = None
+        x = x_mine.clone().requires_grad_(True)
+        y = m(x)
+        y.backward(dy)
+        got = {"output": y.detach().clone(), "input grad": x.grad}
+        for name, p in m.named_parameters():
+            got[name + ".grad"] = p.grad
+            if main_grad and name in weights:
+                got[name + ".main_grad"] = p.main_grad.clone()  # accumulates over the rounds
+        return got
+
+    worst, grown = 0.0, 0.0
+    last = None
+    for r in range(ROUNDS):
+        x_full = seeded((s * world, 1, h), 1110 + r, dtype=BF16, device=dev)
+        x_mine = x_full[rank * s:(rank + 1) * s]
+        dy = seeded((s, 1, h), 1120 + 10 * r + rank, dtype=BF16, device=dev)
+        replayed, want = step(graphed, x_mine, dy), step(eager, x_mine, dy)
+        for name, w in want.items():
+            got = replayed[name]
+            assert (got is None) == (w is None) and (w is None or torch.equal(got, w)), (
+                "round %d: %s of the graphed layers differs from the eager ones" % (r, name))
+        for name in weights:
+            assert (want[name + ".grad"] is None) == main_grad, (
+                "round %d: %s.grad with accumulate_main_grad=%s" % (r, name, main_grad))
+            if main_grad:
+                mg = want[name + ".main_grad"]
+                grown = max(grown, float((mg - (0 if last is None else last[name])).abs().max()))
+        last = {name: want[name + ".main_grad"] for name in weights} if main_grad else None
+        with torch.no_grad():  # float64: x W1^T + b1 -> gelu -> W2^T + b2, this rank's rows
+            (w1, b1), (w2, b2) = [(w.double(), b.double()) for w, b in full]
+            hid = torch.nn.functional.gelu(x_full.reshape(-1, h).double() @ w1.t() + b1)
+            ref = (hid @ w2.t() + b2)[rank * s:(rank + 1) * s].cpu().numpy()
+        err = _rel(replayed["output"].reshape(s, h), ref)
+        assert err < 3e-2, "round %d: relative max error %.3g against float64" % (r, err)
+        worst = max(worst, err)
+    out = {"rel_err": worst, "plans_made": len(made), "transports": transports,
+           "fallback_gathers": eager.row.fallback_gathers}
+    if main_grad:
+        assert grown > 0, "the graphed backward added nothing to main_grad"
+        out["max_main_grad_step"] = grown
+    return out
+
+
+def _check_layers(comm, rank, world):
+    """The MLP of the layers under make_graphed_callables: weight.grad and main_grad
+    (accumulate_main_grad) with SENDRECV (capturable on any number of ranks), and on one
+    rank the default options too (AUTO's PEER has no flags there)."""
+    # make_graphed_callables captured in global mode only before it took capture_error_mode
+    takes = "capture_error_mode" in inspect.signature(torch.cuda.make_graphed_callables).parameters
+    graph_kw = {"capture_error_mode": MODE} if takes else {}
+    sendrecv = dict(mode="overlap", transport="sendrecv")
+    variants = [("sendrecv", False, sendrecv), ("sendrecv_main_grad", True, sendrecv)]
+    if world == 1:
+        variants.append(("default", False, {}))
+    out = {"capture_error_mode": graph_kw.get("capture_error_mode", "global")}
+    for name, main_grad, options in variants:
+        out[name] = _layers_rounds(comm, rank, world, main_grad, options, graph_kw)
+        # older torch installs a graphed forward that refers to the module (a cycle holding
+        # the graphs, freed by the cyclic GC whenever it runs): free them now, uncaptured
+        torch.cuda.synchronize()
+        gc.collect()
+    return out
+
+
 def check_graphs(rank, world, device):
     """tpla.torch's calls captured into CUDA graphs and replayed (module docstring)."""
     if device != "cuda":
@@ -305,6 +429,7 @@ def check_graphs(rank, world, device):
         out["ag_gemm"], peer = _check_ag_gemm(comm, rank, world)
         out["ns"] = _check_ns(comm, rank, world, peer)
         out["muon"] = _check_muon(comm, rank, world)
+        out["layers"] = _check_layers(comm, rank, world)
         out["capture_error_mode"] = MODE
     finally:
         torch.cuda.synchronize()
