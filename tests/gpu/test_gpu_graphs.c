@@ -62,6 +62,13 @@ static int upload_rows(void *dev, tpla_dtype_t dtype, int64_t rows, int64_t cols
   return failed;
 }
 
+/* v rounded to bf16. */
+static double bf16(double v) {
+  uint16_t h;
+  tpla_store_elem(&h, TPLA_BFLOAT16, 0, v);
+  return tpla_load_elem(&h, TPLA_BFLOAT16, 0);
+}
+
 /* Nonzero (with a message) unless `bytes` at a and b, device memory, are equal. */
 static int differ(int rank, const char *what, const void *a, const void *b, size_t bytes) {
   unsigned char *ha = malloc(bytes), *hb = malloc(bytes);
@@ -371,11 +378,8 @@ static int ns_body(rank_env_t *e, void *arg) {
     double *whole = round_matrix(NM, NN, round, 41);
     failed = whole == NULL || upload_rows(dx, TPLA_BFLOAT16, rows, NN, row0, round, 41, NULL);
     if (!failed) { /* the reference of the bf16-rounded whole matrix */
-      for (int64_t i = 0; i < NM * NN; i++) {
-        uint16_t v;
-        tpla_store_elem(&v, TPLA_BFLOAT16, 0, whole[i]);
-        ref[i] = tpla_load_elem(&v, TPLA_BFLOAT16, 0);
-      }
+      for (int64_t i = 0; i < NM * NN; i++)
+        ref[i] = bf16(whole[i]);
       failed = !ref_ns_f64(ref, NM, NN, table, 5, 1.0, (double)1e-7f);
     }
     free(whole);
@@ -475,12 +479,6 @@ static void ovl_destroy(ovl_t *o) {
   case OVL_RS: tpla_gemm_rs_plan_destroy(o->plan); break;
   default: tpla_gemm_ar_plan_destroy(o->plan);
   }
-}
-
-static double bf16(double v) {
-  uint16_t h;
-  tpla_store_elem(&h, TPLA_BFLOAT16, 0, v);
-  return tpla_load_elem(&h, TPLA_BFLOAT16, 0);
 }
 
 /* This rank's D of the round in float64 (d_rows x ON), and |A||B| beside it:
