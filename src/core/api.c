@@ -368,7 +368,7 @@ tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t a, tpla_o
   if (empty && ga.fp8.d_amax == NULL)
     return tpla_ctx_check(ctx, fn); /* a no-op, but not on a failed context */
   tpla_gemm_call_t call = {d, a, b, op_a, op_b, m, n, k, ga.alpha, ga.beta, ga.allow_tf32,
-                           ga.fp8, NULL};
+                           ga.fp8, NULL, {0}};
   /* a local GEMM waits for no peer: the watchdog need not follow it */
   TPLA_TRY(tpla_call_begin(ctx, fn, false, stream));
   /* the amax of no elements is 0 */

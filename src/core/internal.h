@@ -82,6 +82,16 @@ tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *
 
 /* ---- the context and its executor --------------------------------------- */
 
+/* `count` matrices laid out `stride` bytes apart: an operation on a batch
+ * applies to the view given (matrix 0) and to the same view shifted by
+ * j * stride bytes, j < count. count <= 1 is one matrix. The stride is a
+ * multiple of 256 (every operand's alignment carries over). */
+typedef struct {
+  int count;
+  size_t stride;
+} tpla_batch_t;
+#define TPLA_BATCH_MAX 65535 /* a CUDA grid's y extent */
+
 /* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta C.
  * fp8 is TPLA_FP8_SCALING_INIT unless A is FP8 (then as tpla_gemm_args_t
  * says; scale_mode is TENSOR: MXFP8 is refused before any backend).
@@ -96,6 +106,7 @@ typedef struct {
   int allow_tf32;
   tpla_fp8_scaling_t fp8;
   const tpla_matrix_t *c;
+  tpla_batch_t batch; /* strided batch (Newton-Schulz groups); not FP8 */
 } tpla_gemm_call_t;
 
 typedef struct tpla_backend {
@@ -132,9 +143,10 @@ typedef struct tpla_backend {
   void (*mem_free)(tpla_ctx_t ctx, void *ptr);
   /* y = alpha * x + beta * y elementwise over equal-shaped views of any
    * float dtypes (math in fp32; beta == 0 never reads y). With alpha = 1,
-   * beta = 0 this is a strided copy with dtype conversion. */
+   * beta = 0 this is a strided copy with dtype conversion. Over a batch,
+   * each pair of views the same way. */
   tpla_status_t (*axpby)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                         float beta, void *stream);
+                         float beta, tpla_batch_t batch, void *stream);
   /* *sumsq (one fp64 in executor memory) = sum of x(i,j)^2, summed in fp64:
    * the square of an fp32 entry above ~1.8e19 overflows fp32. */
   tpla_status_t (*sumsq)(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
@@ -145,8 +157,10 @@ typedef struct tpla_backend {
   /* y = 0, any dtype; y is not read (it may hold NaN). */
   tpla_status_t (*zero)(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
   /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
-   * which the upper triangle, diagonal included, was computed). */
-  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+   * which the upper triangle, diagonal included, was computed); each of a
+   * batch. */
+  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
+                                void *stream);
   /* Personalized all-to-all: rank r sends send_counts[q] elements from
    * send + send_displs[q] to rank q, and receives recv_counts[q] elements
    * from rank q into recv + recv_displs[q] (elements; nranks entries each). */
@@ -231,6 +245,10 @@ struct tpla_ctx {
   tpla_ctx_counters_t counters;
   struct ovl_group *ovl_groups; /* the overlap plans' window groups (src/core/overlap_group.c) */
   tpla_ctx_failure_t failure;   /* set once the context is aborted (ctx_fail.c) */
+  /* The batch the Newton-Schulz engine's GEMMs, copies and mirrors apply to
+   * (src/core/ns_iter.c): set by a batched plan's group run around its
+   * iteration only, else {0}. A context serves one thread at a time. */
+  tpla_batch_t ns_batch;
 };
 
 /* True once the context has failed (no message; tpla_ctx_check gives one). */

@@ -253,8 +253,10 @@ tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, 
                            bool allreduce, float safety, float eps, void *stream);
 
 /* Backend wrappers that skip empty views. */
+/* The engine's backend calls: each applies to ctx->ns_batch (internal.h). */
 tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
                        void *stream);
+tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
 /* op(d) = alpha op(a) op(b) + beta op(d); ns_gemm_tf32 may use TF32 for
  * fp32 operands when tf32 != 0 */
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
@@ -462,6 +464,22 @@ tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream);
 
 /* Normalize x into out and run the plan's algorithm on out (validated). */
 tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream);
+
+/* ---- a batch's whole matrices iterated together (ns_group.c) ------------ */
+
+typedef struct ns_groups ns_groups_t;
+/* Groups among the plans with whole[i] (orthogonalized whole on this rank);
+ * plans must outlive the groups. */
+tpla_status_t ns_groups_create(ns_groups_t **out, tpla_ctx_t ctx, tpla_ns_plan_t *plans,
+                               const bool *whole, int count, const char *fn);
+void ns_groups_free(ns_groups_t *gs); /* accepts NULL */
+size_t ns_groups_bytes(const ns_groups_t *gs); /* the workspace the groups need */
+bool ns_groups_has(const ns_groups_t *gs, int i); /* matrix i runs in a group */
+void ns_groups_bind(ns_groups_t *gs, void *base); /* ns_groups_bytes at base */
+/* Every group's matrices, matrix i from and back to views[i] (its whole
+ * matrix, m x n); sumsq: one fp64 of scratch. */
+tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, double *sumsq,
+                            void *stream);
 
 /* ns_dist.c: setup of the chosen algorithm (iteration, buffers, counts)
  * and its run on a normalized shard (at `start`: x or the temp), the

@@ -12,6 +12,9 @@
  * Owners win for many small matrices (no per-step collectives, no
  * per-matrix latency); distributed wins for large ones (FLOPs / P).
  * Both phases run one after the other, so they share one workspace.
+ * The matrices a rank orthogonalizes whole (every one on one rank, its
+ * owned ones on more) that share shape and iteration run together in
+ * groups (ns_group.c).
  */
 #include "ns.h"
 
@@ -38,7 +41,9 @@ struct tpla_ns_batch_plan {
   ns_iter_t *iters; /* per matrix owned here */
   size_t *a2a;      /* bytes: send counts, send displs, recv counts, recv displs */
   span_t *spans;    /* execute's overlap check, sorted by start */
-  size_t off_send, off_stage, off_gram, off_sumsq, stage_bytes;
+  ns_groups_t *groups;
+  tpla_matrix_t *whole; /* per grouped matrix: where it is whole during a call */
+  size_t off_send, off_stage, off_gram, off_sumsq, off_groups, stage_bytes;
   size_t ws_bytes;
   void *ws;
 };
@@ -148,6 +153,19 @@ static tpla_status_t decide(struct tpla_ns_batch_plan *b) {
   return st;
 }
 
+/* The matrices this rank orthogonalizes whole: its owned ones, or every
+ * one on a single rank. */
+static tpla_status_t make_groups(struct tpla_ns_batch_plan *b, const char *fn) {
+  bool *whole = malloc(sizeof *whole * (size_t)b->count);
+  if (whole == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  for (int i = 0; i < b->count; i++)
+    whole[i] = b->ctx->nranks == 1 || b->owner[i] == b->ctx->rank;
+  tpla_status_t st = ns_groups_create(&b->groups, b->ctx, b->plans, whole, b->count, fn);
+  free(whole);
+  return st;
+}
+
 /* Workspace of the owner phase, from offset 0 of the shared base. */
 static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
   tpla_ctx_t ctx = b->ctx;
@@ -183,6 +201,8 @@ static void layout_owners(struct tpla_ns_batch_plan *b, ns_layout_t *L) {
     size_t e = tpla_dtype_size(p->desc.dtype);
     b->full_off[i] = full;
     full = add_bytes(full, pad((size_t)(p->M * p->N) * e));
+    if (ns_groups_has(b->groups, i))
+      continue; /* iterated in its group's slots */
     int64_t s = p->M < p->N ? p->M : p->N, l = p->M < p->N ? p->N : p->M;
     ns_layout_t g = {0};
     ns_iter_setup(&b->iters[i], mach, s, l, p->desc.dtype, p->desc.gram_dtype, NS_SUM_NONE,
@@ -211,6 +231,8 @@ static void batch_free(struct tpla_ns_batch_plan *b) {
   free(b->iters);
   free(b->a2a);
   free(b->spans);
+  ns_groups_free(b->groups);
+  free(b->whole);
   free(b);
 }
 
@@ -265,9 +287,10 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
   b->iters = calloc((size_t)count, sizeof *b->iters);
   b->a2a = calloc(4 * (size_t)P, sizeof *b->a2a);
   b->spans = calloc((size_t)count, sizeof *b->spans);
+  b->whole = calloc((size_t)count, sizeof *b->whole);
   tpla_status_t st = TPLA_SUCCESS;
   if (!b->plans || !b->owner || !b->send_off || !b->full_off || !b->iters || !b->a2a ||
-      !b->spans)
+      !b->spans || !b->whole)
     st = tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   /* Every rank takes part in every matrix's agreement (an allocation
    * failure above is the one case that breaks this; the others time out). */
@@ -278,9 +301,12 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
   }
   if (st == TPLA_SUCCESS)
     st = decide(b);
+  if (st == TPLA_SUCCESS)
+    st = make_groups(b, fn);
   if (st == TPLA_SUCCESS) {
     ns_layout_t owners = {0};
     layout_owners(b, &owners);
+    b->off_groups = ns_layout_take(&owners, ns_groups_bytes(b->groups));
     b->ws_bytes = owners.bytes;
     for (int i = 0; i < count; i++)
       if (b->owner[i] < 0 && b->plans[i]->layout.bytes > b->ws_bytes)
@@ -300,7 +326,11 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
       ns_plan_bind(b->plans[i], b->ws);
     else if (b->owner[i] == ctx->rank)
       ns_iter_bind(&b->iters[i], ns_at(b->ws, b->off_gram), ns_at(b->ws, b->off_stage));
+    if (b->owner[i] == ctx->rank && ns_groups_has(b->groups, i)) /* where it is unpacked */
+      b->whole[i] = ns_dense(ns_at(b->ws, b->full_off[i]), b->plans[i]->m, b->plans[i]->n,
+                             b->plans[i]->desc.dtype);
   }
+  ns_groups_bind(b->groups, ns_at(b->ws, b->off_groups));
   *plan = b;
   return TPLA_SUCCESS;
 }
@@ -369,8 +399,9 @@ static tpla_status_t run_owners(struct tpla_ns_batch_plan *b, const tpla_matrix_
   TPLA_TRY(ctx->backend->alltoallv(ctx, stage, rc, rd, send, sc, sd, TPLA_UINT8, stream));
   for (int pass = 0; pass < 2; pass++) { /* 0: unpack the blocks, 1: pack the results */
     if (pass == 1) {
+      TPLA_TRY(ns_groups_run(b->groups, b->whole, ns_at(b->ws, b->off_sumsq), stream));
       for (int i = 0; i < C; i++) {
-        if (b->owner[i] != me)
+        if (b->owner[i] != me || ns_groups_has(b->groups, i))
           continue;
         tpla_ns_plan_t p = b->plans[i];
         tpla_matrix_t X = ns_dense(ns_at(b->ws, b->full_off[i]), p->m, p->n, p->desc.dtype);
@@ -449,8 +480,10 @@ tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix
   TPLA_TRY(check_overlaps(fn, plan, xs));
   TPLA_TRY(tpla_call_begin(plan->ctx, fn, true, stream));
   tpla_status_t st = run_owners(plan, xs, stream);
+  if (st == TPLA_SUCCESS && plan->ctx->nranks == 1) /* the caller's matrices are whole */
+    st = ns_groups_run(plan->groups, xs, ns_at(plan->ws, plan->off_sumsq), stream);
   for (int i = 0; st == TPLA_SUCCESS && i < plan->count; i++)
-    if (plan->owner[i] < 0)
+    if (plan->owner[i] < 0 && !ns_groups_has(plan->groups, i))
       st = ns_plan_run(plan->plans[i], xs[i], xs[i], stream);
   tpla_call_end(plan->ctx, true, stream);
   return st;

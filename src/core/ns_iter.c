@@ -74,7 +74,11 @@ tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float a
                        void *stream) {
   if (y.rows == 0 || y.cols == 0)
     return TPLA_SUCCESS;
-  return ctx->backend->axpby(ctx, y, x, alpha, beta, stream);
+  return ctx->backend->axpby(ctx, y, x, alpha, beta, ctx->ns_batch, stream);
+}
+
+tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
+  return ctx->backend->mirror_upper(ctx, a, ctx->ns_batch, stream);
 }
 
 /* op(d) = alpha op(a) op(b) + beta op(c); c NULL: c is d. A separate c is
@@ -101,7 +105,7 @@ static tpla_status_t gemm_op(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opma
   tpla_gemm_call_t call = {.d = d.v, .a = a.v, .b = b.v, .op_a = a.t ? TPLA_OP_T : TPLA_OP_N,
                            .op_b = b.t ? TPLA_OP_T : TPLA_OP_N, .m = m, .n = n, .k = k,
                            .alpha = alpha, .beta = beta, .allow_tf32 = tf32, /* fp8: none */
-                           .c = c != NULL ? &c->v : NULL};
+                           .c = c != NULL ? &c->v : NULL, .batch = ctx->ns_batch};
   return ctx->backend->gemm(ctx, &call, stream);
 }
 
@@ -146,6 +150,8 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
                              int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
                              float beta, void *stream) {
   int64_t s = dst.rows, t = (s + nb - 1) / nb;
+  if (pack != NULL && ctx->ns_batch.count > 1)
+    return tpla_fail(TPLA_ERROR_INTERNAL, "ns_sym_product", "a batch is never all-reduced");
   void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
   size_t at = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t) {
@@ -367,13 +373,13 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_gram(ctx, it, g1, place[at], stream));
         break;
       case NS_OP_MIRROR_GRAM:
-        TPLA_TRY(ctx->backend->mirror_upper(ctx, g1, stream));
+        TPLA_TRY(ns_mirror(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
           TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
                                   b, stream));
-          TPLA_TRY(ctx->backend->mirror_upper(ctx, g2, stream));
+          TPLA_TRY(ns_mirror(ctx, g2, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }

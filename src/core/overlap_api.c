@@ -327,7 +327,7 @@ tpla_status_t tpla_allgather_rows(tpla_ctx_t ctx, tpla_matrix_t gathered, tpla_m
   tpla_status_t st = tpla_call_begin(ctx, fn, true, stream);
   if (st == TPLA_SUCCESS) {
     if (!in_place && place.rows > 0 && place.cols > 0)
-      st = ctx->backend->axpby(ctx, place, a_local, 1.0f, 0.0f, stream);
+      st = ctx->backend->axpby(ctx, place, a_local, 1.0f, 0.0f, (tpla_batch_t){0}, stream);
     if (st == TPLA_SUCCESS && total > 0 && gathered.cols > 0) {
       char *send = (char *)gathered.data +
                    (size_t)offset * (size_t)gathered.cols * tpla_dtype_size(t);

@@ -139,8 +139,11 @@ void tpla_cuda_mem_free(tpla_ctx_t ctx, void *ptr) {
 
 /* ---- elementwise and reductions -------------------------------------------------------- */
 
+/* A batch's count for the launchers: at least 1. */
+static int members(tpla_batch_t batch) { return batch.count > 1 ? batch.count : 1; }
+
 tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                              float beta, void *stream) {
+                              float beta, tpla_batch_t batch, void *stream) {
   static const char fn[] = "tpla_cuda_axpby";
   if (!tpla_ops_float_dtype(y.dtype))
     return unsupported(fn, "y", &y);
@@ -152,7 +155,8 @@ tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, 
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = tpla_launch_axpby(y, x, alpha, beta, st->max_blocks, (cudaStream_t)stream);
+  cudaError_t e = tpla_launch_axpby(y, x, alpha, beta, members(batch), batch.stride,
+                                    st->max_blocks, (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "axpby kernel", &y, "y", &x, "x");
 }
@@ -203,7 +207,8 @@ tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   return tpla_cuda_status(e, fn, "cudaMemset2DAsync");
 }
 
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
+                                     void *stream) {
   static const char fn[] = "tpla_cuda_mirror_upper";
   if (a.rows <= 1 || a.cols <= 1)
     return TPLA_SUCCESS; /* nothing below the diagonal */
@@ -211,7 +216,8 @@ tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stre
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = tpla_launch_mirror_upper(a, st->max_blocks, (cudaStream_t)stream);
+  cudaError_t e = tpla_launch_mirror_upper(a, members(batch), batch.stride, st->max_blocks,
+                                           (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "mirror-upper kernel", &a, "a", NULL, NULL);
 }

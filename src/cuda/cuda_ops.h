@@ -57,9 +57,9 @@ tpla_status_t tpla_cuda_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr);
 /* cudaFree; accepts NULL; errors are dropped (nothing to report them to). */
 void tpla_cuda_mem_free(tpla_ctx_t ctx, void *ptr);
 /* y = alpha x + beta y; fp32, fp16, bf16 in any mix (NOT_SUPPORTED
- * otherwise); beta == 0 never reads y. */
+ * otherwise); beta == 0 never reads y; each member of a batch. */
 tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                              float beta, void *stream);
+                              float beta, tpla_batch_t batch, void *stream);
 /* *sumsq (device fp64) = sum of x(i,j)^2, bitwise the same on every run of
  * the same shape on the same device. */
 tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
@@ -69,8 +69,9 @@ tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matr
                                       const double *sumsq, float safety, float eps, void *stream);
 /* y = 0 (bytes), any dtype; y is not read. */
 tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
-/* a(i, j) = a(j, i) for i > j; any dtype. */
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+/* a(i, j) = a(j, i) for i > j; any dtype; each member of a batch. */
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
+                                     void *stream);
 /* NCCL group of ncclSend/ncclRecv per peer (zero counts skipped; bytes as
  * ncclUint8), the own block copied with cudaMemcpyAsync. On a non-blocking
  * communicator the group's enqueue is polled (tpla_nccl_finish) for at most

@@ -171,7 +171,7 @@ tpla_status_t tpla_lt_run_ctx(tpla_cuda_ctx_t *impl, tpla_lt_plan_t *p,
 static tpla_status_t gemm_k0(tpla_ctx_t ctx, const tpla_gemm_call_t *g, const tpla_matrix_t *c,
                              cudaStream_t stream, const char *fn) {
   if (c != NULL) /* D = beta C */
-    return tpla_cuda_axpby(ctx, g->d, *c, g->beta, 0.0f, stream);
+    return tpla_cuda_axpby(ctx, g->d, *c, g->beta, 0.0f, g->batch, stream);
   if (g->beta == 1.0f)
     return TPLA_SUCCESS;
   return tpla_cuda_status(tpla_cuda_scale_matrix(g->d.data, g->d.dtype, g->m, g->n, g->d.ld,
@@ -190,6 +190,8 @@ static tpla_status_t gemm_enqueue(tpla_ctx_t ctx, const tpla_gemm_call_t *g, cud
                      "(is %" PRId64 "x%" PRId64 " %s), inputs not FP8 (%s)",
                      g->m, g->n, tpla_dtype_name(g->d.dtype), c->rows, c->cols,
                      tpla_dtype_name(c->dtype), tpla_dtype_name(g->a.dtype));
+  if (g->batch.count > 1 && (tpla_lt_is_fp8(g->a.dtype) || g->k == 0))
+    return tpla_fail(TPLA_ERROR_INTERNAL, fn, "a batched GEMM needs half or fp32 inputs and k > 0");
   if (tpla_lt_is_fp8(g->a.dtype))
     return tpla_cuda_gemm_fp8(ctx, g, stream, fn);
   if (g->k == 0)
@@ -199,10 +201,15 @@ static tpla_status_t gemm_enqueue(tpla_ctx_t ctx, const tpla_gemm_call_t *g, cud
   /* the alignment of every row start, not only of the first (as the overlap
    * and FP8 paths do): the suspected cause of a misaligned-address fault on
    * 2 H200s (run 12) with a C apart from D, bf16 rows of odd ld */
-  key.align_a = tpla_lt_alignment(g->a.data, (size_t)g->a.ld * tpla_dtype_size(g->a.dtype));
-  key.align_b = tpla_lt_alignment(g->b.data, (size_t)g->b.ld * tpla_dtype_size(g->b.dtype));
-  key.align_d = tpla_lt_alignment(g->d.data, (size_t)g->d.ld * tpla_dtype_size(g->d.dtype));
-  key.align_c = c != NULL ? tpla_lt_alignment(c->data, (size_t)c->ld * tpla_dtype_size(c->dtype))
+  size_t stride = g->batch.count > 1 ? g->batch.stride : 0; /* every member's rows too */
+  key.align_a = tpla_lt_alignment(g->a.data,
+                                  (size_t)g->a.ld * tpla_dtype_size(g->a.dtype) | stride);
+  key.align_b = tpla_lt_alignment(g->b.data,
+                                  (size_t)g->b.ld * tpla_dtype_size(g->b.dtype) | stride);
+  key.align_d = tpla_lt_alignment(g->d.data,
+                                  (size_t)g->d.ld * tpla_dtype_size(g->d.dtype) | stride);
+  key.align_c = c != NULL ? tpla_lt_alignment(c->data, (size_t)c->ld * tpla_dtype_size(c->dtype) |
+                                                           stride)
                           : key.align_d;
   tpla_lt_operands_t ops = {.a = g->a.data, .b = g->b.data, .c = c != NULL ? c->data : NULL,
                             .d = g->d.data, .alpha = g->alpha, .beta = g->beta};

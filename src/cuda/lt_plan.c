@@ -59,6 +59,13 @@ void tpla_lt_key_from_call(tpla_lt_key_t *key, const tpla_gemm_call_t *g) {
   key->d_dtype = (int32_t)g->d.dtype;
   key->beta_zero = g->beta == 0.0f;
   key->tf32 = g->allow_tf32 && g->a.dtype == TPLA_FLOAT32;
+  if (g->batch.count > 1) { /* one byte stride: elements per operand type */
+    key->batch = g->batch.count;
+    key->stride_a = (int64_t)(g->batch.stride / tpla_dtype_size(g->a.dtype));
+    key->stride_b = (int64_t)(g->batch.stride / tpla_dtype_size(g->b.dtype));
+    key->stride_d = (int64_t)(g->batch.stride / tpla_dtype_size(g->d.dtype));
+    key->stride_c = key->stride_d; /* C has D's type */
+  }
   if (tpla_lt_is_fp8(g->a.dtype)) {
     key->fast_accum = g->fp8.accum == TPLA_FP8_ACCUM_FAST;
     key->fp8_pointers = (g->fp8.a_scale ? TPLA_LT_A_SCALE : 0) |
@@ -75,10 +82,13 @@ void tpla_lt_key_describe(char *buf, size_t size, const tpla_lt_key_t *k) {
   char c_part[48] = "";
   if (k->c_separate)
     snprintf(c_part, sizeof c_part, ", C apart with ld %" PRId64, k->ldc);
+  char batch[64] = "";
+  if (k->batch > 1)
+    snprintf(batch, sizeof batch, "%d x ", k->batch);
   snprintf(buf, size,
-           "m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ", A %s op %s ld %" PRId64 ", B %s op %s ld %"
+           "%sm=%" PRId64 " n=%" PRId64 " k=%" PRId64 ", A %s op %s ld %" PRId64 ", B %s op %s ld %"
            PRId64 ", D %s ld %" PRId64 "%s, beta %s%s%s%s%s, alignments A %u B %u C %u D %u",
-           k->m, k->n, k->k, tpla_dtype_name((tpla_dtype_t)k->a_dtype), op_name(k->op_a), k->lda,
+           batch, k->m, k->n, k->k, tpla_dtype_name((tpla_dtype_t)k->a_dtype), op_name(k->op_a), k->lda,
            tpla_dtype_name((tpla_dtype_t)k->b_dtype), op_name(k->op_b), k->ldb,
            tpla_dtype_name((tpla_dtype_t)k->d_dtype), k->ldd, c_part,
            k->beta_zero ? "0" : "nonzero", k->tf32 ? ", tf32" : "",
@@ -212,6 +222,22 @@ tpla_status_t tpla_lt_plan_build(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t 
   if (key->c_separate || fp8_out)
     LT_STEP(cublasLtMatrixLayoutCreate(&p->lay_c, c_type, (uint64_t)key->n, (uint64_t)key->m,
                                        key->c_separate ? key->ldc : key->ldd));
+  if (key->batch > 1) { /* cuBLASLt's A and B are our B and A */
+    const struct {
+      cublasLtMatrixLayout_t lay;
+      int64_t stride;
+    } members[4] = {{p->lay_a, key->stride_b}, {p->lay_b, key->stride_a},
+                    {p->lay_c, key->stride_c}, {p->lay_d, key->stride_d}};
+    for (int i = 0; i < 4; i++) {
+      if (members[i].lay == NULL)
+        continue;
+      LT_STEP(cublasLtMatrixLayoutSetAttribute(members[i].lay, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                               &key->batch, sizeof key->batch));
+      LT_STEP(cublasLtMatrixLayoutSetAttribute(members[i].lay,
+                                               CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                               &members[i].stride, sizeof members[i].stride));
+    }
+  }
   if (s == TPLA_SUCCESS)
     s = set_pointers(p, first, fn);
 #undef LT_STEP

@@ -52,9 +52,10 @@ typedef struct {
   int32_t c_separate; /* C is its own matrix (ldc, align_c), not D */
   int32_t fast_accum; /* FP8: CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1 */
   int32_t fp8_pointers; /* FP8: TPLA_LT_* bits */
-  int32_t unused;     /* keeps the size a multiple of 8, without padding */
+  int32_t batch;      /* strided batch: members (0 or 1: one GEMM) */
+  int64_t stride_a, stride_b, stride_c, stride_d; /* elements between members */
 } tpla_lt_key_t;
-_Static_assert(sizeof(tpla_lt_key_t) == 7 * 8 + 16 * 4, "tpla_lt_key_t must have no padding");
+_Static_assert(sizeof(tpla_lt_key_t) == 11 * 8 + 16 * 4, "tpla_lt_key_t must have no padding");
 
 /* The pointers of one call (ours: a is A, b is B). c NULL: C is D. */
 typedef struct {
@@ -98,7 +99,7 @@ uint32_t tpla_lt_alignment(const void *ptr, size_t extra);
 const tpla_matrix_t *tpla_lt_separate_c(const tpla_gemm_call_t *call);
 
 /* Fills the key's shape, op, leading dimension, dtype, beta and TF32 fields,
- * C's ld and c_separate (tpla_lt_separate_c) and, for FP8 inputs,
+ * the batch and its strides, C's ld and c_separate (tpla_lt_separate_c) and, for FP8 inputs,
  * fast_accum and fp8_pointers from a validated call; zeroes the rest
  * (alignments, bias: the caller's to set; a caller with its own C, as the
  * overlap transport, sets ldc and c_separate too). */

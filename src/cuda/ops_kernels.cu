@@ -126,11 +126,15 @@ template <typename TY, typename TX> struct AxpbyOp {
   float alpha, beta;
 
   __device__ __forceinline__ float setup() const { return 0.0f; }
-  template <int N> __device__ __forceinline__ void apply(int64_t r, int64_t c, float) const {
+  /* `off`: bytes to this block's member of a batch */
+  template <int N>
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, float, size_t off) const {
+    TY *yb = (TY *)((char *)y + off);
+    const TX *xb = (const TX *)((const char *)x + off);
     float xv[N], yv[N];
-    load_n<TX, N>(x + r * ldx + c, xv);
+    load_n<TX, N>(xb + r * ldx + c, xv);
     if (beta != 0.0f) { /* uniform branch: beta == 0 must not read y (NaN) */
-      load_n<TY, N>(y + r * ldy + c, yv);
+      load_n<TY, N>(yb + r * ldy + c, yv);
 #pragma unroll
       for (int k = 0; k < N; k++)
         yv[k] = fmaf(alpha, xv[k], beta * yv[k]);
@@ -139,7 +143,7 @@ template <typename TY, typename TX> struct AxpbyOp {
       for (int k = 0; k < N; k++)
         yv[k] = alpha * xv[k];
     }
-    store_n<TY, N>(y + r * ldy + c, yv);
+    store_n<TY, N>(yb + r * ldy + c, yv);
   }
 };
 
@@ -163,7 +167,7 @@ template <typename TY, typename TX> struct ScaleOp {
     return D == 0.0 ? 0.0 : 1.0 / D;
   }
   template <int N>
-  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv) const {
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv, size_t) const {
     float v[N];
     load_n<TX, N>(x + r * ldx + c, v);
 #pragma unroll
@@ -173,17 +177,20 @@ template <typename TY, typename TX> struct ScaleOp {
   }
 };
 
+/* Over a batch, grid row blockIdx.y walks member blockIdx.y, batch_stride
+ * bytes from the first. */
 template <int N, typename Op>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    elementwise_kernel(Op op, int64_t rows, int64_t chunks) {
+    elementwise_kernel(Op op, int64_t rows, int64_t chunks, size_t batch_stride) {
   Walk w(rows, chunks);
   if (!w.valid())
     return;
   /* setup() returns a per-thread constant, so op itself stays read-only in
    * the kernel's parameter space instead of being copied to registers. */
   const auto u = op.setup();
+  const size_t off = (size_t)blockIdx.y * batch_stride;
   for (; w.valid(); w.next())
-    op.template apply<N>(w.row, w.chunk * N, u);
+    op.template apply<N>(w.row, w.chunk * N, u, off);
 }
 
 /* ---- sum of squares ------------------------------------------------------------ */
@@ -277,8 +284,9 @@ __device__ __forceinline__ void lower_tile(int64_t k, int64_t &ti, int64_t &tj) 
  * is read whole before its lower part is written, by the same block. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles) {
+    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles, size_t batch_stride) {
   __shared__ W tile[kTile][kTile + 1]; /* +1: the transposed read is conflict-free */
+  a = (W *)((char *)a + (size_t)blockIdx.y * batch_stride); /* this grid row's member */
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (int64_t k = blockIdx.x; k < tri_tiles; k += gridDim.x) {
     int64_t ti, tj;
@@ -314,9 +322,11 @@ __global__ void __launch_bounds__(kThreads)
  * chunks, each chunk gathering E source rows) fall on distinct banks. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles) {
+    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles,
+                               size_t batch_stride) {
   constexpr int E = 16 / (int)sizeof(W), T = 8 * E, kChunks = 8 * T;
   __shared__ __align__(16) W tile[T * T];
+  a = (W *)((char *)a + (size_t)blockIdx.y * batch_stride);
   for (int64_t k = blockIdx.x; k < tri_tiles; k += gridDim.x) {
     int64_t ti, tj;
     lower_tile(k, ti, tj);
@@ -380,20 +390,33 @@ int grid_for(int64_t items, int max_blocks) {
   return blocks < 1 ? 1 : (int)blocks;
 }
 
-/* Launch an elementwise op over rows x cols with chunks of N elements, or of
- * one element when `vector` is false. */
+/* The grid over `count` members: grid_for's blocks shared among them, one
+ * grid row each. */
+dim3 batch_grid(int64_t items, int count, int max_blocks) {
+  const int per = max_blocks / count;
+  return dim3((unsigned)grid_for(items, per > 0 ? per : 1), (unsigned)count);
+}
+
+/* Launch an elementwise op over rows x cols (each of `count` members
+ * `stride` bytes apart) with chunks of N elements, or of one element when
+ * `vector` is false. */
 template <int N, typename Op>
-cudaError_t launch_elementwise(Op op, int64_t rows, int64_t cols, bool vector, int max_blocks,
-                               cudaStream_t stream) {
-  if (vector) {
-    const int64_t chunks = cols / N;
-    elementwise_kernel<N><<<grid_for(rows * chunks, max_blocks), kThreads, 0, stream>>>(
-        op, rows, chunks);
-  } else {
-    elementwise_kernel<1><<<grid_for(rows * cols, max_blocks), kThreads, 0, stream>>>(op, rows,
-                                                                                      cols);
-  }
+cudaError_t launch_elementwise(Op op, int64_t rows, int64_t cols, bool vector, int count,
+                               size_t stride, int max_blocks, cudaStream_t stream) {
+  const int64_t chunks = vector ? cols / N : cols;
+  const dim3 grid = batch_grid(rows * chunks, count, max_blocks);
+  if (vector)
+    elementwise_kernel<N><<<grid, kThreads, 0, stream>>>(op, rows, chunks, stride);
+  else
+    elementwise_kernel<1><<<grid, kThreads, 0, stream>>>(op, rows, chunks, stride);
   return cudaGetLastError();
+}
+
+/* The checks of a batch's launch: a grid row per member, and a stride that
+ * keeps every member's 16-byte alignment. */
+bool batch_ok(int count, size_t stride) {
+  constexpr int kMaxBatch = 65535; /* a grid's y extent (internal.h's TPLA_BATCH_MAX) */
+  return count >= 1 && count <= kMaxBatch && (count == 1 || stride % 256 == 0);
 }
 
 /* Elements per 16 bytes of the narrower of two types: the vector width. */
@@ -421,9 +444,12 @@ extern "C" int tpla_ops_float_dtype(tpla_dtype_t dtype) {
 }
 
 extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                                         float beta, int max_blocks, cudaStream_t stream) {
+                                         float beta, int count, size_t stride, int max_blocks,
+                                         cudaStream_t stream) {
   if (y.rows == 0 || y.cols == 0)
     return cudaSuccess;
+  if (!batch_ok(count, stride))
+    return cudaErrorInvalidValue;
   (void)cudaGetLastError(); /* report this launch's error, not a stale one */
   return with_float_type(y.dtype, [&](auto ty) {
     return with_float_type(x.dtype, [&](auto tx) {
@@ -431,8 +457,8 @@ extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float
       using TX = typename decltype(tx)::type;
       AxpbyOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, alpha, beta};
       return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
-                                                     can_vectorize<TY, TX>(y, x), max_blocks,
-                                                     stream);
+                                                     can_vectorize<TY, TX>(y, x), count, stride,
+                                                     max_blocks, stream);
     });
   });
 }
@@ -449,8 +475,8 @@ extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t 
       using TX = typename decltype(tx)::type;
       ScaleOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, sumsq, safety, eps};
       return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
-                                                     can_vectorize<TY, TX>(y, x), max_blocks,
-                                                     stream);
+                                                     can_vectorize<TY, TX>(y, x), 1, 0,
+                                                     max_blocks, stream);
     });
   });
 }
@@ -486,32 +512,35 @@ extern "C" cudaError_t tpla_launch_sumsq(double *sumsq, double *partials, tpla_m
 
 /* One of the two mirror kernels for element word W. */
 template <typename W>
-cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int max_blocks,
-                          cudaStream_t stream) {
+cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int count, size_t stride,
+                          int max_blocks, cudaStream_t stream) {
   constexpr int E = 16 / (int)sizeof(W);
   const bool chunks = n % E == 0 && row_aligned16(a.data, a.ld, sizeof(W));
   const int64_t edge = chunks ? 8 * E : kTile;
   const int64_t tiles = (n + edge - 1) / edge;
   const int64_t tri = tiles * (tiles + 1) / 2;
-  const int blocks = (int)(tri < max_blocks ? tri : max_blocks);
+  const int per = max_blocks / count > 0 ? max_blocks / count : 1;
+  const dim3 grid((unsigned)(tri < per ? tri : per), (unsigned)count);
   if (chunks)
-    mirror_upper_chunks_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri);
+    mirror_upper_chunks_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri, stride);
   else
-    mirror_upper_kernel<<<blocks, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri);
+    mirror_upper_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri, stride);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks,
-                                                cudaStream_t stream) {
+extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size_t stride,
+                                                int max_blocks, cudaStream_t stream) {
   const int64_t n = a.rows < a.cols ? a.rows : a.cols;
   if (n <= 1)
     return cudaSuccess;
+  if (!batch_ok(count, stride))
+    return cudaErrorInvalidValue;
   (void)cudaGetLastError();
   switch (tpla_dtype_size(a.dtype)) {
-  case 1: return launch_mirror<uint8_t>(a, n, max_blocks, stream);
-  case 2: return launch_mirror<uint16_t>(a, n, max_blocks, stream);
-  case 4: return launch_mirror<uint32_t>(a, n, max_blocks, stream);
-  case 8: return launch_mirror<uint64_t>(a, n, max_blocks, stream);
+  case 1: return launch_mirror<uint8_t>(a, n, count, stride, max_blocks, stream);
+  case 2: return launch_mirror<uint16_t>(a, n, count, stride, max_blocks, stream);
+  case 4: return launch_mirror<uint32_t>(a, n, count, stride, max_blocks, stream);
+  case 8: return launch_mirror<uint64_t>(a, n, count, stride, max_blocks, stream);
   default: return cudaErrorNotSupported;
   }
 }

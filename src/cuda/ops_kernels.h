@@ -31,9 +31,11 @@ int tpla_ops_max_blocks(int sm_count);
 /* True if axpby/sumsq/scale_by_norm support the dtype (fp32, fp16, bf16). */
 int tpla_ops_float_dtype(tpla_dtype_t dtype);
 
-/* y = alpha * x + beta * y (fp32 math); beta == 0 never reads y. */
+/* y = alpha * x + beta * y (fp32 math); beta == 0 never reads y. Over
+ * `count` members (1 .. TPLA_BATCH_MAX) `stride` bytes apart (a multiple of
+ * 256 when count > 1; else cudaErrorInvalidValue), each the same way. */
 cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
-                              int max_blocks, cudaStream_t stream);
+                              int count, size_t stride, int max_blocks, cudaStream_t stream);
 
 /* *sumsq = sum of x(i,j)^2 in fp64, deterministic: block partials into
  * `partials` (TPLA_OPS_SUMSQ_PARTIALS doubles), then one block adds them
@@ -48,8 +50,10 @@ cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const do
                                       cudaStream_t stream);
 
 /* a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
- * any dtype (elements are moved as raw 1/2/4/8-byte words). */
-cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int max_blocks, cudaStream_t stream);
+ * any dtype (elements are moved as raw 1/2/4/8-byte words); over `count`
+ * members `stride` bytes apart as tpla_launch_axpby's. */
+cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size_t stride, int max_blocks,
+                                     cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -145,12 +145,13 @@ tpla_status_t host_gemm_m(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *st
 tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr);
 void host_mem_free(tpla_ctx_t ctx, void *ptr);
 tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                           float beta, void *stream);
+                           float beta, tpla_batch_t batch, void *stream);
 tpla_status_t host_sumsq_m(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
 tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                    const double *sumsq, float safety, float eps, void *stream);
 tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
-tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
+                                  void *stream);
 void *host_side_stream(tpla_ctx_t ctx, int i);
 tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
 void host_abort(tpla_ctx_t ctx);        /* backend->abort: breaks the group */

@@ -54,8 +54,30 @@ size_t host_workspace_bytes(tpla_ctx_t ctx) {
   return impl(ctx)->coll.bytes + impl(ctx)->gemm.bytes;
 }
 
+/* View v of batch member j (tpla_batch_t). */
+static tpla_matrix_t member(tpla_matrix_t v, tpla_batch_t batch, int j) {
+  if (v.data != NULL)
+    v.data = (char *)v.data + (size_t)j * batch.stride;
+  return v;
+}
+
 tpla_status_t host_gemm_m(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
-  return host_gemm_run(&impl(ctx)->gemm, call);
+  if (call->batch.count <= 1)
+    return host_gemm_run(&impl(ctx)->gemm, call);
+  tpla_gemm_call_t one = *call;
+  tpla_matrix_t c;
+  one.batch = (tpla_batch_t){0};
+  for (int j = 0; j < call->batch.count; j++) {
+    one.a = member(call->a, call->batch, j);
+    one.b = member(call->b, call->batch, j);
+    one.d = member(call->d, call->batch, j);
+    if (call->c != NULL) {
+      c = member(*call->c, call->batch, j);
+      one.c = &c;
+    }
+    TPLA_TRY(host_gemm_run(&impl(ctx)->gemm, &one));
+  }
+  return TPLA_SUCCESS;
 }
 
 tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
@@ -71,8 +93,10 @@ tpla_status_t host_mem_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
 void host_mem_free(tpla_ctx_t ctx, void *ptr) { free(ptr); }
 
 tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha,
-                           float beta, void *stream) {
-  return host_axpby(y, x, alpha, beta);
+                           float beta, tpla_batch_t batch, void *stream) {
+  for (int j = 0; j < (batch.count > 1 ? batch.count : 1); j++)
+    TPLA_TRY(host_axpby(member(y, batch, j), member(x, batch, j), alpha, beta));
+  return TPLA_SUCCESS;
 }
 
 tpla_status_t host_sumsq_m(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream) {
@@ -88,8 +112,11 @@ tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   return host_zero(y);
 }
 
-tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
-  return host_mirror_upper(a);
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
+                                  void *stream) {
+  for (int j = 0; j < (batch.count > 1 ? batch.count : 1); j++)
+    TPLA_TRY(host_mirror_upper(member(a, batch, j)));
+  return TPLA_SUCCESS;
 }
 
 /* Host calls complete before they return: there is nothing to overlap or

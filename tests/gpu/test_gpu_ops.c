@@ -161,7 +161,7 @@ static int check_axpby(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, float alpha,
   if (img == NULL)
     bad = 1;
   if (!bad)
-    bad = failed_call(tpla_cuda_axpby(g_ctx, y.view, x.view, alpha, beta, g_stream), what);
+    bad = failed_call(tpla_cuda_axpby(g_ctx, y.view, x.view, alpha, beta, (tpla_batch_t){0}, g_stream), what);
   if (!bad)
     bad = dbuf_download(&y, img);
   for (int64_t i = 0; i < s.rows && !bad; i++)
@@ -232,7 +232,7 @@ static void test_axpby_rejects_fp64(void) {
   shape_t s = {4, 4, 4, 0};
   ASSERT_EQ_INT(dbuf_init(&y, s, TPLA_FLOAT64, &rng, 0) | dbuf_init(&x, s, TPLA_FLOAT32, &rng, 0),
                 0);
-  tpla_status_t st = tpla_cuda_axpby(g_ctx, y.view, x.view, 1.0f, 0.0f, g_stream);
+  tpla_status_t st = tpla_cuda_axpby(g_ctx, y.view, x.view, 1.0f, 0.0f, (tpla_batch_t){0}, g_stream);
   unsigned char img[17 * 8];
   int bad = dbuf_download(&y, img);
   int untouched = !bad && memcmp(img, y.host, y.bytes) == 0;
@@ -521,7 +521,7 @@ static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
   unsigned char *img = bad ? NULL : malloc(a.bytes);
   bad |= img == NULL;
   if (!bad)
-    bad = failed_call(tpla_cuda_mirror_upper(g_ctx, a.view, g_stream), what);
+    bad = failed_call(tpla_cuda_mirror_upper(g_ctx, a.view, (tpla_batch_t){0}, g_stream), what);
   if (!bad)
     bad = dbuf_download(&a, img);
   size_t es = tpla_dtype_size(dt);

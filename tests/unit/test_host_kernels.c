@@ -48,7 +48,7 @@ static void test_axpby_every_dtype_pair(void) {
             for (int64_t j = 0; j < cols; j++)
               tpla_store_elem(y.data, y.dtype, (size_t)(i * y.ld + j), NAN);
         memcpy(y0, y.data, ybytes);
-        ASSERT_OK(ctx->backend->axpby(ctx, y, x, alpha, beta, NULL));
+        ASSERT_OK(ctx->backend->axpby(ctx, y, x, alpha, beta, (tpla_batch_t){0}, NULL));
         tpla_matrix_t yref = y;
         yref.data = y0;
         for (int64_t i = 0; i < rows; i++) {
@@ -172,7 +172,7 @@ static void test_mirror_upper(void) {
     memcpy(a0, a.data, bytes);
     tpla_matrix_t before = a;
     before.data = a0;
-    ASSERT_OK(ctx->backend->mirror_upper(ctx, a, NULL));
+    ASSERT_OK(ctx->backend->mirror_upper(ctx, a, (tpla_batch_t){0}, NULL));
     for (int64_t i = 0; i < 11; i++)
       for (int64_t j = 0; j < 14; j++) {
         double want = j >= 11 ? at(&before, i, j) /* padding untouched */

@@ -4,14 +4,15 @@
  * each matrix alone on one rank, whether the batch moves whole matrices to
  * owners or runs each distributed, also with the Gram iteration; the cost
  * model sends many small matrices to owners and a large one alone to its
- * distributed plan; and 1000 calls do not grow the context's or the plan's
- * memory.
+ * distributed plan; matrices of one shape and iteration, run together in
+ * groups (ns_group.c), equal themselves run one by one, bit for bit; and
+ * 1000 calls do not grow the context's or the plan's memory.
  *
  *   ./test_ns_batch       (CTest: test_ns_batch)
  */
 #include "test_ns_common.h"
 
-#define MAXM 16
+#define MAXM 20
 
 typedef struct {
   int64_t m, n;
@@ -230,6 +231,67 @@ static void test_batch_auto_choice(void) {
   ASSERT_LE(e, 2e-5);
 }
 
+/* Repeated shapes (X and Gram iteration, SQUARE and cubic updates, odd and
+ * even steps, a different step count that must not join its shape's
+ * group): on one rank, and on three with whole matrices at owners, the
+ * groups' results equal the same batch with grouping off
+ * (TPLA_NS_BATCH_GROUP=1) bit for bit, also when runs hold two members
+ * (=2, runs of 2, 2, 1); grouping is seen in the workspace, which holds
+ * the groups' slots. */
+static void test_batch_groups_equal_one_by_one(void) {
+  static const mat_t reps[] = {{16, 24, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
+                               {24, 16, TPLA_SHARD_COLS, TPLA_BFLOAT16, TPLA_NS_MUON, 4},
+                               {12, 12, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_CUBIC, 3},
+                               {30, 10, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_POLAR_EXPRESS, 7}};
+  static const int copies[] = {5, 3, 3, 2};
+  mat_t list[MAXM];
+  int count = 0;
+  for (int k = 0; k < 4; k++)
+    for (int c = 0; c < copies[k]; c++)
+      list[count++] = reps[k];
+  list[count] = reps[0];
+  list[count++].steps = 6; /* alone: a group is one step count */
+  static const char *const caps[] = {"1", "64", "2"};
+  for (int P = 1; P <= 3; P += 2)
+    for (int iter = 0; iter < 2; iter++) {
+      double *ref[MAXM];
+      size_t ws_off = 0;
+      for (int cap = 0; cap < 3; cap++) {
+        setenv("TPLA_NS_BATCH_GROUP", caps[cap], 1);
+        batch_t b;
+        setup(&b, P, count, list);
+        b.algo = P > 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
+        b.iteration = iter ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
+        ASSERT_EQ_INT(run_batch(P, &b), 0);
+        size_t ws = b.plan_ws[0][0];
+        for (int r = 1; r < P; r++)
+          ws = b.plan_ws[r][0] > ws ? b.plan_ws[r][0] : ws;
+        double half, e = worst_vs_single(&b, &half);
+        printf("  P=%d %s iteration, TPLA_NS_BATCH_GROUP=%s: workspace %zu bytes, fp32 %.2e, "
+               "half %.2e\n", P, iter ? "Gram" : "X", caps[cap], ws, e, half);
+        ASSERT_LE(e, 2e-5);
+        ASSERT_LE(half, 5e-2);
+        for (int i = 0; i < count; i++) {
+          size_t n = (size_t)(list[i].m * list[i].n);
+          if (cap == 0) {
+            ref[i] = b.out[i];
+            b.out[i] = NULL;
+          } else {
+            ASSERT_TRUE(memcmp(ref[i], b.out[i], n * sizeof(double)) == 0);
+          }
+        }
+        if (cap == 0)
+          ws_off = ws;
+        else
+          ASSERT_TRUE(ws > ws_off);
+        teardown(&b);
+      }
+      for (int i = 0; i < count; i++)
+        free(ref[i]);
+    }
+  unsetenv("TPLA_NS_BATCH_GROUP");
+}
+
 /* 1000 calls: the context's scratch and the plan's workspace do not grow. */
 static void test_batch_memory_is_stable(void) {
   static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_GRAM_ALLREDUCE,
@@ -256,6 +318,7 @@ int main(void) {
   TEST(test_batch_matches_single_rank);
   TEST(test_batch_gram_iteration);
   TEST(test_batch_auto_choice);
+  TEST(test_batch_groups_equal_one_by_one);
   TEST(test_batch_memory_is_stable);
   return test_summary();
 }

@@ -1,0 +1,216 @@
+/*
+ * ns_group.c - a batched plan's matrices that one rank orthogonalizes whole
+ * (all of them on one rank, its owned ones past that), iterated together
+ * when they share the iteration: strided-batched GEMMs and one launch per
+ * copy or mirror for several matrices at once.
+ *
+ * A small matrix's products leave most of a GPU idle and its step is a
+ * dozen launches; a Muon step has many matrices of a few shapes. Matrices
+ * with the same shape, dtypes, steps, coefficients and iteration form a
+ * group, run `per` members at a time. Each member of a run has a slot (X,
+ * the update temp, the Gram buffers), all slots one stride apart, so the
+ * engine (ns_iter.c) runs on slot 0 with ctx->ns_batch = {members, stride}
+ * and every backend call covers the run. Each member is normalized into its
+ * slot with its own safety and eps, and copied back after the steps.
+ *
+ * `per` fills the GPU and bounds memory: members until one batched Gram has
+ * GROUP_WORK multiply-adds, at most GROUP_BYTES of slots (or one slot), at
+ * most TPLA_NS_BATCH_GROUP (environment; 1 turns grouping off). Groups of
+ * large matrices (per < 2) are not formed: their matrices run alone, as
+ * before. Groups run one after another, so they share one region.
+ */
+#include "ns.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP_WORK 17179869184.0 /* 2^34: s^2 l of the run's Gram */
+#define GROUP_BYTES ((size_t)512 << 20)
+#define GROUP_MAX 64
+
+typedef struct {
+  int first, count, per; /* members[first .. first + count), run per at a time */
+  ns_iter_t iter;        /* bound to slot 0 */
+  size_t off_x, off_temp, slot_bytes;
+} group_t;
+
+struct ns_groups {
+  tpla_ctx_t ctx;
+  tpla_ns_plan_t *plans;
+  int ngroups;
+  group_t *groups;
+  int *members;   /* matrix indices, grouped */
+  int *group_of;  /* per matrix: its group, or -1 */
+  size_t bytes;   /* the largest run's slots */
+  void *base;     /* where they are (ns_groups_bind) */
+};
+
+typedef struct {
+  uint64_t hash;
+  int index;
+} keyed_t;
+
+static uint64_t iteration_hash(tpla_ns_plan_t p) {
+  const int64_t shape[2] = {p->m, p->n};
+  const int32_t kind[4] = {(int32_t)p->desc.dtype, (int32_t)p->desc.gram_dtype, p->desc.steps,
+                           p->whole_gram_iter};
+  uint64_t h = ns_hash_bytes(NS_HASH_INIT, shape, sizeof shape);
+  h = ns_hash_bytes(h, kind, sizeof kind);
+  return ns_hash_bytes(h, p->table, sizeof(float) * 3 * (size_t)p->desc.steps);
+}
+
+/* The same iteration: every X step and every coefficient alike. */
+static bool same_iteration(tpla_ns_plan_t p, tpla_ns_plan_t q) {
+  return p->m == q->m && p->n == q->n && p->desc.dtype == q->desc.dtype &&
+         p->desc.gram_dtype == q->desc.gram_dtype && p->desc.steps == q->desc.steps &&
+         p->whole_gram_iter == q->whole_gram_iter &&
+         memcmp(p->table, q->table, sizeof(float) * 3 * (size_t)p->desc.steps) == 0;
+}
+
+static int by_hash(const void *a, const void *b) {
+  const keyed_t *x = a, *y = b;
+  if (x->hash != y->hash)
+    return x->hash < y->hash ? -1 : 1;
+  return x->index - y->index;
+}
+
+/* The environment's cap on members per run (GROUP_MAX unless set). */
+static int group_cap(void) {
+  const char *v = getenv("TPLA_NS_BATCH_GROUP");
+  long n = v != NULL && *v ? strtol(v, NULL, 10) : GROUP_MAX;
+  return n < 1 ? 1 : n > TPLA_BATCH_MAX ? TPLA_BATCH_MAX : (int)n;
+}
+
+/* Slot layout and members per run of a group whose first member is p. */
+static void shape_group(group_t *g, tpla_ctx_t ctx, tpla_ns_plan_t p, int cap) {
+  int64_t s = p->m < p->n ? p->m : p->n, l = p->m < p->n ? p->n : p->m;
+  size_t xb = (size_t)(p->m * p->n) * tpla_dtype_size(p->desc.dtype);
+  ns_layout_t L = {0};
+  ns_iter_setup(&g->iter, ns_machine(ctx), s, l, p->desc.dtype, p->desc.gram_dtype, NS_SUM_NONE,
+                p->whole_gram_iter, s * l, &L); /* the temp holds X: ping-pong */
+  g->off_x = ns_layout_take(&L, xb);
+  g->off_temp = ns_layout_take(&L, xb);
+  g->slot_bytes = (L.bytes + NS_ALIGN - 1) / NS_ALIGN * NS_ALIGN;
+  double by_work = GROUP_WORK / ((double)s * (double)s * (double)l);
+  size_t by_bytes = GROUP_BYTES / g->slot_bytes;
+  double per = by_work < (double)by_bytes ? by_work : (double)by_bytes;
+  per = per < (double)cap ? per : (double)cap;
+  g->per = per < (double)g->count ? (int)per : g->count;
+}
+
+void ns_groups_free(ns_groups_t *gs) {
+  if (gs == NULL)
+    return;
+  free(gs->groups);
+  free(gs->members);
+  free(gs->group_of);
+  free(gs);
+}
+
+tpla_status_t ns_groups_create(ns_groups_t **out, tpla_ctx_t ctx, tpla_ns_plan_t *plans,
+                               const bool *whole, int count, const char *fn) {
+  *out = NULL;
+  ns_groups_t *gs = calloc(1, sizeof *gs);
+  keyed_t *keys = malloc(sizeof *keys * (size_t)count);
+  if (gs != NULL) {
+    gs->groups = malloc(sizeof *gs->groups * (size_t)count);
+    gs->members = malloc(sizeof *gs->members * (size_t)count);
+    gs->group_of = malloc(sizeof *gs->group_of * (size_t)count);
+  }
+  if (gs == NULL || keys == NULL || !gs->groups || !gs->members || !gs->group_of) {
+    ns_groups_free(gs);
+    free(keys);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  gs->ctx = ctx;
+  gs->plans = plans;
+  int n = 0, cap = group_cap(), used = 0;
+  for (int i = 0; i < count; i++) {
+    gs->group_of[i] = -1;
+    if (whole[i] && plans[i]->m > 0 && plans[i]->n > 0)
+      keys[n++] = (keyed_t){iteration_hash(plans[i]), i};
+  }
+  qsort(keys, (size_t)n, sizeof *keys, by_hash);
+  /* Runs of equal hashes; inside one, members equal to the run's first
+   * (a hash collision leaves the others for a later pass of the loop). */
+  for (int a = 0; a < n; a++) {
+    if (keys[a].index < 0)
+      continue;
+    tpla_ns_plan_t lead = plans[keys[a].index];
+    group_t *g = &gs->groups[gs->ngroups];
+    *g = (group_t){.first = used};
+    for (int b = a; b < n && keys[b].hash == keys[a].hash; b++)
+      if (keys[b].index >= 0 && same_iteration(lead, plans[keys[b].index])) {
+        gs->members[used + g->count++] = keys[b].index;
+        keys[b].index = -1;
+      }
+    if (g->count < 2 || cap < 2)
+      continue;
+    shape_group(g, ctx, lead, cap);
+    if (g->per < 2)
+      continue;
+    for (int j = 0; j < g->count; j++)
+      gs->group_of[gs->members[used + j]] = gs->ngroups;
+    size_t run = (size_t)g->per * g->slot_bytes;
+    gs->bytes = run > gs->bytes ? run : gs->bytes;
+    used += g->count;
+    gs->ngroups++;
+  }
+  free(keys);
+  *out = gs;
+  return TPLA_SUCCESS;
+}
+
+size_t ns_groups_bytes(const ns_groups_t *gs) { return gs->bytes; }
+
+bool ns_groups_has(const ns_groups_t *gs, int i) { return gs->group_of[i] >= 0; }
+
+void ns_groups_bind(ns_groups_t *gs, void *base) {
+  gs->base = base;
+  for (int k = 0; k < gs->ngroups; k++)
+    ns_iter_bind(&gs->groups[k].iter, base, ns_at(base, gs->groups[k].off_temp));
+}
+
+/* Members [j0, j0 + n) of group g: normalize each into its slot, iterate
+ * all at once, copy each back to its view. */
+static tpla_status_t run_members(ns_groups_t *gs, const group_t *g, int j0, int n,
+                                 const tpla_matrix_t *views, double *sumsq, void *stream) {
+  tpla_ctx_t ctx = gs->ctx;
+  void *base = gs->base;
+  tpla_ns_plan_t lead = gs->plans[gs->members[g->first]];
+  tpla_dtype_t dt = lead->desc.dtype;
+  int steps = lead->desc.steps;
+  /* into the temp when the steps then end in X */
+  ns_where_t start = ns_iter_end(&g->iter, steps, NS_IN_X);
+  for (int j = 0; j < n; j++) {
+    int i = gs->members[g->first + j0 + j];
+    void *slot = ns_at(base, (size_t)j * g->slot_bytes);
+    tpla_matrix_t first = ns_dense(ns_at(slot, start == NS_IN_X ? g->off_x : g->off_temp),
+                                   lead->m, lead->n, dt);
+    TPLA_TRY(ns_normalize(ctx, first, views[i], sumsq, false, gs->plans[i]->safety,
+                          gs->plans[i]->eps, stream));
+  }
+  ns_opmat_t X = {ns_dense(ns_at(base, g->off_x), lead->m, lead->n, dt), lead->m > lead->n};
+  ctx->ns_batch = (tpla_batch_t){n, g->slot_bytes};
+  tpla_status_t st = ns_iterate(ctx, &g->iter, X, start, NS_IN_X, lead->table, steps, stream);
+  ctx->ns_batch = (tpla_batch_t){0};
+  TPLA_TRY(st);
+  for (int j = 0; j < n; j++) {
+    int i = gs->members[g->first + j0 + j];
+    void *slot = ns_at(base, (size_t)j * g->slot_bytes);
+    TPLA_TRY(ns_axpby(ctx, views[i], ns_dense(ns_at(slot, g->off_x), lead->m, lead->n, dt), 1.0f,
+                      0.0f, stream));
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, double *sumsq,
+                            void *stream) {
+  for (int k = 0; k < gs->ngroups; k++) {
+    const group_t *g = &gs->groups[k];
+    for (int j0 = 0; j0 < g->count; j0 += g->per)
+      TPLA_TRY(run_members(gs, g, j0, g->count - j0 < g->per ? g->count - j0 : g->per, views,
+                           sumsq, stream));
+  }
+  return TPLA_SUCCESS;
+}
