@@ -179,10 +179,8 @@ static double tolerance(const kind_t *k) {
 
 /* One batch with grouping on (the default) and one with it off. */
 static void run_grouped_and_alone(int nranks) {
-  if (!fx.host && gpu_count() < nranks) {
-    printf("  (skipped: needs %d GPUs)\n", nranks);
-    return;
-  }
+  if (!fx.host && gpu_count() < nranks)
+    SKIP("needs %d GPUs", nranks);
   run_t runs[2];
   static const char *const group_env[2] = {NULL, "1"};
   for (int g = 0; g < 2; g++) {

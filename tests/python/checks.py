@@ -313,7 +313,8 @@ def check_muon_vs_reference(rank, world, device):
 def _muon_vs_reference(rank, world, device, ns_iteration):
     comm = tt.Communicator(device=device, timeout=60)
     dev = comm.device
-    shapes = [(32, 16), (24, 40), (8, 4, 3, 3), (2, 50)]  # replicated matrices, one conv-like
+    # replicated matrices, one conv-like; the repeated shapes run as groups (ns_group.c)
+    shapes = [(32, 16), (24, 40), (8, 4, 3, 3), (2, 50), (32, 16), (32, 16), (24, 40)]
     ref_p = [seeded(s, 40 + i, device=dev).requires_grad_(True) for i, s in enumerate(shapes)]
     ref_bias = seeded((7,), 49, device=dev).requires_grad_(True)
     tp_full = seeded((30, 20), 50, device=dev)  # sharded by rows over the ranks
