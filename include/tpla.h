@@ -634,8 +634,11 @@ TPLA_API tpla_status_t tpla_ns_execute_out(tpla_ns_plan_t plan, tpla_matrix_t ou
  * back with one all-to-all; it takes the cheaper. desc->algorithm = LOCAL
  * forces a matrix to one owner (allowed here with any number of ranks); any
  * other forced algorithm runs that matrix distributed. The matrices may
- * differ in shape, sharding, dtype, steps and coefficients. One workspace
- * serves the whole batch.
+ * differ in shape, sharding, dtype, steps and coefficients. Small matrices
+ * a rank orthogonalizes whole that share shape, dtypes, steps,
+ * coefficients and iteration run together, by strided-batched GEMMs (up to
+ * 512 MiB of the workspace; TPLA_NS_BATCH_GROUP=1 in the environment at
+ * creation turns this off). One workspace serves the whole batch.
  * Errors: as tpla_ns_plan_create, naming the matrix ("descs[3]");
  * INVALID_ARGUMENT for a count outside 1..65536 or NULL descs; REMOTE when
  * the ranks' counts differ. */
