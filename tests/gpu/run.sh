@@ -7,7 +7,8 @@
 # 2. runs every CTest test (unit + gpu) with CUDA_VISIBLE_DEVICES=0, then
 #    again with all the GPUs the machine gives us;
 # 3. runs the MPI test under `mpirun -np 2` (if MPI was found);
-# 4. with --memcheck, runs test_gpu_gemm under compute-sanitizer memcheck.
+# 4. with --memcheck, runs MEMCHECK_TESTS (the GEMM, ops and NS tests) under
+#    compute-sanitizer memcheck.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends). Logs go to
 # $OUT if set, else ./gpu-logs. Needs only cmake, a C compiler, the CUDA
 # toolkit and NCCL (and mpirun for step 3); installs nothing. The last line
@@ -18,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build-gpu"
 LOGS="${OUT:-$PWD/gpu-logs}"
 MEMCHECK=0
-MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_ns"}
+MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch"}
 CLEAN=1
 for arg in "$@"; do
   case "$arg" in

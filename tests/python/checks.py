@@ -121,7 +121,39 @@ def check_ns_numerics(rank, world, device):
     assert torch.equal(auto, collective), "gram_sum='collective' changed the result"
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(local, comm, gram_sum="nccl"),
             "argument 'gram_sum'")
+    worst["batch"] = _ns_batch(comm, rank, world)
     comm.close()
+    return worst
+
+
+def _ns_batch(comm, rank, world):
+    """A batch (..., rows, cols) of shards, one batched plan (small matrices run as groups):
+    each matrix equals the reference and itself alone; in place on a strided batch."""
+    sizes = tt.even_split(40, world)
+    xs = seeded((2, 3, 40, 24), 11, device=comm.device)
+    local = _shard(xs, 2, sizes, rank).contiguous()
+    ys = tt.newton_schulz(local, comm, shard_sizes=sizes)
+    assert ys.shape == local.shape
+    worst = 0.0
+    for i in range(2):
+        for j in range(3):
+            want = ns_numpy(xs[i, j].double().cpu().numpy(), schedule(MUON, 5))
+            err = np.abs(gather_rows(ys[i, j]) - want).max() / np.abs(want).max()
+            worst = max(worst, float(err))
+            assert err < _tol(torch.float32), "batch matrix (%d, %d): error %.3g" % (i, j, err)
+            alone = tt.newton_schulz(local[i, j].contiguous(), comm, shard_sizes=sizes)
+            apart = float((ys[i, j] - alone).abs().max() / alone.abs().max())
+            assert apart < _tol(torch.float32), "batch matrix (%d, %d) vs alone: %.3g" % (
+                i, j, apart)
+    buf = torch.zeros((2, 6) + tuple(local.shape[2:]), device=comm.device)
+    view = buf[:, ::2]
+    view.copy_(local)
+    assert tt.newton_schulz(view, comm, out=view, shard_sizes=sizes).data_ptr() == \
+        view.data_ptr()
+    assert torch.equal(view, ys), "the batch in place on a strided view differs"
+    assert torch.all(buf[:, 1::2] == 0), "wrote between the batch's matrices"
+    empty = tt.newton_schulz(local[:0], comm, shard_sizes=sizes)
+    assert empty.shape == local[:0].shape
     return worst
 
 
@@ -140,6 +172,9 @@ def check_ns_errors(rank, world, device):
     # checks made in Python
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x.int(), comm), "int32")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x[0], comm), "2-D")
+    same = x.expand(2, 8, 6)  # two views of one matrix, written in place
+    _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(same, comm, out=same),
+            "tpla_ns_batch_execute", "overlaps")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x.t(), comm), "strides")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x, comm, coefficients="nope"),
             "unknown preset")

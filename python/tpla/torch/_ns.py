@@ -7,6 +7,7 @@ come from two different global shapes, pass shard_sizes (the sharded size
 of every rank) so that the key says which global matrix it is.
 """
 import ctypes
+import itertools
 import math
 
 import torch
@@ -93,7 +94,10 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
 
     x: this rank's shard (2-D float32/float16/bfloat16 tensor on comm.device);
        rows of the global matrix if shard_dim == 0, columns if 1. Rows may be
-       strided (x[:, a:b] is fine); other layouts are rejected.
+       strided (x[:, a:b] is fine); other layouts are rejected. A tensor of
+       more dimensions is a batch of such shards (..., rows, cols), all of one
+       global shape: one batched plan orthogonalizes each matrix, and runs
+       small ones together (strided-batched GEMMs).
     comm: a Communicator (None: this process alone, on x's device).
     coefficients: "muon", "muon5" (the 5-step quintic schedule), "polar_express",
        "cubic", or a list of (a, b, c) triples (then exactly `steps` of them).
@@ -115,16 +119,19 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError("%s: argument 'x' must be a torch.Tensor" % fn)
         comm = local_communicator(x.device)
-    check_tensor(x, fn, "x", comm.device)
+    ndim = x.dim() if isinstance(x, torch.Tensor) and x.dim() > 2 else 2
+    check_tensor(x, fn, "x", comm.device, ndim)
     not_differentiable(fn, x=x)
     dtype = tpla_dtype(x.dtype, fn, "x")
-    xm = matrix(x, fn, "x")
+    batch = list(itertools.product(*(range(n) for n in x.shape[:-2])))  # [()] for one matrix
+    xms = [matrix(x[i], fn, "x") for i in batch]
     shard = shard_of(shard_dim, fn)
     coef = coefficient_spec(coefficients, fn)
     if isinstance(steps, bool) or not isinstance(steps, int):
         raise InvalidArgumentError("%s: argument 'steps' must be an int, not %r" % (fn, steps))
     gram = _lib.FLOAT32 if gram_dtype is None else tpla_dtype(gram_dtype, fn, "gram_dtype")
-    local = x.shape[shard]
+    rows, cols = x.shape[-2:]
+    local = (rows, cols)[shard]
     if shard_sizes is not None:
         shard_sizes = tuple(int(s) for s in shard_sizes)
         if len(shard_sizes) != comm.world_size or shard_sizes[comm.rank] != local:
@@ -135,14 +142,14 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     if out is None:
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     else:
-        check_tensor(out, fn, "out", comm.device)
+        check_tensor(out, fn, "out", comm.device, ndim)
         if out.shape != x.shape or out.dtype != x.dtype:
             raise InvalidArgumentError("%s: argument 'out' is %s %s, x is %s %s" % (
                 fn, tuple(out.shape), out.dtype, tuple(x.shape), x.dtype))
         if out.requires_grad:
             raise InvalidArgumentError("%s: argument 'out' requires grad; Newton-Schulz is not "
                                        "differentiable, write into a tensor that does not" % fn)
-    om = matrix(out, fn, "out")
+    oms = [matrix(out[i], fn, "out") for i in batch]
     for table, value, arg in ((_lib.NS_ALGO, algorithm, "algorithm"),
                               (_lib.NS_ITERATION, iteration, "iteration"),
                               (_lib.NS_GRAM_SUM, gram_sum, "gram_sum")):
@@ -150,16 +157,25 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
            algorithm, iteration, gram_sum, shard_sizes)
 
+    if not batch:  # a batch of no matrices
+        return out
+
     def make(ctx):
-        desc, keep = ns_desc(shard, x.shape[0], x.shape[1], dtype, steps, coef, eps, safety,
-                             gram, algorithm, fn, iteration, gram_sum)
-        return _core.NsPlan(ctx, desc)
+        desc, keep = ns_desc(shard, rows, cols, dtype, steps, coef, eps, safety, gram, algorithm,
+                             fn, iteration, gram_sum)
+        if ndim == 2:
+            return _core.NsPlan(ctx, desc)
+        return _core.NsBatchPlan(ctx, [desc] * len(batch))
 
     plan = comm.plan(key, make)
-    if same_view(out, x):
-        plan.execute(xm, comm.stream())
+    if ndim > 2:  # batches run in place: on out, holding x
+        if not same_view(out, x):
+            out.copy_(x)
+        plan.execute(oms, comm.stream())
+    elif same_view(out, x):
+        plan.execute(xms[0], comm.stream())
     else:
-        plan.execute_out(om, xm, comm.stream())
+        plan.execute_out(oms[0], xms[0], comm.stream())
     return written(out)
 
 
