@@ -26,13 +26,14 @@ MUON = (3.4445, -4.7750, 2.0315)
 
 
 def ns_local(x, steps, coeffs=MUON, eps=1e-7):
-    """Muon NS on one GPU: iterate on the Gram of the short side."""
+    """Muon NS on one GPU: iterate on the Gram of the short side; x may be a
+    batch (..., m, n), as in the reference zeropower_via_newtonschulz5."""
     a, b, c = coeffs
     y = x.bfloat16()
     tall = y.shape[0] > y.shape[1]
     if tall:
         y = y.mT
-    y = y / (y.norm() + eps)
+    y = y / (y.norm(dim=(-2, -1), keepdim=True) + eps)  # per matrix of a batch (..., m, n)
     for _ in range(steps):
         g = y @ y.mT
         p = b * g + c * (g @ g)
