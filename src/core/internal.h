@@ -91,6 +91,7 @@ typedef struct {
   size_t stride;
 } tpla_batch_t;
 #define TPLA_BATCH_MAX 65535 /* a CUDA grid's y extent */
+#define TPLA_LIST_MAX 64     /* views of one normalize_list / store_list */
 
 /* A validated GEMM: D(m x n) = alpha op(A)(m x k) op(B)(k x n) + beta C.
  * fp8 is TPLA_FP8_SCALING_INIT unless A is FP8 (then as tpla_gemm_args_t
@@ -154,6 +155,18 @@ typedef struct tpla_backend {
    * the divisor is formed in fp64. */
   tpla_status_t (*scale_by_norm)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                  const double *sumsq, float safety, float eps, void *stream);
+  /* For j < batch.count (<= TPLA_LIST_MAX): sumsq[j] = the sum of squares
+   * of x[j] (as sumsq), and member j of the batch at y = x[j] /
+   * (safety[j] sqrt(sumsq[j]) + eps[j]) (as scale_by_norm). The x[j] have
+   * y's shape, any float dtype and ld, anywhere; sumsq: batch.count fp64 in
+   * executor memory. One pass for all (CUDA: three launches). */
+  tpla_status_t (*normalize_list)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
+                                  const tpla_matrix_t *x, const float *safety, const float *eps,
+                                  double *sumsq, void *stream);
+  /* x[j] = member j of the batch at y, j < batch.count (<= TPLA_LIST_MAX);
+   * the x[j] have y's shape and dtype, any ld, anywhere. */
+  tpla_status_t (*store_list)(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
+                              tpla_batch_t batch, void *stream);
   /* y = 0, any dtype; y is not read (it may hold NaN). */
   tpla_status_t (*zero)(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
   /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of

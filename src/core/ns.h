@@ -477,9 +477,8 @@ size_t ns_groups_bytes(const ns_groups_t *gs); /* the workspace the groups need 
 bool ns_groups_has(const ns_groups_t *gs, int i); /* matrix i runs in a group */
 void ns_groups_bind(ns_groups_t *gs, void *base); /* ns_groups_bytes at base */
 /* Every group's matrices, matrix i from and back to views[i] (its whole
- * matrix, m x n); sumsq: one fp64 of scratch. */
-tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, double *sumsq,
-                            void *stream);
+ * matrix, m x n). */
+tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, void *stream);
 
 /* ns_dist.c: setup of the chosen algorithm (iteration, buffers, counts)
  * and its run on a normalized shard (at `start`: x or the temp), the

@@ -399,7 +399,7 @@ static tpla_status_t run_owners(struct tpla_ns_batch_plan *b, const tpla_matrix_
   TPLA_TRY(ctx->backend->alltoallv(ctx, stage, rc, rd, send, sc, sd, TPLA_UINT8, stream));
   for (int pass = 0; pass < 2; pass++) { /* 0: unpack the blocks, 1: pack the results */
     if (pass == 1) {
-      TPLA_TRY(ns_groups_run(b->groups, b->whole, ns_at(b->ws, b->off_sumsq), stream));
+      TPLA_TRY(ns_groups_run(b->groups, b->whole, stream));
       for (int i = 0; i < C; i++) {
         if (b->owner[i] != me || ns_groups_has(b->groups, i))
           continue;
@@ -481,7 +481,7 @@ tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix
   TPLA_TRY(tpla_call_begin(plan->ctx, fn, true, stream));
   tpla_status_t st = run_owners(plan, xs, stream);
   if (st == TPLA_SUCCESS && plan->ctx->nranks == 1) /* the caller's matrices are whole */
-    st = ns_groups_run(plan->groups, xs, ns_at(plan->ws, plan->off_sumsq), stream);
+    st = ns_groups_run(plan->groups, xs, stream);
   for (int i = 0; st == TPLA_SUCCESS && i < plan->count; i++)
     if (plan->owner[i] < 0 && !ns_groups_has(plan->groups, i))
       st = ns_plan_run(plan->plans[i], xs[i], xs[i], stream);

@@ -10,8 +10,10 @@
  * group, run `per` members at a time. Each member of a run has a slot (X,
  * the update temp, the Gram buffers), all slots one stride apart, so the
  * engine (ns_iter.c) runs on slot 0 with ctx->ns_batch = {members, stride}
- * and every backend call covers the run. Each member is normalized into its
- * slot with its own safety and eps, and copied back after the steps.
+ * and every backend call covers the run. The members are normalized into
+ * their slots (each with its own safety and eps) and copied back after the
+ * steps by one list operation each (normalize_list, store_list), not one
+ * launch per member.
  *
  * `per` fills the GPU and bounds memory: members until one batched Gram has
  * GROUP_WORK multiply-adds, at most GROUP_BYTES of slots (or one slot), at
@@ -26,7 +28,8 @@
 
 #define GROUP_WORK 17179869184.0 /* 2^34: s^2 l of the run's Gram */
 #define GROUP_BYTES ((size_t)512 << 20)
-#define GROUP_MAX 64
+#define GROUP_MAX TPLA_LIST_MAX
+#define SUMS_BYTES (TPLA_LIST_MAX * sizeof(double)) /* the members' sums of squares */
 
 typedef struct {
   int first, count, per; /* members[first .. first + count), run per at a time */
@@ -41,8 +44,9 @@ struct ns_groups {
   group_t *groups;
   int *members;   /* matrix indices, grouped */
   int *group_of;  /* per matrix: its group, or -1 */
-  size_t bytes;   /* the largest run's slots */
-  void *base;     /* where they are (ns_groups_bind) */
+  size_t bytes;   /* the sums and the largest run's slots */
+  double *sums;   /* where they are (ns_groups_bind) */
+  void *slots;
 };
 
 typedef struct {
@@ -78,7 +82,7 @@ static int by_hash(const void *a, const void *b) {
 static int group_cap(void) {
   const char *v = getenv("TPLA_NS_BATCH_GROUP");
   long n = v != NULL && *v ? strtol(v, NULL, 10) : GROUP_MAX;
-  return n < 1 ? 1 : n > TPLA_BATCH_MAX ? TPLA_BATCH_MAX : (int)n;
+  return n < 1 ? 1 : n > GROUP_MAX ? GROUP_MAX : (int)n;
 }
 
 /* Slot layout and members per run of a group whose first member is p. */
@@ -151,7 +155,7 @@ tpla_status_t ns_groups_create(ns_groups_t **out, tpla_ctx_t ctx, tpla_ns_plan_t
       continue;
     for (int j = 0; j < g->count; j++)
       gs->group_of[gs->members[used + j]] = gs->ngroups;
-    size_t run = (size_t)g->per * g->slot_bytes;
+    size_t run = SUMS_BYTES + (size_t)g->per * g->slot_bytes;
     gs->bytes = run > gs->bytes ? run : gs->bytes;
     used += g->count;
     gs->ngroups++;
@@ -166,51 +170,49 @@ size_t ns_groups_bytes(const ns_groups_t *gs) { return gs->bytes; }
 bool ns_groups_has(const ns_groups_t *gs, int i) { return gs->group_of[i] >= 0; }
 
 void ns_groups_bind(ns_groups_t *gs, void *base) {
-  gs->base = base;
+  _Static_assert(SUMS_BYTES % NS_ALIGN == 0, "the slots stay aligned");
+  gs->sums = base;
+  gs->slots = ns_at(base, SUMS_BYTES);
   for (int k = 0; k < gs->ngroups; k++)
-    ns_iter_bind(&gs->groups[k].iter, base, ns_at(base, gs->groups[k].off_temp));
+    ns_iter_bind(&gs->groups[k].iter, gs->slots, ns_at(gs->slots, gs->groups[k].off_temp));
 }
 
-/* Members [j0, j0 + n) of group g: normalize each into its slot, iterate
- * all at once, copy each back to its view. */
+/* Members [j0, j0 + n) of group g: normalize them into their slots,
+ * iterate all at once, copy them back to their views. */
 static tpla_status_t run_members(ns_groups_t *gs, const group_t *g, int j0, int n,
-                                 const tpla_matrix_t *views, double *sumsq, void *stream) {
+                                 const tpla_matrix_t *views, void *stream) {
   tpla_ctx_t ctx = gs->ctx;
-  void *base = gs->base;
   tpla_ns_plan_t lead = gs->plans[gs->members[g->first]];
   tpla_dtype_t dt = lead->desc.dtype;
   int steps = lead->desc.steps;
+  tpla_matrix_t mine[TPLA_LIST_MAX];
+  float safety[TPLA_LIST_MAX], eps[TPLA_LIST_MAX];
+  for (int j = 0; j < n; j++) {
+    tpla_ns_plan_t p = gs->plans[gs->members[g->first + j0 + j]];
+    mine[j] = views[gs->members[g->first + j0 + j]];
+    safety[j] = p->safety;
+    eps[j] = p->eps;
+  }
+  const tpla_batch_t run = {n, g->slot_bytes};
   /* into the temp when the steps then end in X */
   ns_where_t start = ns_iter_end(&g->iter, steps, NS_IN_X);
-  for (int j = 0; j < n; j++) {
-    int i = gs->members[g->first + j0 + j];
-    void *slot = ns_at(base, (size_t)j * g->slot_bytes);
-    tpla_matrix_t first = ns_dense(ns_at(slot, start == NS_IN_X ? g->off_x : g->off_temp),
-                                   lead->m, lead->n, dt);
-    TPLA_TRY(ns_normalize(ctx, first, views[i], sumsq, false, gs->plans[i]->safety,
-                          gs->plans[i]->eps, stream));
-  }
-  ns_opmat_t X = {ns_dense(ns_at(base, g->off_x), lead->m, lead->n, dt), lead->m > lead->n};
-  ctx->ns_batch = (tpla_batch_t){n, g->slot_bytes};
+  tpla_matrix_t first = ns_dense(ns_at(gs->slots, start == NS_IN_X ? g->off_x : g->off_temp),
+                                 lead->m, lead->n, dt);
+  TPLA_TRY(ctx->backend->normalize_list(ctx, first, run, mine, safety, eps, gs->sums, stream));
+  ns_opmat_t X = {ns_dense(ns_at(gs->slots, g->off_x), lead->m, lead->n, dt), lead->m > lead->n};
+  ctx->ns_batch = run;
   tpla_status_t st = ns_iterate(ctx, &g->iter, X, start, NS_IN_X, lead->table, steps, stream);
   ctx->ns_batch = (tpla_batch_t){0};
   TPLA_TRY(st);
-  for (int j = 0; j < n; j++) {
-    int i = gs->members[g->first + j0 + j];
-    void *slot = ns_at(base, (size_t)j * g->slot_bytes);
-    TPLA_TRY(ns_axpby(ctx, views[i], ns_dense(ns_at(slot, g->off_x), lead->m, lead->n, dt), 1.0f,
-                      0.0f, stream));
-  }
-  return TPLA_SUCCESS;
+  return ctx->backend->store_list(ctx, mine, X.v, run, stream);
 }
 
-tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, double *sumsq,
-                            void *stream) {
+tpla_status_t ns_groups_run(ns_groups_t *gs, const tpla_matrix_t *views, void *stream) {
   for (int k = 0; k < gs->ngroups; k++) {
     const group_t *g = &gs->groups[k];
     for (int j0 = 0; j0 < g->count; j0 += g->per)
       TPLA_TRY(run_members(gs, g, j0, g->count - j0 < g->per ? g->count - j0 : g->per, views,
-                           sumsq, stream));
+                           stream));
   }
   return TPLA_SUCCESS;
 }

@@ -11,6 +11,8 @@
 #include "cuda_ctx.h"
 #include "ops_kernels.h"
 
+_Static_assert(TPLA_OPS_LIST_MAX == TPLA_LIST_MAX, "one list bound for core and kernels");
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -192,6 +194,40 @@ tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matr
                                             (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "scale-by-norm kernel", &y, "y", &x, "x");
+}
+
+tpla_status_t tpla_cuda_normalize_list(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
+                                       const tpla_matrix_t *x, const float *safety,
+                                       const float *eps, double *sumsq, void *stream) {
+  static const char fn[] = "tpla_cuda_normalize_list";
+  if (!tpla_ops_float_dtype(y.dtype))
+    return unsupported(fn, "y", &y);
+  for (int j = 0; j < batch.count; j++)
+    if (!tpla_ops_float_dtype(x[j].dtype) || x[j].dtype != x[0].dtype)
+      return unsupported(fn, "x[j]", &x[j]);
+  struct tpla_cuda_ops_state *st;
+  TPLA_TRY(get_state(ctx, fn, &st));
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  cudaError_t e = tpla_launch_normalize_list(y, batch.stride, x, batch.count, safety, eps, sumsq,
+                                             st->partials, st->max_blocks, (cudaStream_t)stream);
+  tpla_device_guard_exit(&guard);
+  return launch_status(e, fn, "list normalization kernels", &y, "y", &x[0], "x[0]");
+}
+
+tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
+                                   tpla_batch_t batch, void *stream) {
+  static const char fn[] = "tpla_cuda_store_list";
+  if (!tpla_ops_float_dtype(y.dtype))
+    return unsupported(fn, "y", &y);
+  struct tpla_cuda_ops_state *st;
+  TPLA_TRY(get_state(ctx, fn, &st));
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  cudaError_t e = tpla_launch_store_list(x, y, batch.stride, batch.count, st->max_blocks,
+                                         (cudaStream_t)stream);
+  tpla_device_guard_exit(&guard);
+  return launch_status(e, fn, "list store kernel", &y, "y", &x[0], "x[0]");
 }
 
 tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {

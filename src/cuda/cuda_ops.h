@@ -67,6 +67,14 @@ tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, vo
  * may be produced by earlier work on the stream; y may be the view x. */
 tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                       const double *sumsq, float safety, float eps, void *stream);
+/* The backend's normalize_list and store_list (internal.h): one pass over
+ * up to TPLA_LIST_MAX views anywhere (fp32, fp16, bf16; NOT_SUPPORTED
+ * otherwise, and for a list of mixed dtypes). */
+tpla_status_t tpla_cuda_normalize_list(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
+                                       const tpla_matrix_t *x, const float *safety,
+                                       const float *eps, double *sumsq, void *stream);
+tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
+                                   tpla_batch_t batch, void *stream);
 /* y = 0 (bytes), any dtype; y is not read. */
 tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 /* a(i, j) = a(j, i) for i > j; any dtype; each member of a batch. */

@@ -119,16 +119,19 @@ struct Walk {
   }
 };
 
+/* Every op is applied to member `m` of a batch (blockIdx.y): setup(m) gives
+ * a per-thread constant, apply<N>(r, c, constant, m) one item. */
 template <typename TY, typename TX> struct AxpbyOp {
   TY *y;
   const TX *x;
   int64_t ldy, ldx;
   float alpha, beta;
+  size_t stride; /* bytes between the members of a batch */
 
-  __device__ __forceinline__ float setup() const { return 0.0f; }
-  /* `off`: bytes to this block's member of a batch */
+  __device__ __forceinline__ float setup(int) const { return 0.0f; }
   template <int N>
-  __device__ __forceinline__ void apply(int64_t r, int64_t c, float, size_t off) const {
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, float, int m) const {
+    const size_t off = (size_t)m * stride;
     TY *yb = (TY *)((char *)y + off);
     const TX *xb = (const TX *)((const char *)x + off);
     float xv[N], yv[N];
@@ -147,6 +150,23 @@ template <typename TY, typename TX> struct AxpbyOp {
   }
 };
 
+/* 1/D with D = safety sqrt(sumsq) + eps formed in fp64 (see ScaleOp). */
+__device__ __forceinline__ double inverse_norm(double sumsq, float safety, float eps) {
+  const double D = safety * sqrt(sumsq) + eps;
+  return D == 0.0 ? 0.0 : 1.0 / D;
+}
+
+/* y[0..N) = x[0..N) * inv, each in fp64 and rounded once to fp32. */
+template <typename TY, typename TX, int N>
+__device__ __forceinline__ void scale_row_part(TY *y, const TX *x, double inv) {
+  float v[N];
+  load_n<TX, N>(x, v);
+#pragma unroll
+  for (int k = 0; k < N; k++)
+    v[k] = (float)((double)v[k] * inv);
+  store_n<TY, N>(y, v);
+}
+
 template <typename TY, typename TX> struct ScaleOp {
   TY *y;
   const TX *x; /* may equal y: each element is read before it is written */
@@ -162,35 +182,70 @@ template <typename TY, typename TX> struct ScaleOp {
    * and free in a memory-bound kernel (no division in the loop, which
    * would spill under the 32-register cap). X = 0 with eps = 0 divides by
    * 0: zeros then, as eps > 0 would give. */
-  __device__ __forceinline__ double setup() const {
-    const double D = safety * sqrt(*sumsq) + eps;
-    return D == 0.0 ? 0.0 : 1.0 / D;
-  }
+  __device__ __forceinline__ double setup(int) const { return inverse_norm(*sumsq, safety, eps); }
   template <int N>
-  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv, size_t) const {
-    float v[N];
-    load_n<TX, N>(x + r * ldx + c, v);
-#pragma unroll
-    for (int k = 0; k < N; k++)
-      v[k] = (float)((double)v[k] * inv);
-    store_n<TY, N>(y + r * ldy + c, v);
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv, int) const {
+    scale_row_part<TY, TX, N>(y + r * ldy + c, x + r * ldx + c, inv);
   }
 };
 
-/* Over a batch, grid row blockIdx.y walks member blockIdx.y, batch_stride
- * bytes from the first. */
+/* The members of a list: up to TPLA_OPS_LIST_MAX views of one shape and
+ * dtype anywhere in memory, passed by value (a kernel parameter). */
+struct List {
+  const void *p[TPLA_OPS_LIST_MAX];
+  int64_t ld[TPLA_OPS_LIST_MAX];
+};
+
+/* Member m of the batch at y = x_m / (safety_m ||x_m|| + eps_m), x_m from a
+ * list, sumsq_m from sumsq[m]: ScaleOp per member of a list. */
+template <typename TY, typename TX> struct ScaleListOp {
+  TY *y;
+  int64_t ldy;
+  size_t stride;
+  List x;
+  const double *sumsq;
+  float safety[TPLA_OPS_LIST_MAX], eps[TPLA_OPS_LIST_MAX];
+
+  __device__ __forceinline__ double setup(int m) const {
+    return inverse_norm(sumsq[m], safety[m], eps[m]);
+  }
+  template <int N>
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, double inv, int m) const {
+    TY *yb = (TY *)((char *)y + (size_t)m * stride);
+    scale_row_part<TY, TX, N>(yb + r * ldy + c, (const TX *)x.p[m] + r * x.ld[m] + c, inv);
+  }
+};
+
+/* List member m = member m of the batch at y (same dtype). */
+template <typename T> struct StoreListOp {
+  List x; /* the destinations */
+  const T *y;
+  int64_t ldy;
+  size_t stride;
+
+  __device__ __forceinline__ float setup(int) const { return 0.0f; }
+  template <int N>
+  __device__ __forceinline__ void apply(int64_t r, int64_t c, float, int m) const {
+    const T *yb = (const T *)((const char *)y + (size_t)m * stride);
+    float v[N];
+    load_n<T, N>(yb + r * ldy + c, v);
+    store_n<T, N>((T *)x.p[m] + r * x.ld[m] + c, v);
+  }
+};
+
+/* Grid row blockIdx.y walks member blockIdx.y of a batch or list. */
 template <int N, typename Op>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    elementwise_kernel(Op op, int64_t rows, int64_t chunks, size_t batch_stride) {
+    elementwise_kernel(Op op, int64_t rows, int64_t chunks) {
   Walk w(rows, chunks);
   if (!w.valid())
     return;
   /* setup() returns a per-thread constant, so op itself stays read-only in
    * the kernel's parameter space instead of being copied to registers. */
-  const auto u = op.setup();
-  const size_t off = (size_t)blockIdx.y * batch_stride;
+  const int m = (int)blockIdx.y;
+  const auto u = op.setup(m);
   for (; w.valid(); w.next())
-    op.template apply<N>(w.row, w.chunk * N, u, off);
+    op.template apply<N>(w.row, w.chunk * N, u, m);
 }
 
 /* ---- sum of squares ------------------------------------------------------------ */
@@ -228,9 +283,11 @@ __device__ __forceinline__ double item_sumsq(const T *p) {
   return s;
 }
 
+/* This block's sum of squares of its items of x (the grid's x extent walks
+ * rows x chunks); valid in thread 0. */
 template <typename T, int N>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    sumsq_partials_kernel(const T *x, int64_t ld, int64_t rows, int64_t chunks, double *partials) {
+__device__ __forceinline__ double block_sumsq(const T *x, int64_t ld, int64_t rows,
+                                              int64_t chunks) {
   Walk w(rows, chunks);
   double acc0 = 0.0, acc1 = 0.0;
   /* Two items per step, both loads issued before either is summed. */
@@ -250,19 +307,37 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
   if (w.valid())
     acc0 += item_sumsq<T, N>(x + w.row * ld + w.chunk * N);
-  double s = block_sum(acc0 + acc1);
+  return block_sum(acc0 + acc1);
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sumsq_partials_kernel(const T *x, int64_t ld, int64_t rows, int64_t chunks, double *partials) {
+  double s = block_sumsq<T, N>(x, ld, rows, chunks);
   if (threadIdx.x == 0)
     partials[blockIdx.x] = s;
 }
 
+/* Member blockIdx.y of a list: its partials follow the previous member's. */
+template <typename T, int N>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sumsq_list_partials_kernel(List x, int64_t rows, int64_t chunks, double *partials) {
+  const int m = (int)blockIdx.y;
+  double s = block_sumsq<T, N>((const T *)x.p[m], x.ld[m], rows, chunks);
+  if (threadIdx.x == 0)
+    partials[(size_t)m * gridDim.x + blockIdx.x] = s;
+}
+
+/* sumsq[b] = the sum of partials[b * count .. (b + 1) * count), b = blockIdx.x. */
 __global__ void __launch_bounds__(kThreads)
     sumsq_finish_kernel(const double *partials, int count, double *sumsq) {
+  partials += (size_t)blockIdx.x * count;
   double v = 0.0;
   for (int k = threadIdx.x; k < count; k += kThreads)
     v += partials[k];
   v = block_sum(v);
   if (threadIdx.x == 0)
-    *sumsq = v;
+    sumsq[blockIdx.x] = v;
 }
 
 /* ---- mirror of the upper triangle -------------------------------------------- */
@@ -402,13 +477,13 @@ dim3 batch_grid(int64_t items, int count, int max_blocks) {
  * `vector` is false. */
 template <int N, typename Op>
 cudaError_t launch_elementwise(Op op, int64_t rows, int64_t cols, bool vector, int count,
-                               size_t stride, int max_blocks, cudaStream_t stream) {
+                               int max_blocks, cudaStream_t stream) {
   const int64_t chunks = vector ? cols / N : cols;
   const dim3 grid = batch_grid(rows * chunks, count, max_blocks);
   if (vector)
-    elementwise_kernel<N><<<grid, kThreads, 0, stream>>>(op, rows, chunks, stride);
+    elementwise_kernel<N><<<grid, kThreads, 0, stream>>>(op, rows, chunks);
   else
-    elementwise_kernel<1><<<grid, kThreads, 0, stream>>>(op, rows, chunks, stride);
+    elementwise_kernel<1><<<grid, kThreads, 0, stream>>>(op, rows, chunks);
   return cudaGetLastError();
 }
 
@@ -455,9 +530,9 @@ extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float
     return with_float_type(x.dtype, [&](auto tx) {
       using TY = typename decltype(ty)::type;
       using TX = typename decltype(tx)::type;
-      AxpbyOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, alpha, beta};
+      AxpbyOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, alpha, beta, stride};
       return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
-                                                     can_vectorize<TY, TX>(y, x), count, stride,
+                                                     can_vectorize<TY, TX>(y, x), count,
                                                      max_blocks, stream);
     });
   });
@@ -475,8 +550,8 @@ extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t 
       using TX = typename decltype(tx)::type;
       ScaleOp<TY, TX> op{(TY *)y.data, (const TX *)x.data, y.ld, x.ld, sumsq, safety, eps};
       return launch_elementwise<vec_width<TY, TX>()>(op, y.rows, y.cols,
-                                                     can_vectorize<TY, TX>(y, x), 1, 0,
-                                                     max_blocks, stream);
+                                                     can_vectorize<TY, TX>(y, x), 1, max_blocks,
+                                                     stream);
     });
   });
 }
@@ -508,6 +583,89 @@ extern "C" cudaError_t tpla_launch_sumsq(double *sumsq, double *partials, tpla_m
   /* With no blocks this writes 0: the sum over an empty matrix. */
   sumsq_finish_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, sumsq);
   return cudaGetLastError();
+}
+
+/* The list of x[0..count) and whether every member's rows are 16-byte
+ * aligned for vectors of `n` elements of `elem` bytes. */
+static bool make_list(List &list, const tpla_matrix_t *x, int count, int n, size_t elem) {
+  bool vector = x[0].cols % n == 0;
+  for (int m = 0; m < count; m++) {
+    list.p[m] = x[m].data;
+    list.ld[m] = x[m].ld;
+    vector = vector && row_aligned16(x[m].data, x[m].ld, elem);
+  }
+  return vector;
+}
+
+extern "C" cudaError_t tpla_launch_normalize_list(tpla_matrix_t y, size_t stride,
+                                                  const tpla_matrix_t *x, int count,
+                                                  const float *safety, const float *eps,
+                                                  double *sumsq, double *partials,
+                                                  int max_blocks, cudaStream_t stream) {
+  if (count == 0 || y.rows == 0 || y.cols == 0)
+    return cudaSuccess;
+  if (count < 0 || count > TPLA_OPS_LIST_MAX || !batch_ok(count, stride))
+    return cudaErrorInvalidValue;
+  (void)cudaGetLastError();
+  cudaError_t e = with_float_type(x[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int n = 16 / (int)sizeof(T);
+    List list;
+    const bool vector = make_list(list, x, count, n, sizeof(T));
+    const int64_t chunks = vector ? y.cols / n : y.cols;
+    const unsigned blocks = batch_grid(y.rows * chunks, count, max_blocks).x,
+                   per = TPLA_OPS_SUMSQ_PARTIALS / count; /* each member's partials */
+    const dim3 grid(blocks < per ? blocks : per, (unsigned)count);
+    if (vector)
+      sumsq_list_partials_kernel<T, n><<<grid, kThreads, 0, stream>>>(list, y.rows, chunks,
+                                                                      partials);
+    else
+      sumsq_list_partials_kernel<T, 1><<<grid, kThreads, 0, stream>>>(list, y.rows, chunks,
+                                                                      partials);
+    sumsq_finish_kernel<<<count, kThreads, 0, stream>>>(partials, (int)grid.x, sumsq);
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess)
+    return e;
+  return with_float_type(y.dtype, [&](auto ty) {
+    return with_float_type(x[0].dtype, [&](auto tx) {
+      using TY = typename decltype(ty)::type;
+      using TX = typename decltype(tx)::type;
+      constexpr int n = vec_width<TY, TX>();
+      ScaleListOp<TY, TX> op{};
+      op.y = (TY *)y.data;
+      op.ldy = y.ld;
+      op.stride = stride;
+      op.sumsq = sumsq;
+      bool vector = make_list(op.x, x, count, n, sizeof(TX)) &&
+                    row_aligned16(y.data, y.ld, sizeof(TY));
+      for (int m = 0; m < count; m++) {
+        op.safety[m] = safety[m];
+        op.eps[m] = eps[m];
+      }
+      return launch_elementwise<n>(op, y.rows, y.cols, vector, count, max_blocks, stream);
+    });
+  });
+}
+
+extern "C" cudaError_t tpla_launch_store_list(const tpla_matrix_t *x, tpla_matrix_t y,
+                                              size_t stride, int count, int max_blocks,
+                                              cudaStream_t stream) {
+  if (count == 0 || y.rows == 0 || y.cols == 0)
+    return cudaSuccess;
+  if (count < 0 || count > TPLA_OPS_LIST_MAX || !batch_ok(count, stride))
+    return cudaErrorInvalidValue;
+  (void)cudaGetLastError();
+  return with_float_type(y.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int n = 16 / (int)sizeof(T);
+    StoreListOp<T> op{};
+    op.y = (const T *)y.data;
+    op.ldy = y.ld;
+    op.stride = stride;
+    bool vector = make_list(op.x, x, count, n, sizeof(T)) && row_aligned16(y.data, y.ld, sizeof(T));
+    return launch_elementwise<n>(op, y.rows, y.cols, vector, count, max_blocks, stream);
+  });
 }
 
 /* One of the two mirror kernels for element word W. */

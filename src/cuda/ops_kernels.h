@@ -23,6 +23,8 @@ extern "C" {
 /* Number of fp64 block partials a sum-of-squares reduction may write: the
  * size of the scratch passed to tpla_launch_sumsq. */
 #define TPLA_OPS_SUMSQ_PARTIALS 1024
+/* Members of one list launch (tpla_launch_normalize_list, _store_list). */
+#define TPLA_OPS_LIST_MAX 64
 
 /* The grid cap for a device with `sm_count` multiprocessors: the blocks
  * that are resident at once (8 blocks of 256 threads per SM). */
@@ -48,6 +50,20 @@ cudaError_t tpla_launch_sumsq(double *sumsq, double *partials, tpla_matrix_t x, 
 cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const double *sumsq,
                                       float safety, float eps, int max_blocks,
                                       cudaStream_t stream);
+
+/* For m < count (1 .. TPLA_OPS_LIST_MAX): sumsq[m] = the sum of squares
+ * of x[m] (fp64, deterministic as tpla_launch_sumsq's), then member m of
+ * the batch at y (`stride` bytes apart) = x[m] / (safety[m] sqrt(sumsq[m])
+ * + eps[m]). The x[m] share shape and dtype (y's shape, any float dtypes);
+ * partials: TPLA_OPS_SUMSQ_PARTIALS doubles. Three launches for the list;
+ * none for an empty y. */
+cudaError_t tpla_launch_normalize_list(tpla_matrix_t y, size_t stride, const tpla_matrix_t *x,
+                                       int count, const float *safety, const float *eps,
+                                       double *sumsq, double *partials, int max_blocks,
+                                       cudaStream_t stream);
+/* x[m] = member m of the batch at y, for m < count (one launch; y's dtype). */
+cudaError_t tpla_launch_store_list(const tpla_matrix_t *x, tpla_matrix_t y, size_t stride,
+                                   int count, int max_blocks, cudaStream_t stream);
 
 /* a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
  * any dtype (elements are moved as raw 1/2/4/8-byte words); over `count`

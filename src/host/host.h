@@ -149,6 +149,11 @@ tpla_status_t host_axpby_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, flo
 tpla_status_t host_sumsq_m(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream);
 tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
                                    const double *sumsq, float safety, float eps, void *stream);
+tpla_status_t host_normalize_list_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
+                                   const tpla_matrix_t *x, const float *safety, const float *eps,
+                                   double *sumsq, void *stream);
+tpla_status_t host_store_list_m(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
+                                tpla_batch_t batch, void *stream);
 tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
                                   void *stream);

@@ -108,6 +108,23 @@ tpla_status_t host_scale_by_norm_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_
   return host_scale_by_norm(y, x, sumsq, safety, eps);
 }
 
+tpla_status_t host_normalize_list_m(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
+                                   const tpla_matrix_t *x, const float *safety, const float *eps,
+                                   double *sumsq, void *stream) {
+  for (int j = 0; j < batch.count; j++) {
+    TPLA_TRY(host_sumsq(&sumsq[j], x[j]));
+    TPLA_TRY(host_scale_by_norm(member(y, batch, j), x[j], &sumsq[j], safety[j], eps[j]));
+  }
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t host_store_list_m(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
+                                tpla_batch_t batch, void *stream) {
+  for (int j = 0; j < batch.count; j++)
+    TPLA_TRY(host_axpby(x[j], member(y, batch, j), 1.0f, 0.0f));
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   return host_zero(y);
 }
@@ -161,6 +178,8 @@ static const tpla_backend_t host_backend = {
     .axpby = host_axpby_m,
     .sumsq = host_sumsq_m,
     .scale_by_norm = host_scale_by_norm_m,
+    .normalize_list = host_normalize_list_m,
+    .store_list = host_store_list_m,
     .zero = host_zero_m,
     .mirror_upper = host_mirror_upper_m,
     .alltoallv = host_alltoallv,

@@ -4,7 +4,9 @@
  * mirror_upper on `count` members one stride apart equal the same call on
  * each member alone, bit for bit, through the vector and the scalar kernels;
  * bytes between the members stay untouched; a stride that would break the
- * members' alignment is refused.
+ * members' alignment is refused. normalize_list (a list of views anywhere
+ * into a batch, each divided by its own norm) against float64, and
+ * store_list (the batch back into the list) bit for bit, padding untouched.
  *
  * Run: ctest --test-dir build -L gpu -R test_gpu_ops_batch (exits 77
  * without a GPU).
@@ -119,6 +121,85 @@ static void test_mirror_batch_equals_members(void) {
   ASSERT_EQ_INT(check_mirror(TPLA_FLOAT32, 500, 500), 0);  /* more tiles than blocks per member */
 }
 
+/* MEMBERS views of rows x cols (ld) in separate allocations, of `xt`,
+ * normalized into a batch of `yt` (safety 1 + m/8, eps 1e-3 m), against
+ * float64; then stored back into new views of ld + 3, bit for bit. */
+static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t cols, int64_t ld) {
+  size_t xes = tpla_dtype_size(xt), yes = tpla_dtype_size(yt);
+  size_t xbytes = (size_t)(rows * ld) * xes, ybytes = STRIDE * MEMBERS;
+  size_t obytes = (size_t)(rows * (cols + 3)) * yes;
+  tpla_matrix_t x[MEMBERS], o[MEMBERS];
+  float safety[MEMBERS], eps[MEMBERS];
+  void *y = NULL, *sums = NULL;
+  unsigned char *hx = malloc(xbytes), *hy = malloc(ybytes), *ho = malloc(obytes);
+  double got[MEMBERS];
+  int bad = !hx || !hy || !ho || CUDA_FAILED(cudaMalloc(&y, ybytes)) ||
+            CUDA_FAILED(cudaMalloc(&sums, sizeof got));
+  for (int m = 0; m < MEMBERS; m++) {
+    x[m] = (tpla_matrix_t){NULL, rows, cols, ld, xt};
+    o[m] = (tpla_matrix_t){NULL, rows, cols, cols + 3, yt};
+    safety[m] = 1.0f + (float)m / 8;
+    eps[m] = 1e-3f * (float)m;
+    bad = bad || CUDA_FAILED(cudaMalloc(&x[m].data, xbytes)) ||
+          CUDA_FAILED(cudaMalloc(&o[m].data, obytes)) || fill(x[m].data, xbytes, xt, 30 + m) ||
+          CUDA_FAILED(cudaMemset(o[m].data, 0x5a, obytes));
+  }
+  tpla_matrix_t yv = {y, rows, cols, cols, yt};
+  tpla_batch_t batch = {MEMBERS, STRIDE};
+  bad = bad || TPLA_FAILED(tpla_cuda_normalize_list(g_ctx, yv, batch, x, safety, eps, sums, NULL)) ||
+        TPLA_FAILED(tpla_cuda_store_list(g_ctx, o, yv, batch, NULL)) ||
+        CUDA_FAILED(cudaDeviceSynchronize()) ||
+        CUDA_FAILED(cudaMemcpy(hy, y, ybytes, cudaMemcpyDeviceToHost)) ||
+        CUDA_FAILED(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost));
+  double tol = (yt == TPLA_FLOAT32 ? 0x1p-24 : 0x1p-8) + 8 * 0x1p-24;
+  for (int m = 0; m < MEMBERS && !bad; m++) {
+    bad = CUDA_FAILED(cudaMemcpy(hx, x[m].data, xbytes, cudaMemcpyDeviceToHost)) ||
+          CUDA_FAILED(cudaMemcpy(ho, o[m].data, obytes, cudaMemcpyDeviceToHost));
+    double ss = 0.0;
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++)
+        ss += pow(tpla_load_elem(hx, xt, (size_t)(r * ld + c)), 2);
+    if (fabs(got[m] - ss) > 1e-12 * ss) {
+      fprintf(stderr, "  member %d: sum of squares %.17g, want %.17g\n", m, got[m], ss);
+      bad = 1;
+    }
+    double d = safety[m] * sqrt(ss) + eps[m];
+    const unsigned char *ym = hy + m * STRIDE;
+    for (int64_t r = 0; r < rows && !bad; r++) {
+      for (int64_t c = 0; c < cols && !bad; c++) {
+        double want = tpla_load_elem(hx, xt, (size_t)(r * ld + c)) / d;
+        double v = tpla_load_elem(ym, yt, (size_t)(r * cols + c));
+        bad = fabs(v - want) > tol * fabs(want) ||
+              memcmp(ho + (size_t)(r * (cols + 3) + c) * yes, ym + (size_t)(r * cols + c) * yes,
+                     yes) != 0;
+      }
+      for (int64_t c = cols; c < cols + 3 && !bad; c++) /* the stored views' padding */
+        bad = ho[(size_t)(r * (cols + 3) + c) * yes] != 0x5a;
+    }
+    if (bad)
+      fprintf(stderr, "  list %s -> %s %" PRId64 "x%" PRId64 " ld %" PRId64 ": member %d wrong\n",
+              tpla_dtype_name(xt), tpla_dtype_name(yt), rows, cols, ld, m);
+  }
+  for (int m = 0; m < MEMBERS; m++) {
+    cudaFree(x[m].data);
+    cudaFree(o[m].data);
+  }
+  cudaFree(y);
+  cudaFree(sums);
+  free(hx);
+  free(hy);
+  free(ho);
+  return bad;
+}
+
+static void test_normalize_and_store_lists(void) {
+  if (!g_ready)
+    SKIP("no single-rank context");
+  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_BFLOAT16, 100, 256, 256), 0); /* vectors */
+  ASSERT_EQ_INT(check_lists(TPLA_FLOAT32, TPLA_FLOAT32, 77, 97, 99), 0);      /* elements */
+  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_FLOAT32, 64, 512, 520), 0);
+}
+
 static void test_misaligned_stride_is_refused(void) {
   if (!g_ready)
     SKIP("no single-rank context");
@@ -142,6 +223,7 @@ int main(void) {
   g_ready = open_single_ctx(0, &g_comm, &g_ctx) == 0;
   TEST(test_axpby_batch_equals_members);
   TEST(test_mirror_batch_equals_members);
+  TEST(test_normalize_and_store_lists);
   TEST(test_misaligned_stride_is_refused);
   if (g_ready)
     close_single_ctx(g_comm, g_ctx);
