@@ -88,7 +88,8 @@ void tpla_lt_key_describe(char *buf, size_t size, const tpla_lt_key_t *k) {
   snprintf(buf, size,
            "%sm=%" PRId64 " n=%" PRId64 " k=%" PRId64 ", A %s op %s ld %" PRId64 ", B %s op %s ld %"
            PRId64 ", D %s ld %" PRId64 "%s, beta %s%s%s%s%s, alignments A %u B %u C %u D %u",
-           batch, k->m, k->n, k->k, tpla_dtype_name((tpla_dtype_t)k->a_dtype), op_name(k->op_a), k->lda,
+           batch, k->m, k->n, k->k, tpla_dtype_name((tpla_dtype_t)k->a_dtype), op_name(k->op_a),
+           k->lda,
            tpla_dtype_name((tpla_dtype_t)k->b_dtype), op_name(k->op_b), k->ldb,
            tpla_dtype_name((tpla_dtype_t)k->d_dtype), k->ldd, c_part,
            k->beta_zero ? "0" : "nonzero", k->tf32 ? ", tf32" : "",

@@ -30,6 +30,13 @@ extern "C" {
  * that are resident at once (8 blocks of 256 threads per SM). */
 int tpla_ops_max_blocks(int sm_count);
 
+/* True if every row of a view at `data` with leading dimension `ld` of
+ * `elem`-byte elements starts 16-byte aligned (the vector kernels). */
+int tpla_ops_rows_aligned16(const void *data, int64_t ld, size_t elem);
+/* True for a batch the kernels take: 1 .. 65535 members, a stride that is a
+ * multiple of 256 bytes when there are several. */
+int tpla_ops_batch_ok(int count, size_t stride);
+
 /* True if axpby/sumsq/scale_by_norm support the dtype (fp32, fp16, bf16). */
 int tpla_ops_float_dtype(tpla_dtype_t dtype);
 
@@ -65,7 +72,7 @@ cudaError_t tpla_launch_normalize_list(tpla_matrix_t y, size_t stride, const tpl
 cudaError_t tpla_launch_store_list(const tpla_matrix_t *x, tpla_matrix_t y, size_t stride,
                                    int count, int max_blocks, cudaStream_t stream);
 
-/* a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
+/* (mirror_kernel.cu) a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
  * any dtype (elements are moved as raw 1/2/4/8-byte words); over `count`
  * members `stride` bytes apart as tpla_launch_axpby's. */
 cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size_t stride, int max_blocks,

@@ -146,7 +146,8 @@ static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t c
   }
   tpla_matrix_t yv = {y, rows, cols, cols, yt};
   tpla_batch_t batch = {MEMBERS, STRIDE};
-  bad = bad || TPLA_FAILED(tpla_cuda_normalize_list(g_ctx, yv, batch, x, safety, eps, sums, NULL)) ||
+  bad = bad ||
+        TPLA_FAILED(tpla_cuda_normalize_list(g_ctx, yv, batch, x, safety, eps, sums, NULL)) ||
         TPLA_FAILED(tpla_cuda_store_list(g_ctx, o, yv, batch, NULL)) ||
         CUDA_FAILED(cudaDeviceSynchronize()) ||
         CUDA_FAILED(cudaMemcpy(hy, y, ybytes, cudaMemcpyDeviceToHost)) ||
