@@ -255,7 +255,8 @@ def _check_ns(comm, rank, world, peer):
 
 def _check_muon(comm, rank, world):
     dev = comm.device
-    shapes = [(128, 256), (192, 64), (32, 16, 3, 3)]  # replicated (one conv-like)
+    # replicated (one conv-like); the repeated shape runs as a group (ns_group.c)
+    shapes = [(128, 256), (192, 64), (32, 16, 3, 3), (128, 256), (128, 256)]
     params = [torch.nn.Parameter(seeded(s, 60 + i, device=dev)) for i, s in enumerate(shapes)]
     sizes = tt.even_split(96, world)  # a tensor-parallel shard: rows of 96 x 80
     tp = torch.nn.Parameter(seeded((sizes[rank], 80), 70 + rank, device=dev))
