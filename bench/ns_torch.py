@@ -30,7 +30,7 @@ def ns_local(x, steps, coeffs=MUON, eps=1e-7):
     batch (..., m, n), as in the reference zeropower_via_newtonschulz5."""
     a, b, c = coeffs
     y = x.bfloat16()
-    tall = y.shape[0] > y.shape[1]
+    tall = y.size(-2) > y.size(-1)  # of each matrix, not of a batch
     if tall:
         y = y.mT
     y = y / (y.norm(dim=(-2, -1), keepdim=True) + eps)  # per matrix of a batch (..., m, n)
