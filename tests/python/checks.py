@@ -169,12 +169,15 @@ def check_ns_errors(rank, world, device):
             "tpla_ns_plan_create", "steps")
     _raises(tpla.InvalidArgumentError,
             lambda: tt.newton_schulz(x, comm, steps=4, coefficients=MUON5), "3 * steps")
+    same = x.expand(2, 8, 6)  # a batch whose matrices share memory, written in place
+    _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(same, comm, out=same),
+            "tpla_ns_batch_execute", "overlaps")
     # checks made in Python
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x.int(), comm), "int32")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x[0], comm), "2-D")
-    same = x.expand(2, 8, 6)  # two views of one matrix, written in place
-    _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(same, comm, out=same),
-            "tpla_ns_batch_execute", "overlaps")
+    buf = seeded((3, 8, 8), 2, device=dev)  # a batch's out that shifts onto its x
+    _raises(tpla.InvalidArgumentError,
+            lambda: tt.newton_schulz(buf[:, :, 0:6], comm, out=buf[:, :, 1:7]), "'out' overlaps")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x.t(), comm), "strides")
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(x, comm, coefficients="nope"),
             "unknown preset")

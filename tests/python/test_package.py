@@ -157,6 +157,24 @@ def test_auto_iteration_is_the_models_pick(shape, picks):
     assert not torch.equal(tt.newton_schulz(x), tt.newton_schulz(x, iteration=other))
 
 
+@pytest.mark.parametrize("iteration", ["x", "gram"])
+def test_local_batch_equals_each_matrix(iteration):
+    """A batch (2, 3, 24, 40) in one process: the batched plan's groups (one
+    rank: every matrix whole) equal each matrix alone bit for bit (the host
+    executor loops the same kernels), into a new tensor and in place; out with
+    another layout works."""
+    x = torch.randn(2, 3, 24, 40, generator=torch.Generator().manual_seed(8))
+    y = tt.newton_schulz(x, iteration=iteration)
+    for i in range(2):
+        for j in range(3):
+            assert torch.equal(y[i, j], tt.newton_schulz(x[i, j], iteration=iteration))
+    twisted = torch.empty(3, 2, 24, 40).transpose(0, 1)  # batch dims permuted
+    assert torch.equal(tt.newton_schulz(x, out=twisted, iteration=iteration), y)
+    inplace = x.clone()
+    tt.newton_schulz(inplace, out=inplace, iteration=iteration)
+    assert torch.equal(inplace, y)
+
+
 def test_local_half_precision_and_polar_quality():
     x = torch.randn(64, 96, generator=torch.Generator().manual_seed(4))
     for dtype, tol in ((torch.float16, 1e-2), (torch.bfloat16, 6e-2)):

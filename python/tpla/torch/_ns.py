@@ -96,8 +96,12 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
        rows of the global matrix if shard_dim == 0, columns if 1. Rows may be
        strided (x[:, a:b] is fine); other layouts are rejected. A tensor of
        more dimensions is a batch of such shards (..., rows, cols), all of one
-       global shape: one batched plan orthogonalizes each matrix, and runs
-       small ones together (strided-batched GEMMs).
+       global shape and sharded alike (shard_dim: each matrix's rows or
+       columns): one batched plan orthogonalizes each matrix, and runs small
+       ones together (strided-batched GEMMs). A batch runs in place on `out`
+       after copying x there, so `out` must be x or not overlap it, and on an
+       error it may hold that copy; `algorithm` applies per matrix as in
+       tpla_ns_batch_plan_create ("local" assigns whole matrices to ranks).
     comm: a Communicator (None: this process alone, on x's device).
     coefficients: "muon", "muon5" (the 5-step quintic schedule), "polar_express",
        "cubic", or a list of (a, b, c) triples (then exactly `steps` of them).
@@ -119,7 +123,11 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError("%s: argument 'x' must be a torch.Tensor" % fn)
         comm = local_communicator(x.device)
-    ndim = x.dim() if isinstance(x, torch.Tensor) and x.dim() > 2 else 2
+    if isinstance(x, torch.Tensor) and x.dim() < 2:
+        raise InvalidArgumentError("%s: argument 'x': expected a 2-D tensor or a batch of them "
+                                   "(..., rows, cols), got %d-D with shape %s"
+                                   % (fn, x.dim(), tuple(x.shape)))
+    ndim = x.dim() if isinstance(x, torch.Tensor) else 2
     check_tensor(x, fn, "x", comm.device, ndim)
     not_differentiable(fn, x=x)
     dtype = tpla_dtype(x.dtype, fn, "x")
@@ -150,6 +158,9 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
             raise InvalidArgumentError("%s: argument 'out' requires grad; Newton-Schulz is not "
                                        "differentiable, write into a tensor that does not" % fn)
     oms = [matrix(out[i], fn, "out") for i in batch]
+    if ndim > 2 and not same_view(out, x) and _spans_meet(out, x):  # (2-D: the C call checks)
+        raise InvalidArgumentError("%s: argument 'out' overlaps 'x': pass x itself to work in "
+                                   "place, or memory apart from it" % fn)
     for table, value, arg in ((_lib.NS_ALGO, algorithm, "algorithm"),
                               (_lib.NS_ITERATION, iteration, "iteration"),
                               (_lib.NS_GRAM_SUM, gram_sum, "gram_sum")):
@@ -177,6 +188,19 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     else:
         plan.execute_out(oms[0], xms[0], comm.stream())
     return written(out)
+
+
+def _spans_meet(a, b):
+    """True if the byte spans (first to one past the last element) of two
+    non-empty tensors intersect."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+
+    def span(t):
+        last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def global_shape(shape, shard_dim, shard_sizes):
