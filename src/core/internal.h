@@ -158,8 +158,10 @@ typedef struct tpla_backend {
   /* For j < batch.count (<= TPLA_LIST_MAX): sumsq[j] = the sum of squares
    * of x[j] (as sumsq), and member j of the batch at y = x[j] /
    * (safety[j] sqrt(sumsq[j]) + eps[j]) (as scale_by_norm). The x[j] have
-   * y's shape, any float dtype and ld, anywhere; sumsq: batch.count fp64 in
-   * executor memory. One pass for all (CUDA: three launches). */
+   * y's shape, one float dtype (any, converted to y's) and any ld, anywhere;
+   * sumsq: batch.count fp64 in executor memory. One pass for all (CUDA:
+   * three launches; the sums' grid depends on the count, so their bits may
+   * differ from sumsq's). */
   tpla_status_t (*normalize_list)(tpla_ctx_t ctx, tpla_matrix_t y, tpla_batch_t batch,
                                   const tpla_matrix_t *x, const float *safety, const float *eps,
                                   double *sumsq, void *stream);

@@ -16,10 +16,12 @@
  * launch per member.
  *
  * `per` fills the GPU and bounds memory: members until one batched Gram has
- * GROUP_WORK multiply-adds, at most GROUP_BYTES of slots (or one slot), at
- * most TPLA_NS_BATCH_GROUP (environment; 1 turns grouping off). Groups of
- * large matrices (per < 2) are not formed: their matrices run alone, as
- * before. Groups run one after another, so they share one region.
+ * GROUP_WORK multiply-adds, at most GROUP_BYTES of slots, at most
+ * TPLA_NS_BATCH_GROUP (environment; 1 turns grouping off). Groups of large
+ * matrices (per < 2) are not formed: their matrices run alone, as before.
+ * Groups run one after another, so they share one region. On the GPU a
+ * matrix's bits depend on its run's size (cuBLASLt's batched algorithm, the
+ * sums' grid), so they are reproducible for one batch, not across batches.
  */
 #include "ns.h"
 
@@ -78,10 +80,14 @@ static int by_hash(const void *a, const void *b) {
   return x->index - y->index;
 }
 
-/* The environment's cap on members per run (GROUP_MAX unless set). */
+/* The environment's cap on members per run: GROUP_MAX unless it is set
+ * to a number (not a number: GROUP_MAX too). */
 static int group_cap(void) {
   const char *v = getenv("TPLA_NS_BATCH_GROUP");
-  long n = v != NULL && *v ? strtol(v, NULL, 10) : GROUP_MAX;
+  char *end = NULL;
+  long n = v != NULL ? strtol(v, &end, 10) : GROUP_MAX;
+  if (v != NULL && (end == v || *end != '\0'))
+    n = GROUP_MAX;
   return n < 1 ? 1 : n > GROUP_MAX ? GROUP_MAX : (int)n;
 }
 

@@ -220,6 +220,9 @@ tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_
   static const char fn[] = "tpla_cuda_store_list";
   if (!tpla_ops_float_dtype(y.dtype))
     return unsupported(fn, "y", &y);
+  for (int j = 0; j < batch.count; j++)
+    if (x[j].dtype != y.dtype) /* the kernel moves y's elements: no conversion */
+      return unsupported(fn, "x[j]", &x[j]);
   struct tpla_cuda_ops_state *st;
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;

@@ -190,8 +190,10 @@ static tpla_status_t gemm_enqueue(tpla_ctx_t ctx, const tpla_gemm_call_t *g, cud
                      "(is %" PRId64 "x%" PRId64 " %s), inputs not FP8 (%s)",
                      g->m, g->n, tpla_dtype_name(g->d.dtype), c->rows, c->cols,
                      tpla_dtype_name(c->dtype), tpla_dtype_name(g->a.dtype));
-  if (g->batch.count > 1 && (tpla_lt_is_fp8(g->a.dtype) || g->k == 0))
-    return tpla_fail(TPLA_ERROR_INTERNAL, fn, "a batched GEMM needs half or fp32 inputs and k > 0");
+  if (g->batch.count > 1 &&
+      (tpla_lt_is_fp8(g->a.dtype) || g->k == 0 || g->batch.stride == 0 || g->batch.stride % 256))
+    return tpla_fail(TPLA_ERROR_INTERNAL, fn, "a batched GEMM needs half or fp32 inputs, k > 0 "
+                     "and a stride that is a nonzero multiple of 256 bytes");
   if (tpla_lt_is_fp8(g->a.dtype))
     return tpla_cuda_gemm_fp8(ctx, g, stream, fn);
   if (g->k == 0)

@@ -391,7 +391,7 @@ cudaError_t launch_elementwise(Op op, int64_t rows, int64_t cols, bool vector, i
  * keeps every member's 16-byte alignment. */
 bool batch_ok(int count, size_t stride) {
   constexpr int kMaxBatch = 65535; /* a grid's y extent (internal.h's TPLA_BATCH_MAX) */
-  return count >= 1 && count <= kMaxBatch && (count == 1 || stride % 256 == 0);
+  return count >= 1 && count <= kMaxBatch && (count == 1 || (stride > 0 && stride % 256 == 0));
 }
 
 /* Elements per 16 bytes of the narrower of two types: the vector width. */

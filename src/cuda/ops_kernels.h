@@ -34,7 +34,7 @@ int tpla_ops_max_blocks(int sm_count);
  * `elem`-byte elements starts 16-byte aligned (the vector kernels). */
 int tpla_ops_rows_aligned16(const void *data, int64_t ld, size_t elem);
 /* True for a batch the kernels take: 1 .. 65535 members, a stride that is a
- * multiple of 256 bytes when there are several. */
+ * nonzero multiple of 256 bytes when there are several. */
 int tpla_ops_batch_ok(int count, size_t stride);
 
 /* True if axpby/sumsq/scale_by_norm support the dtype (fp32, fp16, bf16). */

@@ -9,7 +9,8 @@
  *     uses;
  *   - the same batch with grouping off (TPLA_NS_BATCH_GROUP=1: one matrix
  *     at a time, as before groups) agrees to the same bound, and its
- *     workspace is smaller: the grouped run did form groups;
+ *     workspace is smaller: the grouped run did form groups; so does the
+ *     batch with runs of at most 4 members (=4: 6 as 4 + 2, 5 as 4 + 1);
  *   - padding past each row (ld > cols) is left untouched.
  * The batch: six wide and four tall bf16 Muon matrices (one shape each),
  * three fp32 cubic ones with three steps (an odd count: the iteration
@@ -177,13 +178,15 @@ static double tolerance(const kind_t *k) {
   return k->iteration == TPLA_NS_ITERATE_GRAM ? TOL_BF16_GRAM : TOL_BF16;
 }
 
-/* One batch with grouping on (the default) and one with it off. */
+/* One batch with grouping on (the default), one with it off, one with runs
+ * of at most 4 members. */
 static void run_grouped_and_alone(int nranks) {
   if (!fx.host && gpu_count() < nranks)
     SKIP("needs %d GPUs", nranks);
-  run_t runs[2];
-  static const char *const group_env[2] = {NULL, "1"};
-  for (int g = 0; g < 2; g++) {
+  enum { GROUPED, ALONE, RUNS_OF_4, NRUNS };
+  run_t runs[NRUNS];
+  static const char *const group_env[NRUNS] = {NULL, "1", "4"};
+  for (int g = 0; g < NRUNS; g++) {
     memset(&runs[g], 0, sizeof runs[g]);
     runs[g].nranks = nranks;
     for (int i = 0; i < fx.count; i++) {
@@ -193,36 +196,35 @@ static void run_grouped_and_alone(int nranks) {
     }
     if (group_env[g] != NULL)
       setenv("TPLA_NS_BATCH_GROUP", group_env[g], 1);
-    else
-      unsetenv("TPLA_NS_BATCH_GROUP");
-    ASSERT_EQ_INT(team_run(nranks, fx.host, batch_body, &runs[g]), 0);
+    int failed = team_run(nranks, fx.host, batch_body, &runs[g]);
+    unsetenv("TPLA_NS_BATCH_GROUP"); /* read at plan creation: done */
+    ASSERT_EQ_INT(failed, 0);
     ASSERT_EQ_INT(runs[g].padding_bad, 0);
   }
-  unsetenv("TPLA_NS_BATCH_GROUP");
-  double worst[2] = {0, 0}, ratio = 0;
+  double worst[NRUNS] = {0}, ratio = 0;
   for (int i = 0; i < fx.count; i++) {
     const kind_t *k = &kinds[fx.kind[i]];
     size_t mn = (size_t)(k->m * k->n);
     double tol = tolerance(k);
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < NRUNS; g++) {
       double e = ref_rel_diff(runs[g].out[i], fx.ref[i], mn);
       worst[g] = e / tol > worst[g] ? e / tol : worst[g];
       ASSERT_LE(e, tol);
+      double apart = ref_rel_diff(runs[g].out[i], runs[ALONE].out[i], mn);
+      ratio = apart / tol > ratio ? apart / tol : ratio;
+      ASSERT_LE(apart, tol);
     }
-    double apart = ref_rel_diff(runs[0].out[i], runs[1].out[i], mn);
-    ratio = apart / tol > ratio ? apart / tol : ratio;
-    ASSERT_LE(apart, tol);
   }
-  size_t grouped = 0, alone = 0;
-  for (int r = 0; r < nranks; r++) {
-    grouped += runs[0].ws[r];
-    alone += runs[1].ws[r];
-  }
-  printf("  %d rank(s): worst error / bound %.2f grouped, %.2f alone; grouped vs alone %.2f of "
-         "the bound; workspace %zu bytes grouped, %zu alone\n", nranks, worst[0], worst[1], ratio,
-         grouped, alone);
-  ASSERT_TRUE(grouped > alone);
-  for (int g = 0; g < 2; g++)
+  size_t ws[NRUNS] = {0};
+  for (int g = 0; g < NRUNS; g++)
+    for (int r = 0; r < nranks; r++)
+      ws[g] += runs[g].ws[r];
+  printf("  %d rank(s): worst error / bound %.2f grouped, %.2f alone, %.2f in runs of 4; "
+         "against alone %.2f of the bound; workspace %zu bytes grouped, %zu alone, %zu in runs "
+         "of 4\n", nranks, worst[GROUPED], worst[ALONE], worst[RUNS_OF_4], ratio, ws[GROUPED],
+         ws[ALONE], ws[RUNS_OF_4]);
+  ASSERT_TRUE(ws[GROUPED] >= ws[RUNS_OF_4] && ws[RUNS_OF_4] > ws[ALONE]); /* owners hold fewer */
+  for (int g = 0; g < NRUNS; g++)
     for (int i = 0; i < fx.count; i++)
       free(runs[g].out[i]);
 }

@@ -236,8 +236,8 @@ static void test_batch_auto_choice(void) {
  * group): on one rank, and on three with whole matrices at owners, the
  * groups' results equal the same batch with grouping off
  * (TPLA_NS_BATCH_GROUP=1) bit for bit, also when runs hold two members
- * (=2, runs of 2, 2, 1); grouping is seen in the workspace, which holds
- * the groups' slots. */
+ * (=2, runs of 2, 2, 1) and with a value that is no number (the default);
+ * grouping is seen in the workspace, which holds the groups' slots. */
 static void test_batch_groups_equal_one_by_one(void) {
   static const mat_t reps[] = {{16, 24, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
                                {24, 16, TPLA_SHARD_COLS, TPLA_BFLOAT16, TPLA_NS_MUON, 4},
@@ -251,18 +251,21 @@ static void test_batch_groups_equal_one_by_one(void) {
       list[count++] = reps[k];
   list[count] = reps[0];
   list[count++].steps = 6; /* alone: a group is one step count */
-  static const char *const caps[] = {"1", "64", "2"};
+  /* "on" is no number: the default cap, as unset */
+  static const char *const caps[] = {"1", "64", "2", "on"};
   for (int P = 1; P <= 3; P += 2)
     for (int iter = 0; iter < 2; iter++) {
       double *ref[MAXM];
       size_t ws_off = 0;
-      for (int cap = 0; cap < 3; cap++) {
+      for (int cap = 0; cap < 4; cap++) {
         setenv("TPLA_NS_BATCH_GROUP", caps[cap], 1);
         batch_t b;
         setup(&b, P, count, list);
         b.algo = P > 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
         b.iteration = iter ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
-        ASSERT_EQ_INT(run_batch(P, &b), 0);
+        int failed = run_batch(P, &b);
+        unsetenv("TPLA_NS_BATCH_GROUP"); /* read at plan creation: done */
+        ASSERT_EQ_INT(failed, 0);
         size_t ws = b.plan_ws[0][0];
         for (int r = 1; r < P; r++)
           ws = b.plan_ws[r][0] > ws ? b.plan_ws[r][0] : ws;
@@ -289,7 +292,6 @@ static void test_batch_groups_equal_one_by_one(void) {
       for (int i = 0; i < count; i++)
         free(ref[i]);
     }
-  unsetenv("TPLA_NS_BATCH_GROUP");
 }
 
 /* 1000 calls: the context's scratch and the plan's workspace do not grow. */
