@@ -123,12 +123,16 @@ static void test_mirror_batch_equals_members(void) {
 
 /* MEMBERS views of rows x cols (ld) in separate allocations, of `xt`,
  * normalized into a batch of `yt` (safety 1 + m/8, eps 1e-3 m), against
- * float64; then stored back into new views of ld + 3, bit for bit. */
-static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t cols, int64_t ld) {
+ * float64; then stored back into new views of ld + 3, bit for bit. Member
+ * `odd` (-1: none) starts one element into its allocations, so the list
+ * mixes 16-byte-aligned members with one that is not. */
+static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t cols, int64_t ld,
+                       int odd) {
   size_t xes = tpla_dtype_size(xt), yes = tpla_dtype_size(yt);
   size_t xbytes = (size_t)(rows * ld) * xes, ybytes = STRIDE * MEMBERS;
   size_t obytes = (size_t)(rows * (cols + 3)) * yes;
   tpla_matrix_t x[MEMBERS], o[MEMBERS];
+  char *xbase[MEMBERS] = {NULL}, *obase[MEMBERS] = {NULL};
   float safety[MEMBERS], eps[MEMBERS];
   void *y = NULL, *sums = NULL;
   unsigned char *hx = malloc(xbytes), *hy = malloc(ybytes), *ho = malloc(obytes);
@@ -140,9 +144,13 @@ static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t c
     o[m] = (tpla_matrix_t){NULL, rows, cols, cols + 3, yt};
     safety[m] = 1.0f + (float)m / 8;
     eps[m] = 1e-3f * (float)m;
-    bad = bad || CUDA_FAILED(cudaMalloc(&x[m].data, xbytes)) ||
-          CUDA_FAILED(cudaMalloc(&o[m].data, obytes)) || fill(x[m].data, xbytes, xt, 30 + m) ||
-          CUDA_FAILED(cudaMemset(o[m].data, 0x5a, obytes));
+    bad = bad || CUDA_FAILED(cudaMalloc((void **)&xbase[m], xbytes + xes)) ||
+          CUDA_FAILED(cudaMalloc((void **)&obase[m], obytes + yes));
+    if (bad)
+      break;
+    x[m].data = xbase[m] + (m == odd ? xes : 0);
+    o[m].data = obase[m] + (m == odd ? yes : 0);
+    bad = fill(x[m].data, xbytes, xt, 30 + m) || CUDA_FAILED(cudaMemset(o[m].data, 0x5a, obytes));
   }
   tpla_matrix_t yv = {y, rows, cols, cols, yt};
   tpla_batch_t batch = {MEMBERS, STRIDE};
@@ -182,8 +190,8 @@ static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t c
               tpla_dtype_name(xt), tpla_dtype_name(yt), rows, cols, ld, m);
   }
   for (int m = 0; m < MEMBERS; m++) {
-    cudaFree(x[m].data);
-    cudaFree(o[m].data);
+    cudaFree(xbase[m]);
+    cudaFree(obase[m]);
   }
   cudaFree(y);
   cudaFree(sums);
@@ -196,9 +204,12 @@ static int check_lists(tpla_dtype_t xt, tpla_dtype_t yt, int64_t rows, int64_t c
 static void test_normalize_and_store_lists(void) {
   if (!g_ready)
     SKIP("no single-rank context");
-  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_BFLOAT16, 100, 256, 256), 0); /* vectors */
-  ASSERT_EQ_INT(check_lists(TPLA_FLOAT32, TPLA_FLOAT32, 77, 97, 99), 0);      /* elements */
-  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_FLOAT32, 64, 512, 520), 0);
+  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_BFLOAT16, 100, 256, 256, -1), 0); /* vectors */
+  ASSERT_EQ_INT(check_lists(TPLA_FLOAT32, TPLA_FLOAT32, 77, 97, 99, -1), 0);      /* elements */
+  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_FLOAT32, 64, 512, 520, -1), 0);
+  /* one member off the vectors' alignment: the whole list takes the element kernels */
+  ASSERT_EQ_INT(check_lists(TPLA_BFLOAT16, TPLA_BFLOAT16, 100, 256, 256, 3), 0);
+  ASSERT_EQ_INT(check_lists(TPLA_FLOAT32, TPLA_BFLOAT16, 64, 512, 512, 0), 0);
 }
 
 static void test_misaligned_stride_is_refused(void) {
