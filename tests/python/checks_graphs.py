@@ -301,9 +301,44 @@ def _check_muon(comm, rank, world):
     mixed = tt.Muon([torch.nn.Parameter(seeded((8, 8), 82, device=dev))], comm=comm,
                     adamw_params=[bias])  # its Muon parameter has no gradient: AdamW only
     mixed.step()
-    _refused(mixed.step, "Muon.step", "AdamW")
+    _refused(mixed.step, "Muon.step", "AdamW", "capturable=True")
     assert mixed.state[bias]["step"] == 1, "a refused step counted"
-    return {"max_step": moved}
+    return {"max_step": moved, "scheduled": _check_muon_scheduled(comm, rank, params, bias)}
+
+
+def _check_muon_scheduled(comm, rank, params, bias):
+    """capturable=True with AdamW parameters and lr / weight decay as device tensors: the
+    captured step replays what an eager step does after the lr tensors are changed in place
+    (as torch's schedulers do), bit for bit; returns the largest change of a replay."""
+    dev = comm.device
+    lr, adamw_lr = torch.tensor(0.02, device=dev), torch.tensor(1e-3, device=dev)
+    opt = tt.Muon(params, lr=lr, weight_decay=torch.tensor(0.01, device=dev), comm=comm,
+                  adamw_params=[bias], adamw_lr=adamw_lr, capturable=True)
+    everything = params + [bias]
+    grads = [p.grad for p in everything]
+    bias.grad = seeded(bias.shape, 90, device=dev)
+    _warm_up(opt.step)
+    g, _ = _capture(opt.step)
+    state = [t for p in everything for t in opt.state[p].values() if torch.is_tensor(t)]
+    moved = 0.0
+    for r in range(ROUNDS):
+        for i, gr in enumerate(grads):
+            gr.copy_(seeded(gr.shape, 5000 + 100 * r + 10 * i + rank, device=dev))
+        lr.fill_(0.02 / (r + 2))  # a schedule, written in place
+        adamw_lr.fill_(1e-3 / (r + 2))
+        before = [t.detach().clone() for t in everything + state]
+        g.replay()
+        replayed = [t.detach().clone() for t in everything + state]
+        with torch.no_grad():
+            for t, b in zip(everything + state, before):
+                t.copy_(b)
+        opt.step()
+        for i, (t, want) in enumerate(zip(everything + state, replayed)):
+            assert torch.equal(t, want), "scheduled round %d: tensor %d differs" % (r, i)
+        moved = max(moved, max(float((t.detach() - b).abs().max())
+                               for t, b in zip(everything, before)))
+    assert moved > 0, "the captured scheduled step changed no parameter"
+    return moved
 
 
 # ---- the tensor-parallel layers ---------------------------------------------------------

@@ -2,8 +2,8 @@
 the capture test (tpla.torch._tensors.capturing) patched to say "capturing",
 a call that needs a new plan or context raises InvalidUsageError before doing
 anything, a call whose plan is cached goes through, a Muon step refuses to
-run without its state or with AdamW parameters and leaves the state as it
-was. The captures themselves are checked on GPUs (checks_graphs.py, run by
+run without its state, with AdamW parameters unless capturable=True, or with
+a tensor hyperparameter on another device, and leaves the state as it was. The captures themselves are checked on GPUs (checks_graphs.py, run by
 gpu/run_checks.py); here that check only skips."""
 import pytest
 import torch
@@ -88,6 +88,23 @@ def test_muon_capture_rules(comm, capture):
     with pytest.raises(tpla.InvalidUsageError, match="AdamW"):
         mixed.step()
     assert mixed.state[b]["step"] == 1 and torch.equal(b.detach(), before)
+
+    capture(False)  # capturable=True: AdamW's step count on the device, so it captures
+    able = tt.Muon([q], comm=comm, adamw_params=[b], capturable=True, adamw_lr=torch.tensor(1e-3))
+    with pytest.raises(tpla.InvalidUsageError, match="AdamW state on the device for 1"):
+        capture(True)
+        able.step()
+    assert not able.state
+    capture(False)
+    able.step()
+    capture(True)
+    able.step()
+    assert torch.is_tensor(able.state[b]["step"]) and float(able.state[b]["step"]) == 2.0
+    # a tensor hyperparameter elsewhere than the parameters: its value would be frozen
+    able.param_groups[1]["lr"] = torch.tensor(1e-3, device="meta")
+    with pytest.raises(tpla.InvalidUsageError, match="lr is a tensor on meta"):
+        able.step()
+    assert float(able.state[b]["step"]) == 2.0
 
 
 def test_main_grad_is_not_made_in_a_capture(comm, capture):

@@ -312,6 +312,69 @@ def test_muon_groups_state_and_devices():
         tt.Muon([p1, m]).step()
 
 
+def test_muon_tensor_hyperparameters_and_capturable_adamw():
+    """lr, weight_decay, momentum as 0-dim tensors give the float hyperparameters' steps
+    (to rounding), AdamW with capturable=True (its step count a tensor) gives
+    torch.optim.AdamW's, a scheduler's in-place lr reaches the next step, and the step
+    count survives a state_dict round trip as a tensor."""
+    g = torch.Generator().manual_seed(21)
+    shapes = [(8, 4), (6, 5), (7,)]
+    init = [torch.randn(s, generator=g) for s in shapes]
+    grads = [[torch.randn(s, generator=g) for s in shapes] for _ in range(3)]
+
+    def make(tensors, capturable):
+        ps = [torch.nn.Parameter(t.clone()) for t in init]
+        h = (lambda v: torch.tensor(v)) if tensors else (lambda v: v)
+        opt = tt.Muon(ps[:2], lr=h(0.02), momentum=h(0.9), weight_decay=h(0.01),
+                      ns_dtype=torch.float32, adamw_params=ps[2:], adamw_lr=h(1e-3),
+                      adamw_weight_decay=h(0.1), capturable=capturable)
+        return ps, opt
+
+    ref_ps = [torch.nn.Parameter(init[2].clone())]
+    ref = torch.optim.AdamW(ref_ps, lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    runs = [make(False, False), make(True, False), make(True, True)]
+    for step in range(3):
+        for ps, opt in runs:
+            for p, gr in zip(ps, grads[step]):
+                p.grad = gr.clone()
+            opt.step()
+        ref_ps[0].grad = grads[step][2].clone()
+        ref.step()
+    (plain, _), (tens, _), (capt, capt_opt) = runs
+    for i in range(3):
+        torch.testing.assert_close(tens[i], plain[i], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(capt[i], plain[i], rtol=1e-6, atol=1e-7)
+    assert not torch.equal(plain[0], init[0])
+    for ps in (plain, tens, capt):
+        torch.testing.assert_close(ps[2], ref_ps[0], rtol=1e-6, atol=1e-7)
+    step = capt_opt.state[capt[2]]["step"]
+    assert torch.is_tensor(step) and step.dtype == torch.float32 and float(step) == 3.0
+
+    second = tt.Muon([torch.nn.Parameter(t.detach().clone()) for t in capt[:2]],
+                     adamw_params=[torch.nn.Parameter(capt[2].detach().clone())])
+    second.load_state_dict(capt_opt.state_dict())  # the groups' capturable=True comes along
+    loaded = second.state[second.param_groups[1]["params"][0]]["step"]
+    assert torch.is_tensor(loaded) and float(loaded) == 3.0
+
+    lr = capt_opt.param_groups[0]["lr"]
+    sched = torch.optim.lr_scheduler.LambdaLR(capt_opt, lambda k: 0.5)  # fill_s the tensors
+    assert capt_opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(0.01)
+    plain_opt = runs[0][1]
+    plain_opt.param_groups[0]["lr"], plain_opt.param_groups[1]["lr"] = 0.01, 5e-4
+    before = capt[0].detach().clone()
+    for ps, opt in ((capt, capt_opt), (plain, plain_opt)):
+        for p, gr in zip(ps, grads[0]):
+            p.grad = gr.clone()
+        opt.step()
+    for i in range(3):
+        torch.testing.assert_close(capt[i], plain[i], rtol=1e-6, atol=1e-7)
+    assert not torch.equal(capt[0], before)
+    del sched
+
+    with pytest.raises(tpla.InvalidArgumentError, match="0-dim floating-point"):
+        tt.Muon([torch.nn.Parameter(torch.randn(4, 4))], lr=torch.tensor([0.02]))
+
+
 def test_muon_refused_step_changes_nothing():
     """A step that Muon refuses (a tensor-parallel shard without a communicator) raises
     before AdamW or any momentum buffer moves: a retry would apply them twice."""

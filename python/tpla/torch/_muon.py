@@ -17,11 +17,15 @@ One step orthogonalizes every matrix with ONE batched tpla plan
 Parameter groups with use_muon=False (and `adamw_params`) use AdamW: the
 usual recipe for embeddings, heads, and 1-D parameters (split_params()
 sorts a model's parameters that way).
-CUDA graphs: a step of Muon parameters alone can be captured after one step
-outside the capture (which makes the momentum buffers and the plan), with
-static gradients; the graph keeps the lr, momentum and weight decay it was
-captured with. A captured step with AdamW parameters is refused (their step
-count is a Python number).
+CUDA graphs: a step can be captured after one step outside the capture
+(which makes the momentum buffers, AdamW's state and the plan), with static
+gradients. A hyperparameter given as a number is frozen into the graph; lr,
+weight_decay and momentum given as 0-dim tensors on the parameters' device
+are read by the replayed kernels, so a scheduler that writes them in place
+(torch's LR schedulers fill_ a tensor lr) reaches a replayed step. AdamW
+parameters can be in a captured step when the optimizer is capturable=True
+(their step count and bias corrections then live on the device, as in
+torch.optim.AdamW(capturable=True)); otherwise such a step is refused.
 """
 import itertools
 
@@ -84,6 +88,12 @@ class Muon(torch.optim.Optimizer):
     scale: "original" (max(1, rows/cols)^0.5), "match_rms_adamw"
       (0.2 sqrt(max(rows, cols))), a number, or None.
     use_main_grad: read param.main_grad (fp32) when present, else param.grad.
+    capturable: AdamW keeps its step count on the parameters' device, so a step
+      with AdamW parameters can be captured in a CUDA graph (module docstring).
+    lr, momentum, weight_decay (and adamw_lr, adamw_weight_decay) may be 0-dim
+    tensors: the update reads them on the device, in the dtype of what they
+    scale (a bf16 parameter's update rounds the lr to bf16, as torch's
+    capturable optimizers do).
     """
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
@@ -91,7 +101,7 @@ class Muon(torch.optim.Optimizer):
                  scale="original",
                  comm=None, distribute=True, use_main_grad=False, adamw_params=None,
                  adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
-                 adamw_weight_decay=0.0):
+                 adamw_weight_decay=0.0, capturable=False):
         fn = "tpla.torch.Muon"
         if not 0.0 <= momentum < 1.0:
             raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
@@ -103,8 +113,11 @@ class Muon(torch.optim.Optimizer):
         self.ns_iteration = ns_iteration
         groups = _groups(params, True) + _groups(adamw_params or [], False, lr=adamw_lr,
                                                   weight_decay=adamw_weight_decay)
+        # "capturable" in every group, as torch's optimizers keep it: load_state_dict then
+        # moves AdamW's step tensor to the parameter's device
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
-                        betas=adamw_betas, eps=adamw_eps, scale=scale)
+                        betas=adamw_betas, eps=adamw_eps, scale=scale,
+                        capturable=bool(capturable))
         super().__init__(groups, defaults)
         self.ns_steps, self.ns_dtype = int(ns_steps), ns_dtype
         self.comm, self.distribute, self.use_main_grad = comm, bool(distribute), use_main_grad
@@ -116,6 +129,12 @@ class Muon(torch.optim.Optimizer):
     def _admit(self, group):
         """Index a group's parameters (the batch plans' keys) and check them."""
         fn = "tpla.torch.Muon"
+        for key in ("lr", "weight_decay", "momentum"):
+            v = group.get(key)
+            if torch.is_tensor(v) and (v.dim() != 0 or not v.is_floating_point()):
+                raise InvalidArgumentError(
+                    "%s: a tensor %s must be a 0-dim floating-point tensor, not %s of %s"
+                    % (fn, key, tuple(v.shape), v.dtype))
         for p in group["params"]:
             self._index[p] = len(self._index)
             if group["use_muon"] and p.dim() < 2:
@@ -185,25 +204,39 @@ class Muon(torch.optim.Optimizer):
 
     def _check_capture(self, items, adamw):
         """A step captured into a CUDA graph replays what it captured: the momentum
-        buffers and the batched plan must exist already (made by a step outside the
-        capture), and AdamW's step count and bias corrections, Python numbers, would
-        be frozen at their captured values, so AdamW groups are refused."""
+        buffers, AdamW's state and the batched plan must exist already (made by a step
+        outside the capture); AdamW's step count must be a device tensor (capturable=True),
+        not a Python number that the graph would freeze; and a tensor hyperparameter must
+        be on the parameters' device (a CPU tensor's value is copied at capture)."""
         fn = "tpla.torch.Muon.step"
-        if adamw:
+        device = (items or adamw)[0][1].device
+        for group in {id(g): g for g, _, _ in items + adamw}.values():
+            for key in ("lr", "weight_decay", "momentum"):
+                v = group.get(key)
+                if torch.is_tensor(v) and v.device != device:
+                    raise InvalidUsageError(
+                        "%s: a CUDA graph is being captured, but the group's %s is a tensor on "
+                        "%s, whose value the graph would freeze; put it on %s"
+                        % (fn, key, v.device, device))
+        if adamw and not all(g["capturable"] for g, _, _ in adamw):
             raise InvalidUsageError(
                 "%s: a CUDA graph is being captured, but %d parameter(s) with gradients use "
                 "AdamW, whose step count and bias corrections are Python numbers that a graph "
-                "would freeze; step them with an optimizer that can be captured "
-                "(torch.optim.AdamW(capturable=True)) or outside the graph" % (fn, len(adamw)))
-        comm = self._communicator(items[0][1].device)
+                "would freeze; create the optimizer with capturable=True, or step them "
+                "outside the graph" % (fn, len(adamw)))
+        fresh_adamw = sum(not torch.is_tensor(self.state.get(p, {}).get("step"))
+                          for _, p, _ in adamw)
+        comm = self._communicator(device) if items else None
         fresh = sum("momentum_buffer" not in self.state.get(p, ()) for _, p, _ in items)
         if fresh:
             needs = "momentum buffers for %d parameter(s)" % fresh
-        elif not comm.has_plan(self._plan_key(items)):
+        elif fresh_adamw:
+            needs = "AdamW state on the device for %d parameter(s)" % fresh_adamw
+        elif items and not comm.has_plan(self._plan_key(items)):
             needs = "a new batched Newton-Schulz plan"
         else:
             return
-        refuse_capture(comm.device, fn, needs, "make one step outside the capture first, with "
+        refuse_capture(device, fn, needs, "make one step outside the capture first, with "
                        "the same parameters having gradients, on every rank")
 
     def _plan_key(self, items):
@@ -216,18 +249,27 @@ class Muon(torch.optim.Optimizer):
     def _adamw(self, group, p, g):
         st = self.state[p]
         if not st:
-            st["step"] = 0
+            # capturable: the step count on the device (float32, as torch's capturable
+            # AdamW keeps it), so the bias corrections below are device tensors too
+            st["step"] = (torch.zeros((), dtype=torch.float32, device=p.device)
+                          if group["capturable"] else 0)
             st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        elif group["capturable"] and not torch.is_tensor(st["step"]):  # a loaded count
+            st["step"] = torch.tensor(float(st["step"]), dtype=torch.float32, device=p.device)
         st["step"] += 1
         b1, b2 = group["betas"]
+        lr = group["lr"]
         g = g.to(p.dtype)
-        p.mul_(1.0 - group["lr"] * group["weight_decay"])
+        p.mul_(1.0 - lr * group["weight_decay"])
         st["exp_avg"].lerp_(g, 1.0 - b1)
         st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
         bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
         denom = (st["exp_avg_sq"].sqrt() / (bc2 ** 0.5)).add_(group["eps"])
-        p.addcdiv_(st["exp_avg"], denom, value=-group["lr"] / bc1)
+        if torch.is_tensor(lr) or torch.is_tensor(bc1):  # the step size on the device
+            p.addcmul_(st["exp_avg"] / denom, lr / bc1, value=-1.0)
+        else:
+            p.addcdiv_(st["exp_avg"], denom, value=-lr / bc1)
 
     # ---- Muon ---------------------------------------------------------------
 
@@ -277,8 +319,11 @@ class Muon(torch.optim.Optimizer):
             buf = st.get("momentum_buffer")
             if buf is None:
                 buf = st["momentum_buffer"] = torch.zeros_like(g2)
-            buf.lerp_(g2, 1.0 - group["momentum"])
-            u = g2.lerp(buf, group["momentum"]) if group["nesterov"] else buf
+            m = group["momentum"]
+            if torch.is_tensor(m):  # lerp takes a tensor weight of its own dtype only
+                m = m.to(buf.dtype)
+            buf.lerp_(g2, 1.0 - m)
+            u = g2.lerp(buf, m) if group["nesterov"] else buf
             x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
             x.copy_(u)
             tp_dim = getattr(p, "tpla_tp_dim", None) if P > 1 else None  # checked above
@@ -306,7 +351,9 @@ class Muon(torch.optim.Optimizer):
                 es = x.element_size()
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
-            lr = group["lr"]
+            lr, scale = group["lr"], muon_scale(rows, cols, group["scale"])
             p.mul_(1.0 - lr * group["weight_decay"])
-            p.add_(x.view(p.shape).to(p.dtype), alpha=-lr * muon_scale(rows, cols,
-                                                                         group["scale"]))
+            if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
+                p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
+            else:
+                p.add_(x.view(p.shape).to(p.dtype), alpha=-lr * scale)
