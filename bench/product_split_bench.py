@@ -86,8 +86,7 @@ def main():
         one = row("one GPU", block_rows(0, s, 4), True)
         halves = row("halves", [(0, s // 2)], False)
         best = None
-        for frac in (0.28, 0.30, 0.32, 0.34):
-            h = int(round(frac * s / 128)) * 128
+        for h in sorted({int(round(f * s / 128)) * 128 for f in (0.28, 0.30, 0.32, 0.34)}):
             wide = row("wide %d" % h, [(0, h)], False)
             corner = row("corner %d" % h, block_rows(h, s, 3), True)
             if best is None or max(wide, corner) < best[0]:
