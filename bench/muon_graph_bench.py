@@ -1,4 +1,5 @@
-"""muon_graph_bench.py - a whole Muon step on one GPU, eager and captured in a CUDA graph.
+"""muon_graph_bench.py - a whole Muon step, eager and captured in a CUDA graph, on one GPU
+or (under torchrun) on every rank of a data-parallel group.
 
 A step orthogonalizes every matrix of the model: tpla.torch.Muon runs them as
 one batched plan, the PyTorch anchor (the reference recipe: Nesterov momentum,
@@ -11,7 +12,16 @@ back-to-back steps between two CUDA events / --iters, median of --rounds
 loops after a warm-up; the gradients are fixed random bf16 tensors (the
 steps' inputs; the parameters move, as in training).
 
+Under torchrun with more than one rank every rank holds the whole model (data
+parallel) and the step is shared: tpla.torch.Muon(comm=...) assigns whole
+matrices to ranks in its batched plan and all-gathers the updates; the anchor
+is the distributed form of the reference recipe (parameters of one shape
+dealt to the ranks in turn, each rank orthogonalizes its own, then one
+torch.distributed.all_gather per turn, NCCL). The slowest rank's time is
+printed, and the ranks' parameters are checked to agree after the timing.
+
   python3 bench/muon_graph_bench.py [--hidden 1024] [--layers 8] [--iters 20]
+  torchrun --nproc_per_node=2 bench/muon_graph_bench.py [--hidden 2048] ...
 """
 import argparse
 import math
@@ -19,6 +29,7 @@ import os
 import sys
 
 import torch
+import torch.distributed as dist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -56,6 +67,55 @@ def torch_muon(params, lr=0.02, momentum=0.95):
     return step
 
 
+def torch_muon_dist(params, rank, world, lr=0.02, momentum=0.95):
+    """The anchor on `world` ranks: each shape's matrices dealt to the ranks in turns
+    of `world`; a rank updates its momentum and orthogonalizes its matrix of a turn,
+    then the turn's updates are all-gathered (a zero-filled pad where a turn runs
+    short) and every rank applies all of them."""
+    by_shape = {}
+    for p in params:
+        by_shape.setdefault(tuple(p.shape), []).append(p)
+    bufs = {p: torch.zeros_like(p) for p in params}
+
+    @torch.no_grad()
+    def step():
+        for shape, group in by_shape.items():
+            scale = -lr * math.sqrt(max(1.0, shape[0] / shape[1]))
+            for base in range(0, len(group), world):
+                turn = group[base:base + world]
+                if rank < len(turn):
+                    p, buf = turn[rank], bufs[turn[rank]]
+                    buf.lerp_(p.grad, 1.0 - momentum)
+                    mine = ns_local(p.grad.lerp(buf, momentum), 5).to(p.dtype)
+                else:
+                    mine = torch.zeros_like(group[0])
+                got = [torch.empty_like(mine) for _ in range(world)]
+                dist.all_gather(got, mine)
+                for p, u in zip(turn, got):
+                    p.add_(u, alpha=scale)
+    return step
+
+
+def slowest(value):
+    """The largest value over the ranks (the step's time is the slowest rank's)."""
+    if not dist.is_initialized():
+        return value
+    t = torch.tensor([value], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t)
+
+
+def disagreement(params):
+    """Largest |p - rank 0's p| over the parameters (0 on one rank)."""
+    worst = 0.0
+    if dist.is_initialized():
+        for p in params:
+            ref = p.detach().clone()
+            dist.broadcast(ref, 0)
+            worst = max(worst, float((p.detach() - ref).abs().max()))
+    return slowest(worst)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hidden", type=int, default=1024)
@@ -63,29 +123,48 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    torch.manual_seed(1234)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, comm = 0, None
+    if world > 1:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        rank = dist.get_rank()
+        comm = tt.Communicator()
+    torch.manual_seed(1234)  # every rank the same model and gradients (data parallel)
     ours = model_params(args.hidden, args.layers)
     theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
     for p, q in zip(ours, theirs):
         q.grad = p.grad.clone()
-    opt = tt.Muon(ours, lr=0.02, momentum=0.95)
-    steps = (("tpla Muon (one batched plan)", opt.step), ("torch Muon reference",
-                                                           torch_muon(theirs)))
-    print("# a Muon step on one GPU (%s, torch %s): %d layers of width %d, %d matrices; ms per "
-          "step, the wall time of %d back-to-back steps / %d, median of %d rounds"
-          % (torch.cuda.get_device_name(), torch.__version__, args.layers, args.hidden,
-             len(ours), args.iters, args.iters, args.rounds))
-    print("# %-30s %10s %10s %10s" % ("optimizer", "eager", "graph", "graph/eag"))
+    opt = tt.Muon(ours, lr=0.02, momentum=0.95, comm=comm)
+    anchor = torch_muon(theirs) if world == 1 else torch_muon_dist(theirs, rank, world)
+    steps = (("tpla Muon (one batched plan)", opt.step),
+             ("torch Muon reference" + (" (dealt)" if world > 1 else ""), anchor))
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say("# a Muon step on %d GPU(s) (%s, torch %s): %d layers of width %d, %d matrices; ms per "
+        "step, the wall time of %d back-to-back steps / %d, median of %d rounds, slowest rank"
+        % (world, torch.cuda.get_device_name(), torch.__version__, args.layers, args.hidden,
+           len(ours), args.iters, args.iters, args.rounds))
+    say("# %-30s %10s %10s %10s" % ("optimizer", "eager", "graph", "graph/eag"))
     results = []
     for name, step in steps:
         for _ in range(3):
             step()
-        eager = per_call_us(step, args.iters, args.rounds) / 1e3
-        graph = per_call_us(captured(step), args.iters, args.rounds) / 1e3
+        eager = slowest(per_call_us(step, args.iters, args.rounds) / 1e3)
+        try:
+            graph = slowest(per_call_us(captured(step), args.iters, args.rounds) / 1e3)
+        except RuntimeError as e:  # a capture refused: the eager figure still stands
+            say("# %s: no graph (%s)" % (name, str(e).splitlines()[0][:160]))
+            graph = float("nan")
         results.append((eager, graph))
-        print("  %-30s %10.3f %10.3f %10.3f" % (name, eager, graph, graph / eager), flush=True)
+        say("  %-30s %10.3f %10.3f %10.3f" % (name, eager, graph, graph / eager), flush=True)
     (te, tg), (re, rg) = results
-    print("# tpla / torch: eager %.3f, graph %.3f" % (te / re, tg / rg))
+    say("# tpla / torch: eager %.3f, graph %.3f" % (te / re, tg / rg))
+    if world > 1:
+        say("# ranks' parameters differ by at most: tpla %.3g, torch %.3g"
+            % (disagreement(ours), disagreement(theirs)))
+        comm.close()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
