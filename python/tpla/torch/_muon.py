@@ -42,6 +42,12 @@ from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
 
 
+def _beside(v, t, dtype=None):
+    """A tensor hyperparameter on t's device (a no-op when it is there already, as it must be
+    in a capture), else the number itself."""
+    return v.to(device=t.device, dtype=dtype or v.dtype) if torch.is_tensor(v) else v
+
+
 def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
     """(muon_params, adamw_params) of a model: matrices of other modules go to
     Muon; 1-D parameters, nn.Embedding weights and parameters whose name
@@ -259,9 +265,9 @@ class Muon(torch.optim.Optimizer):
             st["step"] = torch.tensor(float(st["step"]), dtype=torch.float32, device=p.device)
         st["step"] += 1
         b1, b2 = group["betas"]
-        lr = group["lr"]
+        lr = _beside(group["lr"], p)
         g = g.to(p.dtype)
-        p.mul_(1.0 - lr * group["weight_decay"])
+        p.mul_(1.0 - lr * _beside(group["weight_decay"], p))
         st["exp_avg"].lerp_(g, 1.0 - b1)
         st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
         bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
@@ -319,9 +325,7 @@ class Muon(torch.optim.Optimizer):
             buf = st.get("momentum_buffer")
             if buf is None:
                 buf = st["momentum_buffer"] = torch.zeros_like(g2)
-            m = group["momentum"]
-            if torch.is_tensor(m):  # lerp takes a tensor weight of its own dtype only
-                m = m.to(buf.dtype)
+            m = _beside(group["momentum"], buf, buf.dtype)  # lerp: a weight of its dtype
             buf.lerp_(g2, 1.0 - m)
             u = g2.lerp(buf, m) if group["nesterov"] else buf
             x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
@@ -351,8 +355,8 @@ class Muon(torch.optim.Optimizer):
                 es = x.element_size()
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
-            lr, scale = group["lr"], muon_scale(rows, cols, group["scale"])
-            p.mul_(1.0 - lr * group["weight_decay"])
+            lr, scale = _beside(group["lr"], p), muon_scale(rows, cols, group["scale"])
+            p.mul_(1.0 - lr * _beside(group["weight_decay"], p))
             if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
                 p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
             else:
