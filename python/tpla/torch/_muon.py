@@ -48,6 +48,13 @@ def _beside(v, t, dtype=None):
     return v.to(device=t.device, dtype=dtype or v.dtype) if torch.is_tensor(v) else v
 
 
+def _decay(p, lr, weight_decay):
+    """p *= 1 - lr * weight_decay (decoupled weight decay); nothing for a zero number."""
+    factor = 1.0 - lr * _beside(weight_decay, p)
+    if torch.is_tensor(factor) or factor != 1.0:
+        p.mul_(factor)
+
+
 def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
     """(muon_params, adamw_params) of a model: matrices of other modules go to
     Muon; 1-D parameters, nn.Embedding weights and parameters whose name
@@ -267,7 +274,7 @@ class Muon(torch.optim.Optimizer):
         b1, b2 = group["betas"]
         lr = _beside(group["lr"], p)
         g = g.to(p.dtype)
-        p.mul_(1.0 - lr * _beside(group["weight_decay"], p))
+        _decay(p, lr, group["weight_decay"])
         st["exp_avg"].lerp_(g, 1.0 - b1)
         st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
         bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
@@ -356,7 +363,7 @@ class Muon(torch.optim.Optimizer):
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
             lr, scale = _beside(group["lr"], p), muon_scale(rows, cols, group["scale"])
-            p.mul_(1.0 - lr * _beside(group["weight_decay"], p))
+            _decay(p, lr, group["weight_decay"])
             if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
                 p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
             else:
