@@ -96,6 +96,16 @@ def torch_muon_dist(params, rank, world, lr=0.02, momentum=0.95):
     return step
 
 
+def every_rank(ok):
+    """Whether ok holds on every rank (one rank's failed capture must not leave the others
+    waiting in a collective it skips)."""
+    if not dist.is_initialized():
+        return ok
+    t = torch.tensor([0.0 if ok else 1.0], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t) == 0.0
+
+
 def slowest(value):
     """The largest value over the ranks (the step's time is the slowest rank's)."""
     if not dist.is_initialized():
@@ -141,6 +151,8 @@ def main():
     steps = (("tpla Muon (one batched plan)", opt.step),
              ("torch Muon reference" + (" (dealt)" if world > 1 else ""), anchor))
     say = print if rank == 0 else (lambda *a, **k: None)
+    # each round starts after a small all-reduce, so one rank's lead is not timed as the step's
+    align = (lambda: dist.all_reduce(torch.zeros(1, device="cuda"))) if world > 1 else None
     say("# a Muon step on %d GPU(s) (%s, torch %s): %d layers of width %d, %d matrices; ms per "
         "step, the wall time of %d back-to-back steps / %d, median of %d rounds, slowest rank"
         % (world, torch.cuda.get_device_name(), torch.__version__, args.layers, args.hidden,
@@ -150,12 +162,16 @@ def main():
     for name, step in steps:
         for _ in range(3):
             step()
-        eager = slowest(per_call_us(step, args.iters, args.rounds) / 1e3)
+        eager = slowest(per_call_us(step, args.iters, args.rounds, align) / 1e3)
         try:
-            graph = slowest(per_call_us(captured(step), args.iters, args.rounds) / 1e3)
+            replay, why = captured(step), None
         except RuntimeError as e:  # a capture refused: the eager figure still stands
-            say("# %s: no graph (%s)" % (name, str(e).splitlines()[0][:160]))
-            graph = float("nan")
+            replay, why = None, str(e).splitlines()[0][:160]
+        graph = float("nan")
+        if every_rank(replay is not None):
+            graph = slowest(per_call_us(replay, args.iters, args.rounds, align) / 1e3)
+        else:
+            print("# rank %d, %s: no graph (%s)" % (rank, name, why or "another rank's failed"))
         results.append((eager, graph))
         say("  %-30s %10.3f %10.3f %10.3f" % (name, eager, graph, graph / eager), flush=True)
     (te, tg), (re, rg) = results

@@ -34,11 +34,14 @@ import tpla.torch as tt  # noqa: E402
 from ns_torch import ns_local  # noqa: E402
 
 
-def per_call_us(fn, iters, rounds):
-    """Median over rounds of (wall time of `iters` back-to-back calls) / iters."""
+def per_call_us(fn, iters, rounds, before_round=None):
+    """Median over rounds of (wall time of `iters` back-to-back calls) / iters;
+    before_round() (if given) is enqueued before each round's start event."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(rounds):
+        if before_round is not None:
+            before_round()
         start.record()
         for _ in range(iters):
             fn()

@@ -18,9 +18,13 @@ eager MLP on the same inputs and output gradients: output, input gradient and
 parameter gradients bit for bit, or with accumulate_main_grad the weights'
 main_grad accumulated over the rounds; the output against float64. SENDRECV,
 with weight.grad and with main_grad; on one rank the default options too.
+A captured Muon(capturable=True) step with AdamW parameters and tensor lr and
+weight decay, the lr tensors changed in place between replays, against eager
+steps bit for bit; eagerly, bf16 parameters under tensor hyperparameters
+against the same numbers (within one bf16 rounding).
 Refusals, each an InvalidUsageError raised before anything was enqueued: a
 call that needs a new plan, Muon steps without state or with AdamW parameters
-(the package's guards); the PEER transport (the C library): an AllGather+GEMM
+of a non-capturable optimizer (the package's guards); the PEER transport (the C library): an AllGather+GEMM
 with the default transport where AUTO chose PEER between two ranks (GPUs that
 map each other; one rank's PEER plan has no flags and is captured), and on 2
 ranks NS summing its Grams by pulls, after which an NS plan
@@ -314,9 +318,9 @@ def _check_muon_scheduled(comm, rank, params, bias):
     lr, adamw_lr = torch.tensor(0.02, device=dev), torch.tensor(1e-3, device=dev)
     opt = tt.Muon(params, lr=lr, weight_decay=torch.tensor(0.01, device=dev), comm=comm,
                   adamw_params=[bias], adamw_lr=adamw_lr, capturable=True)
+    bias.grad = seeded(bias.shape, 90, device=dev)
     everything = params + [bias]
     grads = [p.grad for p in everything]
-    bias.grad = seeded(bias.shape, 90, device=dev)
     _warm_up(opt.step)
     g, _ = _capture(opt.step)
     state = [t for p in everything for t in opt.state[p].values() if torch.is_tensor(t)]
@@ -338,7 +342,37 @@ def _check_muon_scheduled(comm, rank, params, bias):
         moved = max(moved, max(float((t.detach() - b).abs().max())
                                for t, b in zip(everything, before)))
     assert moved > 0, "the captured scheduled step changed no parameter"
-    return moved
+    return {"max_step": moved, "bf16_tensor_vs_number": _tensor_vs_number_bf16(dev)}
+
+
+def _tensor_vs_number_bf16(dev):
+    """bf16 parameters (Muon and AdamW), eagerly: lr, momentum and weight decay as CUDA
+    0-dim tensors against the same numbers, over three steps. A CUDA kernel may round a
+    0-dim tensor operand to the parameter's dtype: a bf16 decay factor 1 - 0.002 becomes
+    1 - 2^-8 (0.4% a step where the number path loses the 0.2% to rounding), a bf16 momentum
+    0.9 becomes 0.8984 (the gradient's weight 1.6% off). So the parameters and the momentum
+    buffers of the two must agree to within one bf16 rounding of each element."""
+    def run(h):
+        ps = [torch.nn.Parameter(seeded(s, 95 + i, device=dev).bfloat16())
+              for i, s in enumerate([(64, 48), (48,)])]
+        opt = tt.Muon(ps[:1], lr=h(0.02), momentum=h(0.9), weight_decay=h(0.1),
+                      adamw_params=ps[1:], adamw_lr=h(1e-3), adamw_weight_decay=h(2.0),
+                      capturable=True)
+        for r in range(3):
+            for i, p in enumerate(ps):
+                p.grad = seeded(p.shape, 700 + 10 * r + i, device=dev).bfloat16()
+            opt.step()
+        return ps + [opt.state[ps[0]]["momentum_buffer"]]
+
+    numbers = run(lambda v: v)
+    tensors = run(lambda v: torch.tensor(v, device=dev))
+    worst = 0.0
+    for a, b in zip(tensors, numbers):
+        ulp = b.float().abs() * 2.0 ** -7 + 1e-6  # one bf16 rounding of b
+        worst = max(worst, float(((a.float() - b.float()).abs() / ulp).max()))
+    assert worst <= 1.0, ("tensor hyperparameters moved bf16 parameters or momentum %.2f "
+                          "roundings away from the numbers' steps" % worst)
+    return worst
 
 
 # ---- the tensor-parallel layers ---------------------------------------------------------

@@ -3,7 +3,8 @@ the capture test (tpla.torch._tensors.capturing) patched to say "capturing",
 a call that needs a new plan or context raises InvalidUsageError before doing
 anything, a call whose plan is cached goes through, a Muon step refuses to
 run without its state, with AdamW parameters unless capturable=True, or with
-a tensor hyperparameter on another device, and leaves the state as it was. The captures themselves are checked on GPUs (checks_graphs.py, run by
+a tensor hyperparameter on another device, and leaves the state as it was.
+The captures themselves are checked on GPUs (checks_graphs.py, run by
 gpu/run_checks.py); here that check only skips."""
 import pytest
 import torch

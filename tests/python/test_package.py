@@ -4,6 +4,7 @@ subclass), struct layouts against a C compiler, the library search and its
 failure message, local Newton-Schulz (every preset) against a float64
 NumPy reference, local overlapped GEMMs, a local FP8 GEMM, bad inputs, and
 `pip install`."""
+import copy
 import os
 import shutil
 import subprocess
@@ -350,11 +351,18 @@ def test_muon_tensor_hyperparameters_and_capturable_adamw():
     step = capt_opt.state[capt[2]]["step"]
     assert torch.is_tensor(step) and step.dtype == torch.float32 and float(step) == 3.0
 
-    second = tt.Muon([torch.nn.Parameter(t.detach().clone()) for t in capt[:2]],
-                     adamw_params=[torch.nn.Parameter(capt[2].detach().clone())])
-    second.load_state_dict(capt_opt.state_dict())  # the groups' capturable=True comes along
-    loaded = second.state[second.param_groups[1]["params"][0]]["step"]
-    assert torch.is_tensor(loaded) and float(loaded) == 3.0
+    # capturable is the optimizer's, not the state_dict's: a count saved as a number (by a
+    # non-capturable optimizer) becomes a device tensor at the next step, and goes on
+    second_ps = [torch.nn.Parameter(t.detach().clone()) for t in plain]
+    second = tt.Muon(second_ps[:2], ns_dtype=torch.float32, adamw_params=second_ps[2:],
+                     capturable=True)
+    second.load_state_dict(copy.deepcopy(runs[0][1].state_dict()))  # torch would alias
+    assert second.state[second_ps[2]]["step"] == 3 and second.capturable
+    for p, gr in zip(second_ps, grads[0]):
+        p.grad = gr.clone()
+    second.step()
+    loaded = second.state[second_ps[2]]["step"]
+    assert torch.is_tensor(loaded) and loaded.dtype == torch.float32 and float(loaded) == 4.0
 
     lr = capt_opt.param_groups[0]["lr"]
     sched = torch.optim.lr_scheduler.LambdaLR(capt_opt, lambda k: 0.5)  # fill_s the tensors
@@ -371,8 +379,15 @@ def test_muon_tensor_hyperparameters_and_capturable_adamw():
     assert not torch.equal(capt[0], before)
     del sched
 
-    with pytest.raises(tpla.InvalidArgumentError, match="0-dim floating-point"):
-        tt.Muon([torch.nn.Parameter(torch.randn(4, 4))], lr=torch.tensor([0.02]))
+    w = [torch.nn.Parameter(torch.randn(4, 4))]
+    with pytest.raises(tpla.InvalidArgumentError, match="Muon group's lr .* 0-dim floating"):
+        tt.Muon(w, lr=torch.tensor([0.02]))
+    with pytest.raises(tpla.InvalidArgumentError, match="Muon momentum .* shape \\(2,\\)"):
+        tt.Muon(w, momentum=torch.tensor([0.9, 0.9]))
+    with pytest.raises(tpla.InvalidArgumentError,
+                       match="AdamW group's weight_decay .* torch.int64"):
+        tt.Muon(w, adamw_params=[torch.nn.Parameter(torch.randn(4))],
+                adamw_weight_decay=torch.tensor(1))
 
 
 def test_muon_refused_step_changes_nothing():

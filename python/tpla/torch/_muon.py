@@ -42,17 +42,26 @@ from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
 
 
-def _beside(v, t, dtype=None):
-    """A tensor hyperparameter on t's device (a no-op when it is there already, as it must be
-    in a capture), else the number itself."""
-    return v.to(device=t.device, dtype=dtype or v.dtype) if torch.is_tensor(v) else v
-
-
 def _decay(p, lr, weight_decay):
-    """p *= 1 - lr * weight_decay (decoupled weight decay); nothing for a zero number."""
-    factor = 1.0 - lr * _beside(weight_decay, p)
-    if torch.is_tensor(factor) or factor != 1.0:
-        p.mul_(factor)
+    """p *= 1 - lr * weight_decay (decoupled weight decay); nothing for the number 0. With a
+    tensor as p - p (lr wd): p.mul_ would round a CUDA 0-dim factor to p's dtype (bf16 steps
+    2^-8 below 1), addcmul_ applies it at the kernel's float precision."""
+    if torch.is_tensor(lr) or torch.is_tensor(weight_decay):
+        p.addcmul_(p, lr * weight_decay, value=-1.0)
+    elif weight_decay != 0:
+        p.mul_(1.0 - lr * weight_decay)
+
+
+def _step_on(step, p):
+    """Whether AdamW's step count is a tensor on p's device (what a capture needs)."""
+    return torch.is_tensor(step) and step.device == p.device
+
+
+def _check_hyper(fn, kind, key, v):
+    if torch.is_tensor(v) and (v.dim() != 0 or not v.is_floating_point()):
+        raise InvalidArgumentError(
+            "%s: the %s %s must be a number or a 0-dim floating-point tensor, not a tensor of "
+            "shape %s and %s" % (fn, kind, key, tuple(v.shape), v.dtype))
 
 
 def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
@@ -103,10 +112,10 @@ class Muon(torch.optim.Optimizer):
     use_main_grad: read param.main_grad (fp32) when present, else param.grad.
     capturable: AdamW keeps its step count on the parameters' device, so a step
       with AdamW parameters can be captured in a CUDA graph (module docstring).
+      A property of the optimizer: load_state_dict does not change it.
     lr, momentum, weight_decay (and adamw_lr, adamw_weight_decay) may be 0-dim
-    tensors: the update reads them on the device, in the dtype of what they
-    scale (a bf16 parameter's update rounds the lr to bf16, as torch's
-    capturable optimizers do).
+    tensors: the update reads them on the parameters' device. Groups given one
+    tensor share it (a scheduler's per-group values need a tensor per group).
     """
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
@@ -116,6 +125,7 @@ class Muon(torch.optim.Optimizer):
                  adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                  adamw_weight_decay=0.0, capturable=False):
         fn = "tpla.torch.Muon"
+        _check_hyper(fn, "Muon", "momentum", momentum)
         if not 0.0 <= momentum < 1.0:
             raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
         tpla_dtype(ns_dtype, fn, "ns_dtype")
@@ -126,11 +136,10 @@ class Muon(torch.optim.Optimizer):
         self.ns_iteration = ns_iteration
         groups = _groups(params, True) + _groups(adamw_params or [], False, lr=adamw_lr,
                                                   weight_decay=adamw_weight_decay)
-        # "capturable" in every group, as torch's optimizers keep it: load_state_dict then
-        # moves AdamW's step tensor to the parameter's device
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
-                        betas=adamw_betas, eps=adamw_eps, scale=scale,
-                        capturable=bool(capturable))
+                        betas=adamw_betas, eps=adamw_eps, scale=scale)
+        self.capturable = bool(capturable)  # before the groups: add_param_group reads nothing
+        self._moved = {}
         super().__init__(groups, defaults)
         self.ns_steps, self.ns_dtype = int(ns_steps), ns_dtype
         self.comm, self.distribute, self.use_main_grad = comm, bool(distribute), use_main_grad
@@ -143,11 +152,8 @@ class Muon(torch.optim.Optimizer):
         """Index a group's parameters (the batch plans' keys) and check them."""
         fn = "tpla.torch.Muon"
         for key in ("lr", "weight_decay", "momentum"):
-            v = group.get(key)
-            if torch.is_tensor(v) and (v.dim() != 0 or not v.is_floating_point()):
-                raise InvalidArgumentError(
-                    "%s: a tensor %s must be a 0-dim floating-point tensor, not %s of %s"
-                    % (fn, key, tuple(v.shape), v.dtype))
+            _check_hyper(fn, "Muon group's" if group["use_muon"] else "AdamW group's", key,
+                         group.get(key))
         for p in group["params"]:
             self._index[p] = len(self._index)
             if group["use_muon"] and p.dim() < 2:
@@ -209,11 +215,25 @@ class Muon(torch.optim.Optimizer):
             self._check_items(items)
         if (items or adamw) and capturing((items or adamw)[0][1].device):
             self._check_capture(items, adamw)
-        for group, p, g in adamw:
-            self._adamw(group, p, g)
-        if items:
-            self._muon(items)
+        try:
+            for group, p, g in adamw:
+                self._adamw(group, p, g)
+            if items:
+                self._muon(items)
+        finally:
+            self._moved.clear()
         return loss
+
+    def _hyper(self, group, key, t):
+        """group[key] beside tensor t: a tensor elsewhere is copied to t's device once per
+        step (in a capture it is there already: _check_capture), a number stays one."""
+        v = group[key]
+        if not torch.is_tensor(v) or v.device == t.device:
+            return v
+        k = (id(v), t.device)
+        if k not in self._moved:
+            self._moved[k] = v.to(t.device)
+        return self._moved[k]
 
     def _check_capture(self, items, adamw):
         """A step captured into a CUDA graph replays what it captured: the momentum
@@ -231,14 +251,13 @@ class Muon(torch.optim.Optimizer):
                         "%s: a CUDA graph is being captured, but the group's %s is a tensor on "
                         "%s, whose value the graph would freeze; put it on %s"
                         % (fn, key, v.device, device))
-        if adamw and not all(g["capturable"] for g, _, _ in adamw):
+        if adamw and not self.capturable:
             raise InvalidUsageError(
                 "%s: a CUDA graph is being captured, but %d parameter(s) with gradients use "
                 "AdamW, whose step count and bias corrections are Python numbers that a graph "
                 "would freeze; create the optimizer with capturable=True, or step them "
                 "outside the graph" % (fn, len(adamw)))
-        fresh_adamw = sum(not torch.is_tensor(self.state.get(p, {}).get("step"))
-                          for _, p, _ in adamw)
+        fresh_adamw = sum(not _step_on(self.state.get(p, {}).get("step"), p) for _, p, _ in adamw)
         comm = self._communicator(device) if items else None
         fresh = sum("momentum_buffer" not in self.state.get(p, ()) for _, p, _ in items)
         if fresh:
@@ -262,19 +281,18 @@ class Muon(torch.optim.Optimizer):
     def _adamw(self, group, p, g):
         st = self.state[p]
         if not st:
-            # capturable: the step count on the device (float32, as torch's capturable
-            # AdamW keeps it), so the bias corrections below are device tensors too
-            st["step"] = (torch.zeros((), dtype=torch.float32, device=p.device)
-                          if group["capturable"] else 0)
+            st["step"] = 0
             st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        elif group["capturable"] and not torch.is_tensor(st["step"]):  # a loaded count
-            st["step"] = torch.tensor(float(st["step"]), dtype=torch.float32, device=p.device)
+        if self.capturable and not _step_on(st["step"], p):
+            # the step count on the device (float32, as torch's capturable AdamW keeps it), so
+            # the bias corrections below are device tensors too; also a loaded count
+            st["step"] = torch.as_tensor(st["step"], dtype=torch.float32).to(p.device)
         st["step"] += 1
         b1, b2 = group["betas"]
-        lr = _beside(group["lr"], p)
+        lr = self._hyper(group, "lr", p)
         g = g.to(p.dtype)
-        _decay(p, lr, group["weight_decay"])
+        _decay(p, lr, self._hyper(group, "weight_decay", p))
         st["exp_avg"].lerp_(g, 1.0 - b1)
         st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
         bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
@@ -332,7 +350,7 @@ class Muon(torch.optim.Optimizer):
             buf = st.get("momentum_buffer")
             if buf is None:
                 buf = st["momentum_buffer"] = torch.zeros_like(g2)
-            m = _beside(group["momentum"], buf, buf.dtype)  # lerp: a weight of its dtype
+            m = self._hyper(group, "momentum", buf)
             buf.lerp_(g2, 1.0 - m)
             u = g2.lerp(buf, m) if group["nesterov"] else buf
             x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
@@ -362,8 +380,8 @@ class Muon(torch.optim.Optimizer):
                 es = x.element_size()
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
-            lr, scale = _beside(group["lr"], p), muon_scale(rows, cols, group["scale"])
-            _decay(p, lr, group["weight_decay"])
+            lr, scale = self._hyper(group, "lr", p), muon_scale(rows, cols, group["scale"])
+            _decay(p, lr, self._hyper(group, "weight_decay", p))
             if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
                 p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
             else:
