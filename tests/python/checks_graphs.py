@@ -347,18 +347,19 @@ def _check_muon_scheduled(comm, rank, params, bias):
 
 def _tensor_vs_number_bf16(dev):
     """bf16 parameters (Muon and AdamW), eagerly: lr, momentum and weight decay as CUDA
-    0-dim tensors against the same numbers, over three steps. A CUDA kernel may round a
+    0-dim tensors against the same numbers. A CUDA kernel may round a
     0-dim tensor operand to the parameter's dtype: a bf16 decay factor 1 - 0.002 becomes
     1 - 2^-8 (0.4% a step where the number path loses the 0.2% to rounding), a bf16 momentum
-    0.9 becomes 0.8984 (the gradient's weight 1.6% off). So the parameters and the momentum
-    buffers of the two must agree to within one bf16 rounding of each element."""
+    0.9 becomes 0.8984 (the gradient's weight 1.6% off). So over ten steps the parameters
+    and the momentum buffers of the two must agree to within one bf16 rounding of each
+    element plus half of one of the tensor's largest."""
     def run(h):
         ps = [torch.nn.Parameter(seeded(s, 95 + i, device=dev).bfloat16())
               for i, s in enumerate([(64, 48), (48,)])]
         opt = tt.Muon(ps[:1], lr=h(0.02), momentum=h(0.9), weight_decay=h(0.1),
                       adamw_params=ps[1:], adamw_lr=h(1e-3), adamw_weight_decay=h(2.0),
                       capturable=True)
-        for r in range(3):
+        for r in range(10):
             for i, p in enumerate(ps):
                 p.grad = seeded(p.shape, 700 + 10 * r + i, device=dev).bfloat16()
             opt.step()
@@ -368,10 +369,14 @@ def _tensor_vs_number_bf16(dev):
     tensors = run(lambda v: torch.tensor(v, device=dev))
     worst = 0.0
     for a, b in zip(tensors, numbers):
-        ulp = b.float().abs() * 2.0 ** -7 + 1e-6  # one bf16 rounding of b
-        worst = max(worst, float(((a.float() - b.float()).abs() / ulp).max()))
+        a, b = a.detach().float(), b.detach().float()
+        # one bf16 rounding of each element, plus half of one of the tensor's largest (the
+        # benign roundings of lr, 1 - momentum and lr wd to bf16, up to 0.1%, stay well
+        # inside; the harmful ones add 0.4% a step or 1.6% of the gradient's weight)
+        tol = b.abs() * 2.0 ** -7 + b.abs().max() * 2.0 ** -8
+        worst = max(worst, float(((a - b).abs() / tol).max()))
     assert worst <= 1.0, ("tensor hyperparameters moved bf16 parameters or momentum %.2f "
-                          "roundings away from the numbers' steps" % worst)
+                          "times the tolerance away from the numbers' steps" % worst)
     return worst
 
 
