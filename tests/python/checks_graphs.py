@@ -257,6 +257,29 @@ def _check_ns(comm, rank, world, peer):
 
 # ---- Muon -----------------------------------------------------------------------------
 
+def _replays_match_eager(g, opt, params, state, prepare, what):
+    """For ROUNDS rounds: prepare(r) (new gradients, hyperparameters), replay g, then restore
+    params and state and step opt eagerly: every tensor must equal the replay's bit for bit.
+    Returns the largest change of a parameter in a replay (which must be nonzero)."""
+    moved = 0.0
+    tensors = params + state
+    for r in range(ROUNDS):
+        prepare(r)
+        before = [t.detach().clone() for t in tensors]
+        g.replay()
+        replayed = [t.detach().clone() for t in tensors]
+        with torch.no_grad():
+            for t, b in zip(tensors, before):
+                t.copy_(b)
+        opt.step()  # eagerly, from the same state
+        for i, (t, want) in enumerate(zip(tensors, replayed)):
+            assert torch.equal(t, want), "%s %d: tensor %d differs from the replay" % (what, r, i)
+        moved = max(moved, max(float((t.detach() - b).abs().max())
+                               for t, b in zip(params, before)))
+    assert moved > 0, "%s: the captured step changed no parameter" % what
+    return moved
+
+
 def _check_muon(comm, rank, world):
     dev = comm.device
     # replicated (one conv-like); the repeated shape runs as a group (ns_group.c)
@@ -283,21 +306,7 @@ def _check_muon(comm, rank, world):
     _warm_up(opt.step)  # a batch plan never pulls
     g, _ = _capture(opt.step)
     bufs = [opt.state[p]["momentum_buffer"] for p in params]
-    moved = 0.0
-    for r in range(ROUNDS):
-        fill(r + 1)
-        before = [t.detach().clone() for t in params + bufs]
-        g.replay()
-        replayed = [t.detach().clone() for t in params + bufs]
-        with torch.no_grad():
-            for t, b in zip(params + bufs, before):
-                t.copy_(b)
-        opt.step()  # eagerly, from the same state
-        for i, (t, want) in enumerate(zip(params + bufs, replayed)):
-            assert torch.equal(t, want), "round %d: tensor %d differs from the replay" % (r, i)
-        moved = max(moved, max(float((t.detach() - b).abs().max())
-                               for t, b in zip(params, before)))
-    assert moved > 0, "the captured step changed no parameter"
+    moved = _replays_match_eager(g, opt, params, bufs, lambda r: fill(r + 1), "round")
     del g
     # AdamW's step count is a Python number: a captured step with AdamW parameters is refused
     bias = torch.nn.Parameter(seeded((64,), 80, device=dev))
@@ -324,24 +333,14 @@ def _check_muon_scheduled(comm, rank, params, bias):
     _warm_up(opt.step)
     g, _ = _capture(opt.step)
     state = [t for p in everything for t in opt.state[p].values() if torch.is_tensor(t)]
-    moved = 0.0
-    for r in range(ROUNDS):
+
+    def schedule(r):
         for i, gr in enumerate(grads):
             gr.copy_(seeded(gr.shape, 5000 + 100 * r + 10 * i + rank, device=dev))
         lr.fill_(0.02 / (r + 2))  # a schedule, written in place
         adamw_lr.fill_(1e-3 / (r + 2))
-        before = [t.detach().clone() for t in everything + state]
-        g.replay()
-        replayed = [t.detach().clone() for t in everything + state]
-        with torch.no_grad():
-            for t, b in zip(everything + state, before):
-                t.copy_(b)
-        opt.step()
-        for i, (t, want) in enumerate(zip(everything + state, replayed)):
-            assert torch.equal(t, want), "scheduled round %d: tensor %d differs" % (r, i)
-        moved = max(moved, max(float((t.detach() - b).abs().max())
-                               for t, b in zip(everything, before)))
-    assert moved > 0, "the captured scheduled step changed no parameter"
+
+    moved = _replays_match_eager(g, opt, everything, state, schedule, "scheduled round")
     return {"max_step": moved, "bf16_tensor_vs_number": _tensor_vs_number_bf16(dev)}
 
 
