@@ -24,12 +24,12 @@ steps bit for bit; eagerly, bf16 parameters under tensor hyperparameters
 against the same numbers (within one bf16 rounding).
 Refusals, each an InvalidUsageError raised before anything was enqueued: a
 call that needs a new plan, Muon steps without state or with AdamW parameters
-of a non-capturable optimizer (the package's guards); the PEER transport (the C library): an AllGather+GEMM
-with the default transport where AUTO chose PEER between two ranks (GPUs that
-map each other; one rank's PEER plan has no flags and is captured), and on 2
-ranks NS summing its Grams by pulls, after which an NS plan
-made with gram_sum="collective" is captured. Every rank makes the same calls
-in the same order.
+of a non-capturable optimizer (the package's guards); the PEER transport (the C
+library): an AllGather+GEMM with the default transport where AUTO chose PEER
+between two ranks (GPUs that map each other; one rank's PEER plan has no flags
+and is captured), and on 2 ranks NS summing its Grams by pulls, after which an
+NS plan made with gram_sum="collective" is captured. Every rank makes the same
+calls in the same order.
 """
 import contextlib
 import gc

@@ -138,7 +138,8 @@ class Muon(torch.optim.Optimizer):
                                                   weight_decay=adamw_weight_decay)
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                         betas=adamw_betas, eps=adamw_eps, scale=scale)
-        self.capturable = bool(capturable)  # the optimizer's, not a group's: kept by load_state_dict
+        # the optimizer's, not a group's: load_state_dict leaves it as constructed
+        self.capturable = bool(capturable)
         self._moved = {}
         super().__init__(groups, defaults)
         self.ns_steps, self.ns_dtype = int(ns_steps), ns_dtype
