@@ -2,7 +2,8 @@
 or (under torchrun) on every rank of a data-parallel group.
 
 A step orthogonalizes every matrix of the model: tpla.torch.Muon runs them as
-one batched plan, the PyTorch anchor (the reference recipe: Nesterov momentum,
+one batched plan (its default fp32 Gram, and ns_gram_dtype=bf16, the anchor's
+precision), the PyTorch anchor (the reference recipe: Nesterov momentum,
 ns_torch.py's ns_local in bf16, the update scaled by max(1, rows/cols)^0.5)
 one matrix after another. For a transformer of --layers layers of width
 --hidden (per layer q, k, v, o: hidden x hidden; MLP: 4 hidden x hidden and
@@ -143,12 +144,17 @@ def main():
         comm = tt.Communicator()
     torch.manual_seed(1234)  # every rank the same model and gradients (data parallel)
     ours = model_params(args.hidden, args.layers)
-    theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
-    for p, q in zip(ours, theirs):
-        q.grad = p.grad.clone()
+    copies = []
+    for _ in range(2):
+        copies.append([torch.nn.Parameter(p.detach().clone()) for p in ours])
+        for p, q in zip(ours, copies[-1]):
+            q.grad = p.grad.clone()
+    bf16_gram, theirs = copies
     opt = tt.Muon(ours, lr=0.02, momentum=0.95, comm=comm)
+    fast = tt.Muon(bf16_gram, lr=0.02, momentum=0.95, comm=comm, ns_gram_dtype=torch.bfloat16)
     anchor = torch_muon(theirs) if world == 1 else torch_muon_dist(theirs, rank, world)
     steps = (("tpla Muon (one batched plan)", opt.step),
+             ("tpla Muon, bf16 Gram", fast.step),
              ("torch Muon reference" + (" (dealt)" if world > 1 else ""), anchor))
     say = print if rank == 0 else (lambda *a, **k: None)
     # each round starts after a small all-reduce, so one rank's lead is not timed as the step's
@@ -174,11 +180,12 @@ def main():
             print("# rank %d, %s: no graph (%s)" % (rank, name, why or "another rank's failed"))
         results.append((eager, graph))
         say("  %-30s %10.3f %10.3f %10.3f" % (name, eager, graph, graph / eager), flush=True)
-    (te, tg), (re, rg) = results
-    say("# tpla / torch: eager %.3f, graph %.3f" % (te / re, tg / rg))
+    (te, tg), (fe, fg), (re, rg) = results
+    say("# tpla / torch: eager %.3f, graph %.3f; bf16 Gram: eager %.3f, graph %.3f"
+        % (te / re, tg / rg, fe / re, fg / rg))
     if world > 1:
-        say("# ranks' parameters differ by at most: tpla %.3g, torch %.3g"
-            % (disagreement(ours), disagreement(theirs)))
+        say("# ranks' parameters differ by at most: tpla %.3g (bf16 Gram %.3g), torch %.3g"
+            % (disagreement(ours), disagreement(bf16_gram), disagreement(theirs)))
         comm.close()
         dist.destroy_process_group()
 

@@ -390,6 +390,25 @@ def test_muon_tensor_hyperparameters_and_capturable_adamw():
                 adamw_weight_decay=torch.tensor(1))
 
 
+def test_muon_gram_dtype_reaches_the_plan():
+    """ns_gram_dtype=bf16 gives newton_schulz's bf16-Gram result (bit for bit, on the
+    host executor), not the default fp32 Gram's; another dtype is refused by name."""
+    g = torch.Generator().manual_seed(31)
+    init, grad = torch.randn(24, 16, generator=g), torch.randn(24, 16, generator=g)
+    steps = {}
+    for gram in (torch.float32, torch.bfloat16):
+        p = torch.nn.Parameter(init.clone())
+        p.grad = grad.clone()
+        tt.Muon([p], lr=0.1, momentum=0.9, ns_gram_dtype=gram).step()
+        steps[gram] = p.detach()
+    u = grad.lerp(torch.zeros_like(grad).lerp_(grad, 0.1), 0.9)  # Muon's first Nesterov step
+    x = tt.newton_schulz(u.bfloat16(), gram_dtype=torch.bfloat16)
+    assert torch.equal(steps[torch.bfloat16], init.clone().add_(x.float(), alpha=-0.1 * 1.5 ** 0.5))
+    assert not torch.equal(steps[torch.bfloat16], steps[torch.float32])
+    with pytest.raises(tpla.InvalidArgumentError, match="ns_gram_dtype"):
+        tt.Muon([torch.nn.Parameter(init.clone())], ns_gram_dtype=torch.float16)
+
+
 def test_muon_refused_step_changes_nothing():
     """A step that Muon refuses (a tensor-parallel shard without a communicator) raises
     before AdamW or any momentum buffer moves: a retry would apply them twice."""

@@ -106,6 +106,8 @@ class Muon(torch.optim.Optimizer):
       matrix on every rank (no communication).
     ns_steps / coefficients: the Newton-Schulz schedule (see newton_schulz);
       ns_dtype: precision of the NS input (bf16 as in the reference recipe);
+      ns_gram_dtype: precision of the Gram products, torch.float32 (default) or
+      ns_dtype (bf16: the reference recipe's precision, faster);
       ns_iteration: "auto" (default), "x" or "gram" (newton_schulz's iteration=).
     scale: "original" (max(1, rows/cols)^0.5), "match_rms_adamw"
       (0.2 sqrt(max(rows, cols))), a number, or None.
@@ -120,6 +122,7 @@ class Muon(torch.optim.Optimizer):
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, *,
                  ns_steps=5, coefficients="muon", ns_dtype=torch.bfloat16, ns_iteration="auto",
+                 ns_gram_dtype=torch.float32,
                  scale="original",
                  comm=None, distribute=True, use_main_grad=False, adamw_params=None,
                  adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
@@ -129,6 +132,10 @@ class Muon(torch.optim.Optimizer):
         if not 0.0 <= momentum < 1.0:
             raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
         tpla_dtype(ns_dtype, fn, "ns_dtype")
+        if ns_gram_dtype not in (torch.float32, ns_dtype):
+            raise InvalidArgumentError("%s: argument 'ns_gram_dtype': %s is neither torch.float32 "
+                                       "nor ns_dtype (%s)" % (fn, ns_gram_dtype, ns_dtype))
+        self.ns_gram = tpla_dtype(ns_gram_dtype, fn, "ns_gram_dtype")
         self.coef = coefficient_spec(coefficients, fn)
         if ns_iteration not in _lib.NS_ITERATION:
             raise InvalidArgumentError("%s: argument 'ns_iteration': %r is not one of %s"
@@ -275,7 +282,7 @@ class Muon(torch.optim.Optimizer):
     def _plan_key(self, items):
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
         return ("muon", self._token, tuple(self._index[p] for _, p, _ in items), dt,
-                self.ns_steps, self.coef[2], self.ns_iteration)
+                self.ns_steps, self.coef[2], self.ns_iteration, self.ns_gram)
 
     # ---- AdamW ---------------------------------------------------------------
 
@@ -374,7 +381,7 @@ class Muon(torch.optim.Optimizer):
                 off = sum(split[:rank])
                 shard, view = 0, x[off:off + split[rank]]
             desc, keep = ns_desc(shard, view.shape[0], view.shape[1], dt, self.ns_steps,
-                                 self.coef, 1e-7, None, _lib.FLOAT32, "auto", "tpla.torch.Muon",
+                                 self.coef, 1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
                                  self.ns_iteration)
             descs.append(desc)
             keeps.append(keep)
