@@ -390,6 +390,64 @@ def test_muon_tensor_hyperparameters_and_capturable_adamw():
                 adamw_weight_decay=torch.tensor(1))
 
 
+def test_muon_adamw_many_parameters_match_torch():
+    """AdamW over many parameters at once (two groups, fp32 and bf16, shapes 1-D to 3-D,
+    a parameter skipped at one step so the step counts differ within a group) gives
+    torch.optim.AdamW's parameters and state: numbers, a tensor lr, and capturable=True."""
+    g = torch.Generator().manual_seed(41)
+    shapes = [(7,), (3, 5), (16,), (2, 3, 4), (5,), (6,)]
+    dtypes = [torch.float32] * 4 + [torch.bfloat16, torch.float32]
+    init = [torch.randn(s, generator=g).to(dt) for s, dt in zip(shapes, dtypes)]
+    init[4] = init[4] * 0.01  # bf16 steps of 2^-14 there: lr 1e-3 moves it
+    grads = [[torch.randn(s, generator=g).to(dt) for s, dt in zip(shapes, dtypes)]
+             for _ in range(4)]
+    for gs in grads:
+        gs[5] = gs[5] * 1e-8  # sqrt(v) near eps: eps's place shows
+    second = {1, 2}  # the other group's members (lr 2e-3, no decay)
+
+    def run(make):
+        ps = [torch.nn.Parameter(t.clone()) for t in init]
+        opt = make([p for i, p in enumerate(ps) if i not in second],
+                   [p for i, p in enumerate(ps) if i in second])
+        for step, gs in enumerate(grads):
+            for i, (p, gr) in enumerate(zip(ps, gs)):
+                p.grad = None if (step == 1 and i == 3) else gr.clone()
+            opt.step()
+        return ps, opt
+
+    def torch_adamw(first, other):
+        return torch.optim.AdamW([dict(params=first), dict(params=other, lr=2e-3,
+                                                           weight_decay=0.0)],
+                                 lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
+                                 foreach=False)
+
+    def tpla_adamw(tensor_lr, capturable):
+        h = (lambda v: torch.tensor(v)) if tensor_lr else (lambda v: v)
+
+        def make(first, other):
+            opt = tt.Muon([torch.nn.Parameter(torch.randn(4, 4, generator=g))],
+                          ns_dtype=torch.float32, adamw_params=first, adamw_lr=h(1e-3),
+                          adamw_weight_decay=0.1, capturable=capturable)
+            opt.add_param_group(dict(params=other, use_muon=False, lr=h(2e-3),
+                                     weight_decay=0.0))
+            return opt
+        return make
+
+    ref, ref_opt = run(torch_adamw)
+    for tensor_lr, capturable in ((False, False), (True, False), (True, True)):
+        ps, opt = run(tpla_adamw(tensor_lr, capturable))
+        for i, (p, r) in enumerate(zip(ps, ref)):
+            # bf16: foreach and single-tensor ops may round a product 1 ulp apart
+            tol = dict(rtol=2e-2, atol=1e-5) if r.dtype == torch.bfloat16 else \
+                dict(rtol=2e-6, atol=1e-7)
+            torch.testing.assert_close(p, r, **tol, msg=lambda m: "param %d: %s" % (i, m))
+            assert not torch.equal(p, init[i])
+            st, rst = opt.state[p], ref_opt.state[r]
+            assert float(st["step"]) == float(rst["step"]) == (3 if i == 3 else 4)
+            assert torch.is_tensor(st["step"]) == capturable
+            torch.testing.assert_close(st["exp_avg_sq"], rst["exp_avg_sq"], **tol)
+
+
 def test_muon_gram_dtype_reaches_the_plan():
     """ns_gram_dtype=bf16 gives newton_schulz's bf16-Gram result (bit for bit, on the
     host executor), not the default fp32 Gram's; another dtype is refused by name."""

@@ -42,14 +42,15 @@ from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
 
 
-def _decay(p, lr, weight_decay):
-    """p *= 1 - lr * weight_decay (decoupled weight decay); nothing for the number 0. With a
-    tensor as p - p (lr wd): CUDA kernels round a 0-dim operand to p's dtype, harmless for
-    the small lr wd, not for the factor (bf16 steps 2^-8 below 1)."""
+def _decay(ps, lr, weight_decay):
+    """p *= 1 - lr * weight_decay for every p of the list ps (decoupled weight decay);
+    nothing for the number 0. With a tensor as p - p (lr wd): CUDA kernels round a 0-dim
+    operand to p's dtype, harmless for the small lr wd, not for the factor (bf16 steps
+    2^-8 below 1)."""
     if torch.is_tensor(lr) or torch.is_tensor(weight_decay):
-        p.addcmul_(p, lr * weight_decay, value=-1.0)
+        torch._foreach_addcmul_(ps, ps, [lr * weight_decay] * len(ps), value=-1.0)
     elif weight_decay != 0:
-        p.mul_(1.0 - lr * weight_decay)
+        torch._foreach_mul_(ps, 1.0 - lr * weight_decay)
 
 
 def _step_on(step, p):
@@ -224,10 +225,10 @@ class Muon(torch.optim.Optimizer):
         if (items or adamw) and capturing((items or adamw)[0][1].device):
             self._check_capture(items, adamw)
         try:
-            for group, p, g in adamw:
-                self._adamw(group, p, g)
             if items:
                 self._muon(items)
+            if adamw:  # enqueued while the GPU runs the Newton-Schulz plan
+                self._adamw_all(adamw)
         finally:
             self._moved.clear()
         return loss
@@ -286,29 +287,73 @@ class Muon(torch.optim.Optimizer):
 
     # ---- AdamW ---------------------------------------------------------------
 
-    def _adamw(self, group, p, g):
-        st = self.state[p]
-        if not st:
-            st["step"] = 0
-            st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        if self.capturable and not _step_on(st["step"], p):
-            # the step count on the device (float32, as torch's capturable AdamW keeps it), so
-            # the bias corrections below are device tensors too; also a loaded count
-            st["step"] = torch.as_tensor(st["step"], dtype=torch.float32).to(p.device)
-        st["step"] += 1
+    def _adamw_all(self, adamw):
+        """AdamW for every (group, p, g) with a gradient, by multi-tensor (foreach) ops over
+        the parameters of one group, device, dtype and kind of step count: a model's many
+        small parameters (norms, biases) cost a few kernels per step, not a dozen each."""
+        buckets = {}
+        for group, p, g in adamw:
+            st = self.state[p]
+            if not st:
+                st["step"] = 0
+                st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            if self.capturable and not _step_on(st["step"], p):
+                # the step count on the device (float32, as torch's capturable AdamW keeps it),
+                # so the bias corrections are device tensors too; also a loaded count
+                st["step"] = torch.as_tensor(st["step"], dtype=torch.float32).to(p.device)
+            key = (id(group), p.device, p.dtype, _step_on(st["step"], p))
+            bucket = buckets.setdefault(key, (group, key[3], [], [], []))
+            bucket[2].append(p)
+            bucket[3].append(g.to(p.dtype))
+            bucket[4].append(st)
+        for group, on_device, ps, gs, states in buckets.values():
+            self._adamw_bucket(group, on_device, ps, gs, states)
+
+    def _adamw_bucket(self, group, on_device, ps, gs, states):
         b1, b2 = group["betas"]
-        lr = self._hyper(group, "lr", p)
-        g = g.to(p.dtype)
-        _decay(p, lr, self._hyper(group, "weight_decay", p))
-        st["exp_avg"].lerp_(g, 1.0 - b1)
-        st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1.0 - b2)
-        bc1, bc2 = 1.0 - b1 ** st["step"], 1.0 - b2 ** st["step"]
-        denom = (st["exp_avg_sq"].sqrt() / (bc2 ** 0.5)).add_(group["eps"])
-        if torch.is_tensor(lr) or torch.is_tensor(bc1):  # the step size on the device
-            p.addcmul_(st["exp_avg"] / denom, lr / bc1, value=-1.0)
+        eps = group["eps"]
+        lr = self._hyper(group, "lr", ps[0])
+        ms = [st["exp_avg"] for st in states]
+        vs = [st["exp_avg_sq"] for st in states]
+        if on_device:
+            steps = [st["step"] for st in states]
+            torch._foreach_add_(steps, 1.0)
         else:
-            p.addcdiv_(st["exp_avg"], denom, value=-lr / bc1)
+            for st in states:
+                st["step"] += 1
+        _decay(ps, lr, self._hyper(group, "weight_decay", ps[0]))
+        torch._foreach_lerp_(ms, gs, 1.0 - b1)
+        torch._foreach_mul_(vs, b2)
+        torch._foreach_addcmul_(vs, gs, gs, value=1.0 - b2)
+        denom = torch._foreach_sqrt(vs)
+        if on_device:
+            # 1 - b^t per parameter on the device; the step size -lr / bc1 folded into
+            # denom = (sqrt(v) / sqrt(bc2) + eps) * bc1 / -lr by two factors, each one
+            # 0-dim operand (CUDA rounds those to a half parameter's dtype: once each)
+            bc1 = torch._foreach_pow(b1, steps)
+            bc2 = torch._foreach_pow(b2, steps)
+            for bc in (bc1, bc2):
+                torch._foreach_neg_(bc)
+                torch._foreach_add_(bc, 1.0)
+            torch._foreach_sqrt_(bc2)
+            neg_lr = -lr
+            torch._foreach_mul_(bc2, neg_lr)
+            torch._foreach_mul_(denom, torch._foreach_div(bc1, bc2))
+            torch._foreach_div_(bc1, neg_lr)
+            torch._foreach_mul_(bc1, eps)
+            torch._foreach_add_(denom, bc1)
+            torch._foreach_addcdiv_(ps, ms, denom)
+            return
+        # torch.optim.AdamW's order: p += -(lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps)
+        t = [float(st["step"]) for st in states]
+        torch._foreach_div_(denom, [(1.0 - b2 ** k) ** 0.5 for k in t])
+        torch._foreach_add_(denom, eps)
+        if torch.is_tensor(lr):  # read by the kernel; one 0-dim operand
+            torch._foreach_div_(denom, lr)
+            torch._foreach_addcdiv_(ps, ms, denom, [-1.0 / (1.0 - b1 ** k) for k in t])
+        else:
+            torch._foreach_addcdiv_(ps, ms, denom, [-lr / (1.0 - b1 ** k) for k in t])
 
     # ---- Muon ---------------------------------------------------------------
 
@@ -396,7 +441,7 @@ class Muon(torch.optim.Optimizer):
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
             lr, scale = self._hyper(group, "lr", p), muon_scale(rows, cols, group["scale"])
-            _decay(p, lr, self._hyper(group, "weight_decay", p))
+            _decay([p], lr, self._hyper(group, "weight_decay", p))
             if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
                 p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
             else:
