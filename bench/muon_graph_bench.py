@@ -13,6 +13,12 @@ back-to-back steps between two CUDA events / --iters, median of --rounds
 loops after a warm-up; the gradients are fixed random bf16 tensors (the
 steps' inputs; the parameters move, as in training).
 
+With --adamw the model also has what a Muon recipe leaves to AdamW: two norm
+weights per layer, the final norm, and with --vocab V an embedding and a head
+(V x hidden). tpla's Muon steps them itself (adamw_params, capturable=True);
+the anchor adds torch.optim.AdamW(capturable=True, foreach), the same
+hyperparameters, to its step.
+
 Under torchrun with more than one rank every rank holds the whole model (data
 parallel) and the step is shared: tpla.torch.Muon(comm=...) assigns whole
 matrices to ranks in its batched plan and all-gathers the updates; the anchor
@@ -21,7 +27,7 @@ dealt to the ranks in turn, each rank orthogonalizes its own, then one
 torch.distributed.all_gather per turn, NCCL). The slowest rank's time is
 printed, and the ranks' parameters are checked to agree after the timing.
 
-  python3 bench/muon_graph_bench.py [--hidden 1024] [--layers 8] [--iters 20]
+  python3 bench/muon_graph_bench.py [--hidden 1024] [--layers 8] [--iters 20] [--adamw]
   torchrun --nproc_per_node=2 bench/muon_graph_bench.py [--hidden 2048] ...
 """
 import argparse
@@ -51,6 +57,34 @@ def model_params(hidden, layers):
             p.grad = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
             params.append(p)
     return params
+
+
+def adamw_params(hidden, layers, vocab):
+    """The parameters a Muon recipe leaves to AdamW: two norm weights per layer, the final
+    norm and (vocab > 0) the embedding and the head; bf16 with bf16 gradients."""
+    shapes = [(hidden,)] * (2 * layers + 1) + [(vocab, hidden)] * (2 if vocab else 0)
+    params = []
+    for shape in shapes:
+        p = torch.nn.Parameter(1.0 + 0.02 * torch.randn(shape, device="cuda",
+                                                         dtype=torch.bfloat16))
+        p.grad = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+        params.append(p)
+    return params
+
+
+ADAMW = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
+
+
+def with_adamw(muon_step, params):
+    """The anchor's step followed by torch's AdamW over params (none: the step alone)."""
+    if not params:
+        return muon_step
+    opt = torch.optim.AdamW(params, capturable=True, **ADAMW)
+
+    def step():
+        muon_step()
+        opt.step()
+    return step
 
 
 def torch_muon(params, lr=0.02, momentum=0.95):
@@ -133,6 +167,8 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--adamw", action="store_true", help="add the AdamW parameters")
+    ap.add_argument("--vocab", type=int, default=0, help="with --adamw: embedding and head rows")
     args = ap.parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank, comm = 0, None
@@ -144,25 +180,33 @@ def main():
         comm = tt.Communicator()
     torch.manual_seed(1234)  # every rank the same model and gradients (data parallel)
     ours = model_params(args.hidden, args.layers)
+    ours_aw = adamw_params(args.hidden, args.layers, args.vocab) if args.adamw else []
     copies = []
     for _ in range(2):
-        copies.append([torch.nn.Parameter(p.detach().clone()) for p in ours])
-        for p, q in zip(ours, copies[-1]):
+        copies.append([[torch.nn.Parameter(p.detach().clone()) for p in ps]
+                       for ps in (ours, ours_aw)])
+        for p, q in zip(ours + ours_aw, copies[-1][0] + copies[-1][1]):
             q.grad = p.grad.clone()
-    bf16_gram, theirs = copies
-    opt = tt.Muon(ours, lr=0.02, momentum=0.95, comm=comm)
-    fast = tt.Muon(bf16_gram, lr=0.02, momentum=0.95, comm=comm, ns_gram_dtype=torch.bfloat16)
-    anchor = torch_muon(theirs) if world == 1 else torch_muon_dist(theirs, rank, world)
+    (bf16_gram, bf16_gram_aw), (theirs, theirs_aw) = copies
+    aw = dict(adamw_lr=ADAMW["lr"], adamw_betas=ADAMW["betas"], adamw_eps=ADAMW["eps"],
+              adamw_weight_decay=ADAMW["weight_decay"], capturable=True)
+    opt = tt.Muon(ours, lr=0.02, momentum=0.95, comm=comm, adamw_params=ours_aw, **aw)
+    fast = tt.Muon(bf16_gram, lr=0.02, momentum=0.95, comm=comm, ns_gram_dtype=torch.bfloat16,
+                   adamw_params=bf16_gram_aw, **aw)
+    anchor = with_adamw(torch_muon(theirs) if world == 1
+                        else torch_muon_dist(theirs, rank, world), theirs_aw)
     steps = (("tpla Muon (one batched plan)", opt.step),
              ("tpla Muon, bf16 Gram", fast.step),
              ("torch Muon reference" + (" (dealt)" if world > 1 else ""), anchor))
     say = print if rank == 0 else (lambda *a, **k: None)
     # each round starts after a small all-reduce, so one rank's lead is not timed as the step's
     align = (lambda: dist.all_reduce(torch.zeros(1, device="cuda"))) if world > 1 else None
-    say("# a Muon step on %d GPU(s) (%s, torch %s): %d layers of width %d, %d matrices; ms per "
-        "step, the wall time of %d back-to-back steps / %d, median of %d rounds, slowest rank"
+    say("# a Muon step on %d GPU(s) (%s, torch %s): %d layers of width %d, %d matrices, %d "
+        "AdamW parameters (vocab %d); ms per step, the wall time of %d back-to-back steps / "
+        "%d, median of %d rounds, slowest rank"
         % (world, torch.cuda.get_device_name(), torch.__version__, args.layers, args.hidden,
-           len(ours), args.iters, args.iters, args.rounds))
+           len(ours), len(ours_aw), args.vocab if ours_aw else 0, args.iters, args.iters,
+           args.rounds))
     say("# %-30s %10s %10s %10s" % ("optimizer", "eager", "graph", "graph/eag"))
     results = []
     for name, step in steps:
@@ -185,7 +229,8 @@ def main():
         % (te / re, tg / rg, fe / re, fg / rg))
     if world > 1:
         say("# ranks' parameters differ by at most: tpla %.3g (bf16 Gram %.3g), torch %.3g"
-            % (disagreement(ours), disagreement(bf16_gram), disagreement(theirs)))
+            % (disagreement(ours + ours_aw), disagreement(bf16_gram + bf16_gram_aw),
+               disagreement(theirs + theirs_aw)))
         comm.close()
         dist.destroy_process_group()
 
