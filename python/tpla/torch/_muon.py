@@ -397,24 +397,12 @@ class Muon(torch.optim.Optimizer):
         P, rank = comm.world_size, comm.rank
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
         entries, descs, keeps = [], [], []
-        for group, p, g in items:
-            st = self.state[p]
-            g2 = g.reshape(g.shape[0], -1)
-            buf = st.get("momentum_buffer")
-            if buf is None:
-                buf = st["momentum_buffer"] = torch.zeros_like(g2)
-            m = self._hyper(group, "momentum", buf)
-            if torch.is_tensor(m):
-                # CUDA rounds a 0-dim weight to the buffer's dtype: weigh by the small 1 - m
-                # (bf16 of 0.1: 0.1% off; of 0.9: its complement 1.6% off)
-                w = 1.0 - m
-                buf.lerp_(g2, w)
-                u = buf.lerp(g2, w) if group["nesterov"] else buf
+        for (group, p, g), (u, fresh) in zip(items, self._momentum(items)):
+            if fresh and u.dtype == self.ns_dtype and u.is_contiguous():
+                x = u  # the Nesterov blend is a new tensor: orthogonalized in place
             else:
-                buf.lerp_(g2, 1.0 - m)
-                u = g2.lerp(buf, m) if group["nesterov"] else buf
-            x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
-            x.copy_(u)
+                x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
+                x.copy_(u)
             tp_dim = getattr(p, "tpla_tp_dim", None) if P > 1 else None  # checked above
             rows, cols = x.shape
             if tp_dim is not None:
@@ -434,15 +422,55 @@ class Muon(torch.optim.Optimizer):
         plan = comm.plan(self._plan_key(items), lambda ctx: _core.NsBatchPlan(ctx, descs))
         stream = comm.stream()
         plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
+        updates = {}  # p -= lr * scale * x: one multi-tensor op per group and scale
         for group, p, x, view, split, rows, cols in entries:
             if split is not None and P > 1:  # replicated: every rank gets every row
                 counts = [s * x.shape[1] for s in split]
                 es = x.element_size()
                 comm.context.allgatherv(x.data_ptr(), x.data_ptr() + sum(counts[:rank]) * es,
                                         counts, dt, stream)
-            lr, scale = self._hyper(group, "lr", p), muon_scale(rows, cols, group["scale"])
-            _decay([p], lr, self._hyper(group, "weight_decay", p))
+            scale = muon_scale(rows, cols, group["scale"])
+            key = (id(group), scale, p.dtype)
+            bucket = updates.setdefault(key, (group, scale, [], []))
+            bucket[2].append(p)
+            bucket[3].append(x.view(p.shape).to(p.dtype))
+        for group, scale, ps, xs in updates.values():
+            lr = self._hyper(group, "lr", ps[0])
+            _decay(ps, lr, self._hyper(group, "weight_decay", ps[0]))
             if torch.is_tensor(lr):  # read by the kernel: a replayed graph sees its new value
-                p.addcmul_(x.view(p.shape).to(p.dtype), lr, value=-scale)
+                torch._foreach_addcmul_(ps, xs, [lr] * len(ps), value=-scale)
             else:
-                p.add_(x.view(p.shape).to(p.dtype), alpha=-lr * scale)
+                torch._foreach_add_(ps, xs, alpha=-lr * scale)
+
+    def _momentum(self, items):
+        """buf = lerp(buf, g, 1 - momentum) for every (group, p, g), and its update u (the
+        Nesterov blend lerp(g, buf, momentum), or buf): [(u, u is a new tensor)] in items'
+        order. A number momentum takes two multi-tensor ops per group; a tensor one goes
+        matrix by matrix, weighing by the small 1 - momentum (CUDA rounds a 0-dim weight to
+        the buffer's dtype: bf16 of 0.1 is 0.1% off, of 0.9 its complement 1.6% off)."""
+        groups = {}
+        for i, (group, p, g) in enumerate(items):
+            st = self.state[p]
+            g2 = g.reshape(g.shape[0], -1)
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                buf = st["momentum_buffer"] = torch.zeros_like(g2)
+            member = groups.setdefault(id(group), (group, [], [], []))
+            member[1].append(i)
+            member[2].append(buf)
+            member[3].append(g2)
+        out = [None] * len(items)
+        for group, idx, bufs, g2s in groups.values():
+            m = self._hyper(group, "momentum", bufs[0])
+            nesterov = group["nesterov"]
+            if torch.is_tensor(m):
+                w, us = 1.0 - m, []
+                for buf, g2 in zip(bufs, g2s):
+                    buf.lerp_(g2, w)
+                    us.append(buf.lerp(g2, w) if nesterov else buf)
+            else:
+                torch._foreach_lerp_(bufs, g2s, 1.0 - m)
+                us = torch._foreach_lerp(g2s, bufs, m) if nesterov else bufs
+            for i, u in zip(idx, us):
+                out[i] = (u, nesterov)
+        return out
