@@ -43,14 +43,14 @@ _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be r
 
 
 def _decay(ps, lr, weight_decay):
-    """p *= 1 - lr * weight_decay for every p of the list ps (decoupled weight decay);
-    nothing for the number 0. With a tensor as p - p (lr wd): CUDA kernels round a 0-dim
-    operand to p's dtype, harmless for the small lr wd, not for the factor (bf16 steps
-    2^-8 below 1)."""
+    """p *= 1 - lr * weight_decay for every p of the list ps (decoupled weight decay),
+    computed as p - p (lr wd); nothing for the number 0. A kernel may round an operand to
+    p's dtype (CUDA a 0-dim tensor, the CPU's multi-tensor ops a number): harmless for the
+    small lr wd, not for the factor (bf16 steps 2^-8 below 1)."""
     if torch.is_tensor(lr) or torch.is_tensor(weight_decay):
         torch._foreach_addcmul_(ps, ps, [lr * weight_decay] * len(ps), value=-1.0)
     elif weight_decay != 0:
-        torch._foreach_mul_(ps, 1.0 - lr * weight_decay)
+        torch._foreach_add_(ps, ps, alpha=-lr * weight_decay)
 
 
 def _step_on(step, p):
@@ -433,7 +433,7 @@ class Muon(torch.optim.Optimizer):
             key = (id(group), scale, p.dtype)
             bucket = updates.setdefault(key, (group, scale, [], []))
             bucket[2].append(p)
-            bucket[3].append(x.view(p.shape).to(p.dtype))
+            bucket[3].append(x.view(p.shape))  # another dtype: promoted in the kernel
         for group, scale, ps, xs in updates.values():
             lr = self._hyper(group, "lr", ps[0])
             _decay(ps, lr, self._hyper(group, "weight_decay", ps[0]))
