@@ -87,8 +87,9 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
   ns_update_t u = (l == 0 || chain < square) ? NS_UPDATE_CHAIN : NS_UPDATE_SQUARE;
   if (update)
     *update = u;
-  /* the Gram's mirror, and the square's (P in the Gram dtype) */
-  double mirrors = mirror_time(mach, s, gram_dtype) * (u == NS_UPDATE_CHAIN ? 1 : 2);
+  /* the Gram's mirror, and the square's (P in the Gram dtype); none where one
+   * block row is the whole product */
+  double mirrors = nb == 1 ? 0.0 : mirror_time(mach, s, gram_dtype) * (u == NS_UPDATE_CHAIN ? 1 : 2);
   return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
 }
 
@@ -238,7 +239,8 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
     for (int q = 0; q < P; q++)
       in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
-  double per_gram = most_of(local, P) / mach->flops + mirror_time(mach, g, sh->gram_dtype) +
+  double gram_mirror = nb == 1 && !sh->gram_iter ? 0.0 : mirror_time(mach, g, sh->gram_dtype);
+  double per_gram = most_of(local, P) / mach->flops + gram_mirror +
                     gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
   tpla_dtype_t product_dtype = sh->gram_iter ? sh->gram_dtype : sh->dtype;
   bool row_split = sh->gram_iter && sh->pulled && P == 2 && ns_rowsplit_fits(g);

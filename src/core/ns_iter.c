@@ -16,7 +16,11 @@
  * W = c A X + b X (one GEMM, C = X), X = a X + A W; cheaper when a rank's
  * l is small next to s (see ns_cost.c).
  *
- * The memory-bound passes left per step are the mirrors and casts. The
+ * The memory-bound passes left per step are the mirrors and casts; a
+ * symmetric product of one block row (s below two sym_min_blocks) is whole
+ * and gets no mirror. (The Gram iteration's products of commuting matrices
+ * keep theirs: the mirror makes them exactly symmetric, and without it the
+ * half-precision iteration drifts.) The
  * SQUARE update copies no X when the temp holds all of it: each step writes
  * X' = P X + a X into the other buffer (C = X), so X alternates between the
  * caller's matrix and the temp (ns_iter_end says where it ends); the
@@ -373,13 +377,15 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_gram(ctx, it, g1, place[at], stream));
         break;
       case NS_OP_MIRROR_GRAM:
-        TPLA_TRY(ns_mirror(ctx, g1, stream));
+        if (it->nblocks > 1) /* one block row: the whole Gram */
+          TPLA_TRY(ns_mirror(ctx, g1, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
           TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
                                   b, stream));
-          TPLA_TRY(ns_mirror(ctx, g2, stream));
+          if (it->nblocks > 1)
+            TPLA_TRY(ns_mirror(ctx, g2, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }
