@@ -362,7 +362,7 @@ static int gemm_untouched(void) {
 static void gemm_bad_view(tpla_ctx_t ctx, char which) {
   const tpla_op_t N = TPLA_OP_N;
   const char *name = which == 'd' ? "'d'" : which == 'a' ? "'a'" : "'b'";
-  for (int c = 0; c < 8; c++) {
+  for (int c = 0; c < 9; c++) {
     tpla_matrix_t d = gm_d(), a = gm_a(), b = gm_b();
     tpla_matrix_t *m = which == 'd' ? &d : which == 'a' ? &a : &b;
     switch (c) {
@@ -374,12 +374,15 @@ static void gemm_bad_view(tpla_ctx_t ctx, char which) {
     case 5: m->data = NULL; break;
     case 6: m->rows = INT64_MAX / 4, m->ld = 1 << 20; break; /* not addressable */
     case 7: m->rows = 1, m->ld = INT64_MAX / 2; break;        /* one row, pitch not either */
+    case 8: m->rows = 1, m->ld = m->cols - 1; break;          /* ld < cols with one row too */
     }
     ASSERT_STATUS(tpla_gemm(ctx, d, a, N, b, N, NULL, NULL), IA);
     ASSERT_CONTAINS(tpla_last_error(), "tpla_gemm");
     ASSERT_CONTAINS(tpla_last_error(), name);
-    if (c >= 6) /* found by the view check, not by a later shape check */
+    if (c == 6 || c == 7) /* found by the view check, not by a later shape check */
       ASSERT_CONTAINS(tpla_last_error(), "too large to address");
+    if (c == 3 || c == 4 || c == 8) /* likewise */
+      ASSERT_CONTAINS(tpla_last_error(), "ld (");
     ASSERT_TRUE(gemm_untouched());
   }
 }
@@ -479,6 +482,17 @@ static void test_gemm_output_overlaps_input(void) {
   tpla_matrix_t a7 = {wide, 4, 3, 7, TPLA_FLOAT32}, d7 = {wide + 2, 4, 5, 7, TPLA_FLOAT32};
   ASSERT_FAILS(tpla_gemm(ctx, d7, a7, N, b, N, NULL, NULL), IA, "tpla_gemm", "d");
   ASSERT_TRUE(memcmp(wide, wide_copy, sizeof wide) == 0);
+  /* same pitch (8), different rows: A's one row, floats [6, 10), runs past the end of its
+   * pitch row into the next one, where D's row, floats [8, 10), lies */
+  static float spill[16];
+  memset(spill, SENTINEL, sizeof spill);
+  float spill_copy[16];
+  memcpy(spill_copy, spill, sizeof spill);
+  tpla_matrix_t a_sp = {spill + 6, 1, 4, 8, TPLA_FLOAT32};
+  tpla_matrix_t d_sp = {spill + 8, 1, 2, 8, TPLA_FLOAT32};
+  tpla_matrix_t b_sp = {b_buf, 4, 2, 5, TPLA_FLOAT32};
+  ASSERT_FAILS(tpla_gemm(ctx, d_sp, a_sp, N, b_sp, N, NULL, NULL), IA, "tpla_gemm", "d");
+  ASSERT_TRUE(memcmp(spill, spill_copy, sizeof spill) == 0);
   close_ctx(ctx);
 }
 

@@ -272,6 +272,37 @@ static void test_saturation_and_nan(void) {
   ASSERT_TRUE(isnan(amax));
 }
 
+/* The two fp32 roundings of the scaling, where rounding once or twice differs: alpha a_scale
+ * b_scale is rounded to fp32 once (3 (1 + 2^-12)^2 = 3 + 3 2^-11 + 3 2^-24, 3/4 of an ulp
+ * above 3 + 3 2^-11: up; rounding the scales' product first gives 1 + 2^-11, a tie, and
+ * 3 + 3 2^-11); and an FP8 D is d_scale times the fp32 result, rounded to fp32 before FP8
+ * ((1 + 2^-23)(1.0625 - 2^-23) is 1.0625 in fp32, an E4M3 tie between 1 and 1.125 that goes
+ * to even, 1; unrounded it lies above the tie: 1.125). D = 1 x 1 x 1, A = B = 1. */
+static void test_scalings_round_in_fp32(void) {
+  uint8_t one[2] = {0x38, 0x38};
+  tpla_matrix_t av = {one, 1, 1, 1, TPLA_FLOAT8_E4M3}, bv = {one + 1, 1, 1, 1, TPLA_FLOAT8_E4M3};
+  _Alignas(16) float sa[4] = {1.0f + 0x1p-12f}, sb[4] = {1.0f + 0x1p-12f};
+  float d32 = 0.0f;
+  tpla_matrix_t dv = {&d32, 1, 1, 1, TPLA_FLOAT32};
+  tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
+  args.alpha = 3.0f;
+  args.fp8.a_scale = sa;
+  args.fp8.b_scale = sb;
+  ASSERT_OK(tpla_gemm(ctx, dv, av, TPLA_OP_N, bv, TPLA_OP_N, &args, NULL));
+  const float want = 3.0f + 3.0f * 0x1p-11f + 0x1p-22f; /* exact in fp32 */
+  ASSERT_TRUE((double)want == (double)(float)(3.0 * (double)sa[0] * (double)sb[0]));
+  ASSERT_NEAR(d32, want, 0.0);
+  uint8_t d8 = 0;
+  tpla_matrix_t d8v = {&d8, 1, 1, 1, TPLA_FLOAT8_E4M3};
+  _Alignas(16) float ds[4] = {1.0f + 0x1p-23f};
+  args = (tpla_gemm_args_t)TPLA_GEMM_ARGS_INIT;
+  args.alpha = 1.0625f - 0x1p-23f;
+  args.fp8.d_scale = ds;
+  ASSERT_TRUE(ds[0] * args.alpha == 1.0625f); /* the fp32 product: the E4M3 tie */
+  ASSERT_OK(tpla_gemm(ctx, d8v, av, TPLA_OP_N, bv, TPLA_OP_N, &args, NULL));
+  ASSERT_EQ_INT(d8, 0x38); /* 1.0, not 0x39 (1.125) */
+}
+
 /* ---- bad inputs: status, message, nothing written ------------------------- */
 
 /* room for views of any dtype over them */
@@ -380,6 +411,7 @@ int main(void) {
   TEST(test_k_zero);
   TEST(test_empty_output_amax_is_zero);
   TEST(test_saturation_and_nan);
+  TEST(test_scalings_round_in_fp32);
   TEST(test_bad_inputs_are_rejected_untouched);
   TEST(test_args_of_the_pre_fp8_size_work);
   tpla_ctx_destroy(ctx);

@@ -34,6 +34,7 @@ static void sleep_ms(int ms) {
 typedef struct {
   atomic_int finished;             /* ranks past their failing call */
   tpla_status_t status[MAX_RANKS]; /* what each rank's first call returned */
+  double waited[MAX_RANKS];        /* seconds each rank's failing call took */
 } shared_t;
 
 /* Wait (at most 10 s) until `count` ranks have finished. */
@@ -106,6 +107,7 @@ static int absent_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   double t0 = now_s();
   s->status[rank] = tpla_allreduce(ctx, y, x, 4, TPLA_FLOAT32, NULL);
   double waited = now_s() - t0;
+  s->waited[rank] = waited;
   atomic_fetch_add(&s->finished, 1);
   RCHECK(s->status[rank] == TPLA_ERROR_TIMEOUT || s->status[rank] == TPLA_ERROR_REMOTE, "got %s",
          tpla_status_string(s->status[rank]));
@@ -126,6 +128,10 @@ static void test_timeout_when_a_rank_never_joins(void) {
   /* the contexts' own configuration (100 ms) overrides the group's 5 min */
   ASSERT_EQ_INT(run_timed(3, 0, 100, absent_rank_body, &s), 0);
   ASSERT_TRUE(s.status[0] == TPLA_ERROR_TIMEOUT || s.status[1] == TPLA_ERROR_TIMEOUT);
+  /* not before the timeout either: the rank that timed out waited its 100 ms (the other
+   * may have entered later and heard of the broken group at the same moment) */
+  double longest = s.waited[0] > s.waited[1] ? s.waited[0] : s.waited[1];
+  ASSERT_LE(0.095, longest);
 }
 
 static int absent_peer_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
@@ -141,7 +147,9 @@ static int absent_peer_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   atomic_fetch_add(&s->finished, 1);
   RCHECK(st == TPLA_ERROR_TIMEOUT, "got %s", tpla_status_string(st));
   RCHECK(strstr(tpla_last_error(), "rank 1") != NULL, "%s", tpla_last_error());
-  RCHECK(now_s() - t0 < 5.0, "waited too long");
+  double waited = now_s() - t0;
+  RCHECK(waited < 5.0, "waited too long");
+  RCHECK(waited >= 0.095, "gave up after %.4f s, before its 100 ms timeout", waited);
   RCHECK(w[0] == 0, "recv written");
   return 0;
 }

@@ -27,6 +27,7 @@ typedef struct {
   mat_t mats[MAXM];
   tpla_ns_algorithm_t algo; /* for every matrix */
   tpla_ns_iteration_t iteration;
+  float safety[MAXM], eps[MAXM]; /* both 0: the descriptor's defaults */
   int64_t sizes[MAXM][8];
   double *x[MAXM], *out[MAXM];
   int owner[8][MAXM]; /* per rank (each rank's answer; run_batch checks they agree) */
@@ -54,6 +55,8 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     d[i].steps = mt->steps;
     d[i].algorithm = b->algo;
     d[i].iteration = b->iteration;
+    if (b->safety[i] > 0.0f || b->eps[i] > 0.0f)
+      d[i].safety = b->safety[i], d[i].eps = b->eps[i];
     int64_t ld = d[i].local_cols + 2;
     xs[i] = (tpla_matrix_t){calloc((size_t)((d[i].local_rows + 1) * ld), 4), d[i].local_rows,
                             d[i].local_cols, ld, mt->dtype};
@@ -135,6 +138,8 @@ static double worst_vs_single(batch_t *b, double *worst_half) {
     run.desc.dtype = mt->dtype;
     run.desc.preset = mt->preset;
     run.desc.steps = mt->steps;
+    if (b->safety[i] > 0.0f || b->eps[i] > 0.0f)
+      run.desc.safety = b->safety[i], run.desc.eps = b->eps[i];
     run.sizes[0] = mt->m;
     double e = ns_run(&run) == 0 ? rel_diff(b->out[i], one, (size_t)(mt->m * mt->n)) : 1.0;
     if (mt->dtype == TPLA_FLOAT32)
@@ -294,6 +299,61 @@ static void test_batch_groups_equal_one_by_one(void) {
     }
 }
 
+/* One shape in six copies, each with its own safety and eps (ns_group.c normalizes each
+ * member with its own): grouped (the workspace holds the groups' slots) on one rank and at
+ * owners on three, every matrix equals itself alone on one rank. */
+static void test_batch_groups_keep_each_safety_and_eps(void) {
+  /* (1, 0): the default safety with eps 0; (0, 4): the default safety with eps 4 */
+  static const float safety[6] = {1.0f, 2.0f, 0.5f, 1.5f, 0.0f, 3.0f};
+  static const float eps[6] = {0.0f, 0.0f, 1.0f, 0.25f, 4.0f, 0.5f};
+  mat_t list[6];
+  for (int i = 0; i < 6; i++)
+    list[i] = (mat_t){16, 24, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5};
+  for (int P = 1; P <= 3; P += 2) {
+    size_t ws[2];
+    for (int cap = 0; cap < 2; cap++) { /* grouping off, then the default */
+      if (cap == 0)
+        setenv("TPLA_NS_BATCH_GROUP", "1", 1);
+      batch_t b;
+      setup(&b, P, 6, list);
+      memcpy(b.safety, safety, sizeof safety);
+      memcpy(b.eps, eps, sizeof eps);
+      b.algo = P > 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
+      int failed = run_batch(P, &b);
+      unsetenv("TPLA_NS_BATCH_GROUP");
+      ASSERT_EQ_INT(failed, 0);
+      ws[cap] = b.plan_ws[0][0];
+      for (int r = 1; r < P; r++)
+        ws[cap] = b.plan_ws[r][0] > ws[cap] ? b.plan_ws[r][0] : ws[cap];
+      double half, e = worst_vs_single(&b, &half);
+      printf("  P=%d, TPLA_NS_BATCH_GROUP=%s: fp32 %.2e\n", P, cap ? "(unset)" : "1", e);
+      teardown(&b);
+      ASSERT_LE(e, 2e-5);
+    }
+    ASSERT_TRUE(ws[1] > ws[0]); /* the default formed groups */
+  }
+}
+
+/* Owners are assigned largest first, each to the least loaded rank: on two ranks, a matrix
+ * costlier than two small ones together gets a rank of its own, wherever it is listed. */
+static void test_batch_owners_largest_first(void) {
+  static const mat_t mats[] = {{8, 8, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
+                               {96, 96, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
+                               {8, 8, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_MUON, 5}};
+  batch_t b;
+  setup(&b, 2, 3, mats);
+  b.algo = TPLA_NS_ALGO_LOCAL;
+  ASSERT_EQ_INT(run_batch(2, &b), 0);
+  printf("  owners: small %d, large %d, small %d\n", b.owner[0][0], b.owner[0][1],
+         b.owner[0][2]);
+  ASSERT_TRUE(b.owner[0][1] >= 0 && b.owner[0][1] < 2);
+  ASSERT_EQ_INT(b.owner[0][0], 1 - b.owner[0][1]);
+  ASSERT_EQ_INT(b.owner[0][2], 1 - b.owner[0][1]);
+  double half, e = worst_vs_single(&b, &half);
+  teardown(&b);
+  ASSERT_LE(e, 2e-5);
+}
+
 /* 1000 calls: the context's scratch and the plan's workspace do not grow. */
 static void test_batch_memory_is_stable(void) {
   static const tpla_ns_algorithm_t modes[] = {TPLA_NS_ALGO_LOCAL, TPLA_NS_ALGO_GRAM_ALLREDUCE,
@@ -321,6 +381,8 @@ int main(void) {
   TEST(test_batch_gram_iteration);
   TEST(test_batch_auto_choice);
   TEST(test_batch_groups_equal_one_by_one);
+  TEST(test_batch_groups_keep_each_safety_and_eps);
+  TEST(test_batch_owners_largest_first);
   TEST(test_batch_memory_is_stable);
   return test_summary();
 }

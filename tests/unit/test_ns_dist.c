@@ -235,6 +235,15 @@ static void test_gram_sharded_everywhere(void) {
                                                                          : TPLA_NS_CUBIC)
                                        : TPLA_NS_MUON,
                                      5, variant, worst);
+    /* odd Gram sizes on two ranks, where the Gram iteration's products are split by halves
+     * of rows (ns_rowsplit.c): neither half may miss the middle row */
+    static const int64_t odd[][2] = {{37, 23}, {23, 37}};
+    for (int sh = 0; sh < 2; sh++)
+      for (int d = 0; d < 2; d++)
+        for (int uneven = 0; uneven < 2; uneven++, variant++)
+          failures += check_config(2, sh ? TPLA_SHARD_COLS : TPLA_SHARD_ROWS, odd[d][0],
+                                   odd[d][1], uneven, TPLA_NS_ALGO_GRAM_SHARDED, TPLA_NS_MUON, 5,
+                                   variant, worst);
     iteration = TPLA_NS_ITERATE_X;
     printf("  %s iteration: worst distributed vs 1 rank %.2e, 1 rank vs float64 %.2e\n",
            g ? "Gram" : "X", worst[0], worst[1]);
@@ -343,24 +352,59 @@ static void test_gram_sum_by_pulls(void) {
   free(x);
 }
 
+/* The table a plan applies, bit for bit: the presets' triples are fp32
+ * constants (ns_coeffs.c), and Polar Express's are deflated from those fp32
+ * values in double and rounded again; ref_preset_table deflates the typed-in
+ * double values, which agrees to within one fp32 rounding only (4 of its 21
+ * deflated coefficients differ by an ulp). */
+static double exact_preset_table(tpla_ns_preset_t preset, int steps, float *table) {
+  double s = ref_preset_table(preset, steps, table);
+  for (int k = 0; k < steps && preset == TPLA_NS_POLAR_EXPRESS; k++) {
+    int j = k < 8 ? k : 7;
+    double d = j < 7 ? s : 1.0; /* every triple but the last */
+    for (int i = 0; i < 3; i++) {
+      /* the fp32 constant; volatile: at -O2, GCC 12 computed this loop from
+       * the unrounded double constants */
+      volatile float coefficient = (float)ref_polar_express[j][i];
+      double power = i == 0 ? d : i == 1 ? d * d * d : d * d * d * d * d;
+      table[3 * k + i] = (float)((double)coefficient / power);
+    }
+  }
+  return s;
+}
+
 /* A rank passing the preset's own table as TPLA_NS_USER agrees with the
- * others (the ranks compare tables, not names) and changes nothing. */
+ * others (the ranks compare tables, not names) and changes nothing: every
+ * preset, run for more steps than it has triples, so the table (typed in
+ * again in ns_presets_ref.h) is checked bit for bit, its last triple
+ * repeated, and for Polar Express deflated by the safety factor in every
+ * triple but the last. */
 static void test_user_table_equals_preset(void) {
+  static const struct {
+    tpla_ns_preset_t preset;
+    int steps;
+  } cases[] = {{TPLA_NS_MUON_SCHEDULE5, 6}, {TPLA_NS_POLAR_EXPRESS, 10}, {TPLA_NS_MUON, 3},
+               {TPLA_NS_CUBIC, 4}};
   double *x = random_matrix(30, 18, TPLA_FLOAT32, seed + 11);
-  float table[3 * 6];
-  ref_preset_table(TPLA_NS_MUON_SCHEDULE5, 6, table);
-  ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
-  run.desc.preset = TPLA_NS_MUON_SCHEDULE5;
-  run.desc.steps = 6;
-  double *a = run_with(run, x, 30, 18, 3);
-  run.user_rank = 2;
-  run.user_table = table;
-  double *b = run_with(run, x, 30, 18, 3);
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(memcmp(a, b, sizeof(double) * 30 * 18) == 0);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    float table[3 * 10];
+    double safety = exact_preset_table(cases[i].preset, cases[i].steps, table);
+    ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+    run.desc.preset = cases[i].preset;
+    run.desc.steps = cases[i].steps;
+    run.desc.safety = (float)safety; /* the preset's default, which TPLA_NS_USER lacks */
+    double *a = run_with(run, x, 30, 18, 3);
+    run.user_rank = 2;
+    run.user_table = table;
+    double *b = run_with(run, x, 30, 18, 3);
+    if (!(a && b))
+      printf("  preset %d, %d steps: a run failed\n", (int)cases[i].preset, cases[i].steps);
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(memcmp(a, b, sizeof(double) * 30 * 18) == 0);
+    free(a);
+    free(b);
+  }
   free(x);
-  free(a);
-  free(b);
 }
 
 /* safety and eps as given, against the float64 reference. */

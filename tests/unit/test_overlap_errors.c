@@ -292,6 +292,8 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     v = d, v.data = a.data; /* D on top of A */
     v.ld = d.ld;
     BAD(tpla_ag_gemm(ag, v, a, b, &args, NULL), IA, "overlaps");
+    v = d, v.data = b.data; /* D on top of B */
+    BAD(tpla_ag_gemm(ag, v, a, b, &args, NULL), IA, "overlaps");
     x = args, x.bias = NULL;
     BAD(tpla_ag_gemm(ag, d, a, b, &x, NULL), IA, "bias is NULL");
     x = args, x.bias = d.data;

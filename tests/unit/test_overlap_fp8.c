@@ -122,9 +122,10 @@ typedef struct {
 /* AllGather+GEMM, FP8, op_b N (the plan transposes B), on every rank: the
  * outputs of calls whose B content changed but whose b_version did not
  * equal the previous call's (the staged transpose was reused, as the
- * contract says); a new version, version 0 or another B pointer transposes
- * again. Outputs are compared with each other (the products themselves are
- * checked against float64 by run_kind). */
+ * contract says); a new version, version 0 (also twice in a row), another B
+ * pointer or the same pointer with another ld transposes again. Outputs are
+ * compared with each other (the products themselves are checked against
+ * float64 by run_kind). */
 static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   ver_t *e = arg;
   (void)nranks;
@@ -141,44 +142,53 @@ static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   uint64_t state = seed + (uint64_t)rank;
   tpla_matrix_t a = oc_alloc(rows, k, 0, TPLA_FLOAT8_E4M3);
   tpla_matrix_t b = oc_alloc(k, n, 0, TPLA_FLOAT8_E4M3), b2 = oc_alloc(k, n, 0, TPLA_FLOAT8_E4M3);
+  tpla_matrix_t b3 = oc_alloc(k, n, 16, TPLA_FLOAT8_E4M3); /* rows n + 16 apart */
   int64_t m = rows * 2; /* run on 2 ranks */
   size_t dbytes = (size_t)(m * n) * sizeof(float);
-  float *d[6];
+  enum { CALLS = 9 };
+  float *d[CALLS];
   fill_e4m3(a, &state);
   fill_e4m3(b, &state);
-  static const uint64_t versions[6] = {5, 5, 6, 0, 6, 6};
-  for (int i = 0; i < 6; i++) {
-    if (i == 1 || i == 3) /* new contents in the same B */
+  fill_e4m3(b3, &state);
+  static const uint64_t versions[CALLS] = {5, 5, 6, 0, 0, 6, 6, 7, 7};
+  for (int i = 0; i < CALLS; i++) {
+    if (i == 1 || i == 3 || i == 4) /* new contents in the same B */
       fill_e4m3(b, &state);
-    if (i == 5) /* another B with the contents of b */
+    if (i == 6) /* another B with the contents of b */
       memcpy(b2.data, b.data, (size_t)(k * n));
     d[i] = calloc(1, dbytes);
     tpla_matrix_t dv = {d[i], m, n, n, TPLA_FLOAT32};
     tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
     args.b_version = versions[i];
-    if (tpla_ag_gemm(plan, dv, a, i == 5 ? b2 : b, &args, NULL) != TPLA_SUCCESS) {
+    /* 7 and 8: one pointer, read with ld n (dense), then with its own ld n + 16 */
+    tpla_matrix_t bv = i == 6 ? b2 : i >= 7 ? b3 : b;
+    if (i == 7)
+      bv.ld = n;
+    if (tpla_ag_gemm(plan, dv, a, bv, &args, NULL) != TPLA_SUCCESS) {
       fprintf(stderr, "  rank %d call %d: %s\n", rank, i, tpla_last_error());
       e->failures++;
     }
   }
-  bool same[6];
-  for (int i = 1; i < 6; i++)
+  bool same[CALLS];
+  for (int i = 1; i < CALLS; i++)
     same[i] = memcmp(d[i], d[i - 1], dbytes) == 0;
   /* 1: B changed, same version: the old transpose (= call 0's product);
    * 2: new version: B's new contents (differs); 3: B changed again, version 0:
-   * transposed (differs); 4: version 6 again, but call 3's version 0 left
-   * nothing to reuse: transposed, same contents as call 3; 5: another
-   * pointer with the same contents: the same product */
-  static const bool want[6] = {false, true, false, false, true, true};
-  for (int i = 1; i < 6; i++)
+   * transposed (differs); 4: B changed again, version 0 again: transposed
+   * again (differs); 5: version 6 again, but call 4's version 0 left nothing
+   * to reuse: transposed, same contents as call 4; 6: another pointer with
+   * the same contents: the same product; 7: a third pointer (differs); 8: its
+   * pointer and version, another ld, so other contents: transposed (differs) */
+  static const bool want[CALLS] = {false, true, false, false, false, true, true, false, false};
+  for (int i = 1; i < CALLS; i++)
     if (same[i] != want[i]) {
       fprintf(stderr, "  rank %d: call %d %s call %d, expected %s\n", rank, i,
               same[i] ? "equals" : "differs from", i - 1, want[i] ? "equal" : "different");
       e->failures++;
     }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < CALLS; i++)
     free(d[i]);
-  free(a.data), free(b.data), free(b2.data);
+  free(a.data), free(b.data), free(b2.data), free(b3.data);
   tpla_ag_gemm_plan_destroy(plan);
   return 0;
 }
@@ -186,6 +196,64 @@ static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
 static void test_fp8_b_version_reuses_the_transpose(void) {
   ver_t e = {0};
   ASSERT_EQ_INT(run_host_ranks(2, version_body, &e), 0);
+  ASSERT_EQ_INT(e.failures, 0);
+}
+
+/* ---- d_amax: a NaN in D makes it NaN, as the local FP8 GEMM's --------------------- */
+
+typedef struct {
+  int failures;
+} amax_t;
+
+/* AllGather+GEMM, E4M3 ones x E4M3 ones (k = 16, op_b T, fp32 D), overlapped and serial:
+ * rank 1's first row holds one NaN code, so row 4 of every rank's D is NaN and d_amax must be
+ * NaN on every rank; without the NaN, d_amax is max |D| = 16. */
+static int amax_nan_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  amax_t *e = arg;
+  enum { ROWS = 4, K = 16, N = 8 };
+  const int64_t m = ROWS * nranks;
+  for (int mode = 0; mode < 2; mode++) {
+    tpla_ag_gemm_desc_t desc = TPLA_AG_GEMM_DESC_INIT;
+    desc.local_rows = ROWS, desc.k = K, desc.n = N, desc.op_b = TPLA_OP_T;
+    desc.dtype = TPLA_FLOAT8_E4M3, desc.d_dtype = TPLA_FLOAT32, desc.chunks = 2;
+    desc.mode = mode ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
+    tpla_ag_gemm_plan_t plan = NULL;
+    if (tpla_ag_gemm_plan_create(&plan, ctx, &desc) != TPLA_SUCCESS) {
+      fprintf(stderr, "  rank %d: plan: %s\n", rank, tpla_last_error());
+      e->failures++;
+      return 1;
+    }
+    tpla_matrix_t a = oc_alloc(ROWS, K, 0, TPLA_FLOAT8_E4M3);
+    tpla_matrix_t b = oc_alloc(N, K, 0, TPLA_FLOAT8_E4M3);
+    tpla_matrix_t d = oc_alloc(m, N, 0, TPLA_FLOAT32);
+    memset(a.data, 0x38, ROWS * K); /* 1.0 */
+    memset(b.data, 0x38, N * K);
+    for (int nan = 1; nan >= 0; nan--) {
+      ((unsigned char *)a.data)[0] = rank == 1 && nan ? 0x7f : 0x38;
+      _Alignas(16) float amax[TPLA_FP8_SCALE_STRIDE] = {-1.0f};
+      tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+      args.fp8.d_amax = amax;
+      tpla_status_t s = tpla_ag_gemm(plan, d, a, b, &args, NULL);
+      const float *dv = d.data;
+      double want = nan ? NAN : (double)K, d_row4 = dv[ROWS * N], d_row0 = dv[0];
+      bool ok = s == TPLA_SUCCESS && (nan ? isnan(amax[0]) : amax[0] == (float)K) &&
+                (nan ? isnan(d_row4) : d_row4 == K) && d_row0 == K;
+      if (!ok) {
+        fprintf(stderr, "  rank %d %s, NaN %d: %s, d_amax %g (want %g), D[4][0] %g, D[0][0] %g "
+                "(%s)\n", rank, mode ? "SERIAL" : "OVERLAP", nan, tpla_status_string(s),
+                (double)amax[0], want, d_row4, d_row0, tpla_last_error());
+        e->failures++;
+      }
+    }
+    free(a.data), free(b.data), free(d.data);
+    tpla_ag_gemm_plan_destroy(plan);
+  }
+  return 0;
+}
+
+static void test_fp8_amax_of_nan_is_nan(void) {
+  amax_t e = {0};
+  ASSERT_EQ_INT(run_host_ranks(2, amax_nan_body, &e), 0);
   ASSERT_EQ_INT(e.failures, 0);
 }
 
@@ -281,6 +349,7 @@ int main(void) {
   TEST(test_fp8_gemm_rs);
   TEST(test_fp8_gemm_ar);
   TEST(test_fp8_b_version_reuses_the_transpose);
+  TEST(test_fp8_amax_of_nan_is_nan);
   TEST(test_fp8_even_split_in_16_row_units);
   TEST(test_fp8_errors);
   return test_summary();

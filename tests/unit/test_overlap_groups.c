@@ -382,6 +382,84 @@ static void test_group_emptied_on_one_rank(void) {
   }
 }
 
+/* A member that needs more staging than the group holds, but no larger window and no more
+ * flags: an AG member (window 8 x 32 floats, no staging), then a GEMM+RS member (n = 64:
+ * a 4 x 64 receive slot in the window, a 4 x 64 send slot in the staging). The group's
+ * buffers grow to the largest plan's size, so the member reports at least what it holds
+ * alone, and both members compute the right values. */
+static int staging_growth_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  size_t *ws = arg; /* [rank]: alone, [nranks + rank]: in the group */
+  enum { ROWS = 4, K = 32, N = 4, RK = 4, RN = 64 };
+  const int64_t m = ROWS * nranks;
+  float a[ROWS * K], b[K * N], d[ROWS * 2 * N];
+  float ra[ROWS * 2 * RK], rb[RK * RN], rd[ROWS * RN];
+  for (int i = 0; i < ROWS * K; i++)
+    a[i] = 1.0f;
+  for (int i = 0; i < K * N; i++)
+    b[i] = 1.0f;
+  for (int i = 0; i < ROWS * 2 * RK; i++)
+    ra[i] = 1.0f;
+  for (int i = 0; i < RK * RN; i++)
+    rb[i] = 1.0f;
+  tpla_ag_gemm_desc_t xd = TPLA_AG_GEMM_DESC_INIT;
+  xd.local_rows = ROWS, xd.k = K, xd.n = N, xd.window_group = 1, xd.chunks = 2;
+  tpla_ag_gemm_plan_t x = NULL;
+  if (nranks != 2 || tpla_ag_gemm_plan_create(&x, ctx, &xd) != TPLA_SUCCESS)
+    return 1;
+  tpla_gemm_rs_desc_t zd = TPLA_GEMM_RS_DESC_INIT;
+  zd.m = m, zd.k = RK, zd.n = RN, zd.chunks = 2;
+  tpla_gemm_rs_plan_t z = NULL;
+  int bad = tpla_gemm_rs_plan_create(&z, ctx, &zd) != TPLA_SUCCESS; /* alone */
+  bad |= tpla_gemm_rs_plan_workspace_bytes(z, &ws[rank]) != TPLA_SUCCESS;
+  tpla_gemm_rs_plan_destroy(z);
+  z = NULL;
+  zd.window_group = 1;
+  bad |= tpla_gemm_rs_plan_create(&z, ctx, &zd) != TPLA_SUCCESS;
+  bad |= tpla_gemm_rs_plan_workspace_bytes(z, &ws[nranks + rank]) != TPLA_SUCCESS;
+  /* the same verdict on both ranks: then neither calls (into a staging too small) */
+  const bool small = ws[nranks + rank] < ws[rank];
+  if (small)
+    bad = 1, fprintf(stderr, "  rank %d: the group holds %zu bytes, GEMM+RS alone %zu\n", rank,
+                     ws[nranks + rank], ws[rank]);
+  for (int call = 0; call < 2 && z != NULL && !small; call++) {
+    for (int i = 0; i < ROWS * RN; i++)
+      rd[i] = -1.0f;
+    tpla_status_t s = tpla_gemm_rs(z, (tpla_matrix_t){rd, ROWS, RN, RN, TPLA_FLOAT32},
+                                   (tpla_matrix_t){ra, m, RK, RK, TPLA_FLOAT32},
+                                   (tpla_matrix_t){rb, RK, RN, RN, TPLA_FLOAT32}, NULL, NULL);
+    for (int i = 0; i < ROWS * RN; i++)
+      bad |= rd[i] != (float)(RK * nranks);
+    if (s != TPLA_SUCCESS || bad)
+      bad = 1, fprintf(stderr, "  rank %d, GEMM+RS call %d: %s %s\n", rank, call,
+                       tpla_status_string(s), tpla_last_error());
+  }
+  for (int i = 0; i < ROWS * 2 * N; i++)
+    d[i] = -1.0f;
+  tpla_status_t s = small ? TPLA_ERROR_INTERNAL
+                          : tpla_ag_gemm(x, (tpla_matrix_t){d, m, N, N, TPLA_FLOAT32},
+                                         (tpla_matrix_t){a, ROWS, K, K, TPLA_FLOAT32},
+                                         (tpla_matrix_t){b, K, N, N, TPLA_FLOAT32}, NULL, NULL);
+  int wrong = 0;
+  for (int i = 0; i < ROWS * 2 * N; i++)
+    wrong |= d[i] != (float)K;
+  if (s != TPLA_SUCCESS || wrong)
+    bad = 1, fprintf(stderr, "  rank %d, AG after GEMM+RS: %s %s\n", rank,
+                     tpla_status_string(s), tpla_last_error());
+  tpla_barrier(ctx, NULL);
+  tpla_gemm_rs_plan_destroy(z);
+  tpla_ag_gemm_plan_destroy(x);
+  return bad;
+}
+
+static void test_group_grows_for_staging(void) {
+  size_t ws[4] = {0, 0, 0, 0};
+  ASSERT_EQ_INT(run_host_ranks(2, staging_growth_body, ws), 0);
+  for (int r = 0; r < 2; r++) {
+    printf("  rank %d: GEMM+RS alone %zu bytes, in the group %zu\n", r, ws[r], ws[2 + r]);
+    ASSERT_LE((double)ws[r], (double)ws[2 + r]);
+  }
+}
+
 /* A caller built before window_group passes a smaller descriptor: accepted, no group. */
 static int old_size_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_status_t *st = arg;
@@ -416,6 +494,7 @@ int main(void) {
   TEST(test_group_member_destroyed_early);
   TEST(test_group_refusals);
   TEST(test_group_emptied_on_one_rank);
+  TEST(test_group_grows_for_staging);
   TEST(test_descriptor_sizes);
   return test_summary();
 }
