@@ -9,21 +9,21 @@
 
 typedef struct {
   int ntriples;
-  const float (*abc)[3];
-  float safety;      /* default safety factor of the preset */
-  bool deflate;      /* divide a, b, c of all but the last triple by s, s^3, s^5 */
+  const double (*abc)[3]; /* as published: rounded to fp32 once, after any deflation */
+  float safety;            /* default safety factor of the preset */
+  bool deflate;            /* divide a, b, c of all but the last triple by s, s^3, s^5 */
 } preset_t;
 
 /* Keller Jordan's Muon quintic: fast initial growth, does not converge to 1
  * (singular values end in about [0.7, 1.2]). */
-static const float muon_abc[][3] = {{3.4445f, -4.7750f, 2.0315f}};
+static const double muon_abc[][3] = {{3.4445, -4.7750, 2.0315}};
 
 /* The 5-step quintic schedule of DESIGN.md. */
-static const float muon5_abc[][3] = {{4.0848f, -6.8946f, 2.9270f},
-                                     {3.9505f, -6.3029f, 2.6377f},
-                                     {3.7418f, -5.5913f, 2.3037f},
-                                     {2.8769f, -3.1427f, 1.2046f},
-                                     {2.8366f, -3.0525f, 1.2012f}};
+static const double muon5_abc[][3] = {{4.0848, -6.8946, 2.9270},
+                                      {3.9505, -6.3029, 2.6377},
+                                      {3.7418, -5.5913, 2.3037},
+                                      {2.8769, -3.1427, 1.2046},
+                                      {2.8366, -3.0525, 1.2012}};
 
 /* Polar Express, degree 5: N. Amsel, D. Persson, C. Musco, R. M. Gower, "The
  * Polar Express: Optimal Matrix Sign Methods and Their Application to the
@@ -31,19 +31,19 @@ static const float muon5_abc[][3] = {{4.0848f, -6.8946f, 2.9270f},
  * for degree 5, l = 1e-3). The paper applies a safety factor of 1.01: the
  * input is divided by 1.01 ||X||_F and every triple but the last by
  * (1.01, 1.01^3, 1.01^5); the last triple repeats for further steps. */
-static const float polar_express_abc[][3] = {
-    {8.28721201814563f, -23.595886519098837f, 17.300387312530933f},
-    {4.107059111542203f, -2.9478499167379106f, 0.5448431082926601f},
-    {3.9486908534822946f, -2.908902115962949f, 0.5518191394370137f},
-    {3.3184196573706015f, -2.488488024314874f, 0.51004894012372f},
-    {2.300652019954817f, -1.6689039845747493f, 0.4188073119525673f},
-    {1.891301407787398f, -1.2679958271945868f, 0.37680408948524835f},
-    {1.8750014808534479f, -1.2500016453999487f, 0.3750001645474248f},
-    {1.875f, -1.25f, 0.375f}};
+static const double polar_express_abc[][3] = {
+    {8.28721201814563, -23.595886519098837, 17.300387312530933},
+    {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
+    {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
+    {3.3184196573706015, -2.488488024314874, 0.51004894012372},
+    {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
+    {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
+    {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
+    {1.875, -1.25, 0.375}};
 
 /* Classic cubic Newton-Schulz: converges to the polar factor for singular
  * values in (0, sqrt(3)). */
-static const float cubic_abc[][3] = {{1.5f, -0.5f, 0.0f}};
+static const double cubic_abc[][3] = {{1.5, -0.5, 0.0}};
 
 static preset_t preset_of(tpla_ns_preset_t p) {
   switch (p) {

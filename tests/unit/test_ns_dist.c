@@ -352,27 +352,6 @@ static void test_gram_sum_by_pulls(void) {
   free(x);
 }
 
-/* The table a plan applies, bit for bit: the presets' triples are fp32
- * constants (ns_coeffs.c), and Polar Express's are deflated from those fp32
- * values in double and rounded again; ref_preset_table deflates the typed-in
- * double values, which agrees to within one fp32 rounding only (4 of its 21
- * deflated coefficients differ by an ulp). */
-static double exact_preset_table(tpla_ns_preset_t preset, int steps, float *table) {
-  double s = ref_preset_table(preset, steps, table);
-  for (int k = 0; k < steps && preset == TPLA_NS_POLAR_EXPRESS; k++) {
-    int j = k < 8 ? k : 7;
-    double d = j < 7 ? s : 1.0; /* every triple but the last */
-    for (int i = 0; i < 3; i++) {
-      /* the fp32 constant; volatile: at -O2, GCC 12 computed this loop from
-       * the unrounded double constants */
-      volatile float coefficient = (float)ref_polar_express[j][i];
-      double power = i == 0 ? d : i == 1 ? d * d * d : d * d * d * d * d;
-      table[3 * k + i] = (float)((double)coefficient / power);
-    }
-  }
-  return s;
-}
-
 /* A rank passing the preset's own table as TPLA_NS_USER agrees with the
  * others (the ranks compare tables, not names) and changes nothing: every
  * preset, run for more steps than it has triples, so the table (typed in
@@ -388,7 +367,7 @@ static void test_user_table_equals_preset(void) {
   double *x = random_matrix(30, 18, TPLA_FLOAT32, seed + 11);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     float table[3 * 10];
-    double safety = exact_preset_table(cases[i].preset, cases[i].steps, table);
+    double safety = ref_preset_table(cases[i].preset, cases[i].steps, table);
     ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
     run.desc.preset = cases[i].preset;
     run.desc.steps = cases[i].steps;
