@@ -396,7 +396,7 @@ class Muon(torch.optim.Optimizer):
         comm = self._communicator(items[0][1].device)
         P, rank = comm.world_size, comm.rank
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
-        entries, descs, keeps = [], [], []
+        entries = []
         for (group, p, g), (u, fresh) in zip(items, self._momentum(items)):
             if fresh and u.dtype == self.ns_dtype and u.is_contiguous():
                 x = u  # the Nesterov blend is a new tensor: orthogonalized in place
@@ -413,17 +413,18 @@ class Muon(torch.optim.Optimizer):
                 split = even_split(rows, P)
                 off = sum(split[:rank])
                 shard, view = 0, x[off:off + split[rank]]
-            desc, keep = ns_desc(shard, view.shape[0], view.shape[1], dt, self.ns_steps,
-                                 self.coef, 1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
-                                 self.ns_iteration)
-            descs.append(desc)
-            keeps.append(keep)
-            entries.append((group, p, x, view, split, rows, cols))
-        plan = comm.plan(self._plan_key(items), lambda ctx: _core.NsBatchPlan(ctx, descs))
+            entries.append((group, p, x, view, split, rows, cols, shard))
+
+        def create(ctx):  # only for a new key: the descriptors follow from it
+            descs = [ns_desc(e[7], e[3].shape[0], e[3].shape[1], dt, self.ns_steps, self.coef,
+                             1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
+                             self.ns_iteration) for e in entries]
+            return _core.NsBatchPlan(ctx, [desc for desc, _ in descs])
+        plan = comm.plan(self._plan_key(items), create)
         stream = comm.stream()
         plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
         updates = {}  # p -= lr * scale * x: one multi-tensor op per group and scale
-        for group, p, x, view, split, rows, cols in entries:
+        for group, p, x, view, split, rows, cols, _ in entries:
             if split is not None and P > 1:  # replicated: every rank gets every row
                 counts = [s * x.shape[1] for s in split]
                 es = x.element_size()
