@@ -89,7 +89,8 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
     *update = u;
   /* the Gram's mirror, and the square's (P in the Gram dtype); none where one
    * block row is the whole product */
-  double mirrors = nb == 1 ? 0.0 : mirror_time(mach, s, gram_dtype) * (u == NS_UPDATE_CHAIN ? 1 : 2);
+  int mirrored = nb == 1 ? 0 : u == NS_UPDATE_CHAIN ? 1 : 2;
+  double mirrors = mirrored * mirror_time(mach, s, gram_dtype);
   return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
 }
 
