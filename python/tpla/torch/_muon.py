@@ -27,6 +27,7 @@ parameters can be in a captured step when the optimizer is capturable=True
 (their step count and bias corrections then live on the device, as in
 torch.optim.AdamW(capturable=True)); otherwise such a step is refused.
 """
+import collections
 import itertools
 
 import torch
@@ -40,6 +41,11 @@ from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
 
 
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
+
+# One matrix of a step: x (its update, ns_dtype) and view (this rank's shard of x, what the
+# plan orthogonalizes, sharded along `shard`); split: the row split of a replicated x, else
+# None; rows, cols: the global shape.
+_Entry = collections.namedtuple("_Entry", "group p x view split rows cols shard")
 
 
 def _decay(ps, lr, weight_decay):
@@ -413,16 +419,16 @@ class Muon(torch.optim.Optimizer):
                 split = even_split(rows, P)
                 off = sum(split[:rank])
                 shard, view = 0, x[off:off + split[rank]]
-            entries.append((group, p, x, view, split, rows, cols, shard))
+            entries.append(_Entry(group, p, x, view, split, rows, cols, shard))
 
         def create(ctx):  # only for a new key: the descriptors follow from it
-            descs = [ns_desc(e[7], e[3].shape[0], e[3].shape[1], dt, self.ns_steps, self.coef,
-                             1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
+            descs = [ns_desc(e.shard, e.view.shape[0], e.view.shape[1], dt, self.ns_steps,
+                             self.coef, 1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
                              self.ns_iteration) for e in entries]
             return _core.NsBatchPlan(ctx, [desc for desc, _ in descs])
         plan = comm.plan(self._plan_key(items), create)
         stream = comm.stream()
-        plan.execute([matrix(e[3], "tpla.torch.Muon", "update") for e in entries], stream)
+        plan.execute([matrix(e.view, "tpla.torch.Muon", "update") for e in entries], stream)
         updates = {}  # p -= lr * scale * x: one multi-tensor op per group and scale
         for group, p, x, view, split, rows, cols, _ in entries:
             if split is not None and P > 1:  # replicated: every rank gets every row
