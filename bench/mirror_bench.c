@@ -51,7 +51,7 @@ static float time_us(void **buf, int nbuf, int64_t s, tpla_dtype_t t, int copy, 
     if (copy)
       CHECK(cudaMemcpyAsync((char *)m + half, m, half, cudaMemcpyDeviceToDevice, st));
     else
-      CHECK(tpla_launch_mirror_upper(v, 1, 0, max_blocks, st));
+      CHECK(tpla_launch_mirror_upper(v, 0, 1, 0, max_blocks, st));
     CHECK(cudaEventRecord(b, st));
     CHECK(cudaEventSynchronize(b));
     if (i >= 0)

@@ -173,9 +173,11 @@ typedef struct tpla_backend {
   tpla_status_t (*zero)(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
   /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
    * which the upper triangle, diagonal included, was computed); each of a
-   * batch. */
-  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
-                                void *stream);
+   * batch. whole > 0: the diagonal blocks of edge `whole` (rows and columns
+   * [k whole, (k+1) whole)) were computed whole; their elements may be left
+   * as they are (they need not be: an element rewritten gets a(j, i)). */
+  tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
+                                tpla_batch_t batch, void *stream);
   /* Personalized all-to-all: rank r sends send_counts[q] elements from
    * send + send_displs[q] to rank q, and receives recv_counts[q] elements
    * from rank q into recv + recv_displs[q] (elements; nranks entries each). */

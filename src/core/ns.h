@@ -256,7 +256,9 @@ tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, 
 /* The engine's backend calls: each applies to ctx->ns_batch (internal.h). */
 tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
                        void *stream);
-tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, void *stream);
+/* whole > 0: a's diagonal blocks of that edge were computed whole (see
+ * the backend's mirror_upper) */
+tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole, void *stream);
 /* op(d) = alpha op(a) op(b) + beta op(d); ns_gemm_tf32 may use TF32 for
  * fp32 operands when tf32 != 0 */
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
@@ -268,8 +270,11 @@ tpla_status_t ns_gemm_tf32(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_
  * itself or memory that does not overlap d; beta = 0 does not read c. */
 tpla_status_t ns_gemm_c(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, ns_opmat_t c,
                         float alpha, float beta, int tf32, void *stream);
+/* The edge of a symmetric product's nb block rows (the last may be short). */
+int64_t ns_sym_edge(int64_t s, int nb);
 /* dst (s x s) = alpha X Y^T + beta add (add NULL: beta scales dst) for a
- * symmetric product: upper block rows only, the caller mirrors; with `pack`
+ * symmetric product: upper block rows only, each with its diagonal block
+ * whole, the caller mirrors; with `pack`
  * (distributed Gram, add NULL) each block row is all-reduced (ns_iter.c). */
 tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
                              int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,

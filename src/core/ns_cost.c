@@ -75,6 +75,13 @@ static double mirror_time(const ns_machine_t *mach, int64_t s, tpla_dtype_t t) {
   return (double)s * (double)s * esize(t) / mach->mirror_bw;
 }
 
+/* The same past the diagonal blocks of nb block rows, which the product's
+ * GEMMs computed whole: (nb - 1) / nb of the lower triangle (the X
+ * iteration's Gram and square). */
+static double blocked_mirror_time(const ns_machine_t *mach, int64_t s, int nb, tpla_dtype_t t) {
+  return mirror_time(mach, s, t) * (nb - 1) / nb;
+}
+
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
                     tpla_dtype_t gram_dtype, ns_update_t *update) {
   int nb = ns_sym_blocks(mach, s);
@@ -87,10 +94,10 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
   ns_update_t u = (l == 0 || chain < square) ? NS_UPDATE_CHAIN : NS_UPDATE_SQUARE;
   if (update)
     *update = u;
-  /* the Gram's mirror, and the square's (P in the Gram dtype); none where one
-   * block row is the whole product */
-  int mirrored = nb == 1 ? 0 : u == NS_UPDATE_CHAIN ? 1 : 2;
-  double mirrors = mirrored * mirror_time(mach, s, gram_dtype);
+  /* the Gram's mirror, and the square's (P in the Gram dtype), past their
+   * diagonal blocks: none where one block row is the whole product */
+  int mirrored = u == NS_UPDATE_CHAIN ? 1 : 2;
+  double mirrors = mirrored * blocked_mirror_time(mach, s, nb, gram_dtype);
   return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
 }
 
@@ -240,7 +247,8 @@ static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, 
     for (int q = 0; q < P; q++)
       in[r][q] = (total[r] - sent[r][q]) * e / mach->alltoall_bw;
   int products = sh->gram_iter ? gram_products(sh->steps) : sh->steps;
-  double gram_mirror = nb == 1 && !sh->gram_iter ? 0.0 : mirror_time(mach, g, sh->gram_dtype);
+  double gram_mirror = sh->gram_iter ? mirror_time(mach, g, sh->gram_dtype)
+                                     : blocked_mirror_time(mach, g, nb, sh->gram_dtype);
   double per_gram = most_of(local, P) / mach->flops + gram_mirror +
                     gram_sum_time(mach, sh, g, least_gram_time(mach, sh, g, l));
   tpla_dtype_t product_dtype = sh->gram_iter ? sh->gram_dtype : sh->dtype;

@@ -50,7 +50,7 @@ static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t 
     return ns_shard_product(ctx, it, d, x, y, add, alpha, beta, tf32, stream);
   TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), product_blocks(it), tf32, NULL, &add, alpha,
                           beta, stream));
-  return ns_mirror(ctx, d, stream);
+  return ns_mirror(ctx, d, 0, stream); /* all of it: see ns_iter.c's head */
 }
 
 /* z = c g g + b g (c = 0: b g, no product) */
@@ -95,7 +95,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
     const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
-    TPLA_TRY(ns_mirror(ctx, G, stream));
+    TPLA_TRY(ns_mirror(ctx, G, 0, stream));
     float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
     if (row_split) { /* the update too, by halves of W where it can */
       tpla_matrix_t in_dtype = gt != it->dtype ? cast : (tpla_matrix_t){NULL, 0, 0, 1, gt};

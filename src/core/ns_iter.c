@@ -81,8 +81,8 @@ tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float a
   return ctx->backend->axpby(ctx, y, x, alpha, beta, ctx->ns_batch, stream);
 }
 
-tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, void *stream) {
-  return ctx->backend->mirror_upper(ctx, a, ctx->ns_batch, stream);
+tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole, void *stream) {
+  return ctx->backend->mirror_upper(ctx, a, whole, ctx->ns_batch, stream);
 }
 
 /* op(d) = alpha op(a) op(b) + beta op(c); c NULL: c is d. A separate c is
@@ -130,8 +130,10 @@ tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, 
 
 /* Elements of the upper block rows of an s x s symmetric product in nb
  * blocks, packed (block row i: t x (s - i t), t = ceil(s / nb)). */
+int64_t ns_sym_edge(int64_t s, int nb) { return (s + nb - 1) / nb; }
+
 static size_t sym_packed_elems(int64_t s, int nb) {
-  int64_t t = (s + nb - 1) / nb;
+  int64_t t = ns_sym_edge(s, nb);
   size_t n = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t)
     n += (size_t)((s - i0 < t ? s - i0 : t) * (s - i0));
@@ -153,7 +155,7 @@ static size_t sym_packed_elems(int64_t s, int nb) {
 tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
                              int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
                              float beta, void *stream) {
-  int64_t s = dst.rows, t = (s + nb - 1) / nb;
+  int64_t s = dst.rows, t = ns_sym_edge(s, nb);
   if (pack != NULL && ctx->ns_batch.count > 1)
     return tpla_fail(TPLA_ERROR_INTERNAL, "ns_sym_product", "a batch is never all-reduced");
   void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
@@ -369,6 +371,9 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
   /* The Gram square of a half input may use TF32: more precise than the
    * half-precision result it feeds. */
   int tf32 = it->gram_dtype == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  /* Every block row's GEMM computes its diagonal block whole (ns_sym_product,
+   * the all-reduced and the pulled Gram alike): the mirrors skip them. */
+  int64_t edge = ns_sym_edge(s, it->nblocks);
   for (int k = 0; k < steps; k++) {
     float a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
     for (int i = 0; i < it->nops; i++) {
@@ -378,14 +383,14 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         break;
       case NS_OP_MIRROR_GRAM:
         if (it->nblocks > 1) /* one block row: the whole Gram */
-          TPLA_TRY(ns_mirror(ctx, g1, stream));
+          TPLA_TRY(ns_mirror(ctx, g1, edge, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
           TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
                                   b, stream));
           if (it->nblocks > 1)
-            TPLA_TRY(ns_mirror(ctx, g2, stream));
+            TPLA_TRY(ns_mirror(ctx, g2, edge, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }

@@ -293,7 +293,7 @@ tpla_status_t ns_pull_settle(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
  * the peer's pulled into G; then lane 1 folds the own rows into G. */
 static tpla_status_t gram_rows(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opmat_t x,
                                int nb) {
-  const int64_t s = g.rows, t = (s + nb - 1) / nb;
+  const int64_t s = g.rows, t = ns_sym_edge(s, nb);
   const size_t es = tpla_dtype_size(g.dtype);
   char *win = ns_pull_window(p);
   void *lane0 = ns_pull_lane(p, OVL_LANE_COMPUTE0);

@@ -283,7 +283,7 @@ static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shar
       TPLA_TRY(ns_pull_arrived(p, OVL_LANE_COMPUTE0, i));
   if (in_place) /* the peer has read the own diagonal blocks */
     TPLA_TRY(ns_pull_close(p, OVL_LANE_COMPUTE0));
-  return ctx->backend->mirror_upper(ctx, pr->d, (tpla_batch_t){0}, lane0);
+  return ctx->backend->mirror_upper(ctx, pr->d, 0, (tpla_batch_t){0}, lane0);
 }
 
 /* With it->poly_in_window, pr->d is replaced by the exchange's window. */
@@ -322,7 +322,7 @@ static tpla_status_t shard_product(tpla_ctx_t ctx, const ns_iter_t *it,
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, false, stream));
-  return ctx->backend->mirror_upper(ctx, pr->d, (tpla_batch_t){0}, stream);
+  return ctx->backend->mirror_upper(ctx, pr->d, 0, (tpla_batch_t){0}, stream);
 }
 
 tpla_status_t ns_shard_poly(tpla_ctx_t ctx, const ns_iter_t *it, float b, float c, int tf32,

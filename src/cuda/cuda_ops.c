@@ -246,8 +246,8 @@ tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   return tpla_cuda_status(e, fn, "cudaMemset2DAsync");
 }
 
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
-                                     void *stream) {
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
+                                     tpla_batch_t batch, void *stream) {
   static const char fn[] = "tpla_cuda_mirror_upper";
   if (a.rows <= 1 || a.cols <= 1)
     return TPLA_SUCCESS; /* nothing below the diagonal */
@@ -255,8 +255,8 @@ tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = tpla_launch_mirror_upper(a, members(batch), batch.stride, st->max_blocks,
-                                           (cudaStream_t)stream);
+  cudaError_t e = tpla_launch_mirror_upper(a, whole, members(batch), batch.stride,
+                                           st->max_blocks, (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "mirror-upper kernel", &a, "a", NULL, NULL);
 }

@@ -77,9 +77,10 @@ tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_
                                    tpla_batch_t batch, void *stream);
 /* y = 0 (bytes), any dtype; y is not read. */
 tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
-/* a(i, j) = a(j, i) for i > j; any dtype; each member of a batch. */
-tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
-                                     void *stream);
+/* a(i, j) = a(j, i) for i > j outside the diagonal blocks of edge `whole`
+ * (0: none); any dtype; each member of a batch. */
+tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
+                                     tpla_batch_t batch, void *stream);
 /* NCCL group of ncclSend/ncclRecv per peer (zero counts skipped; bytes as
  * ncclUint8), the own block copied with cudaMemcpyAsync. On a non-blocking
  * communicator the group's enqueue is polled (tpla_nccl_finish) for at most

@@ -5,7 +5,9 @@
  * through shared memory, visiting only the tiles on and below the diagonal:
  * 16-byte chunks in tiles of 8 x 8 chunks (64 x 64 bf16) when the rows allow
  * it, else one element at a time in 32 x 32 tiles. Elements move as raw
- * words, so any dtype works. Tested bit for bit in tests/gpu/test_gpu_ops.c
+ * words, so any dtype works. Given the edge of diagonal blocks that a
+ * blocked symmetric product computed whole, the tiles inside one of them
+ * are skipped: at two block rows that is half the triangle. Tested bit for bit in tests/gpu/test_gpu_ops.c
  * and test_gpu_ops_batch.c.
  */
 #include "ops_kernels.h"
@@ -32,13 +34,23 @@ __device__ __forceinline__ void lower_tile(int64_t k, int64_t &ti, int64_t &tj) 
   tj = k - ti * (ti + 1) / 2;
 }
 
+/* True if the destination tile of source origin (r0, c0), rows [c0, c0 + T)
+ * and columns [r0, r0 + T) clipped to n, lies inside one diagonal block of
+ * edge `whole` (r0 <= c0: the rows and columns between share it). */
+__device__ __forceinline__ bool inside_whole_block(int64_t r0, int64_t c0, int64_t T, int64_t n,
+                                                   int64_t whole) {
+  const int64_t last = (c0 + T < n ? c0 + T : n) - 1;
+  return whole > 0 && r0 / whole == last / whole;
+}
+
 /* Block k of the walk handles destination tile (ti, tj): it reads source
  * tile (tj, ti) of the upper triangle into shared memory and writes its
  * transpose. Off-diagonal source tiles are never written; a diagonal tile
  * is read whole before its lower part is written, by the same block. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles, size_t batch_stride) {
+    mirror_upper_kernel(W *a, int64_t n, int64_t ld, int64_t whole, int64_t tri_tiles,
+                        size_t batch_stride) {
   __shared__ W tile[kTile][kTile + 1]; /* +1: the transposed read is conflict-free */
   a = (W *)((char *)a + (size_t)blockIdx.y * batch_stride); /* this grid row's member */
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
@@ -46,6 +58,8 @@ __global__ void __launch_bounds__(kThreads)
     int64_t ti, tj;
     lower_tile(k, ti, tj);
     const int64_t r0 = tj * kTile, c0 = ti * kTile; /* source tile origin */
+    if (inside_whole_block(r0, c0, kTile, n, whole))
+      continue; /* uniform over the block: no thread reaches the barrier */
 #pragma unroll
     for (int j0 = 0; j0 < kTile; j0 += kTileRows) {
       const int j = j0 + ty;
@@ -76,7 +90,7 @@ __global__ void __launch_bounds__(kThreads)
  * chunks, each chunk gathering E source rows) fall on distinct banks. */
 template <typename W>
 __global__ void __launch_bounds__(kThreads)
-    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, int64_t tri_tiles,
+    mirror_upper_chunks_kernel(W *a, int64_t n, int64_t ld, int64_t whole, int64_t tri_tiles,
                                size_t batch_stride) {
   constexpr int E = 16 / (int)sizeof(W), T = 8 * E, kChunks = 8 * T;
   __shared__ __align__(16) W tile[T * T];
@@ -85,6 +99,8 @@ __global__ void __launch_bounds__(kThreads)
     int64_t ti, tj;
     lower_tile(k, ti, tj);
     const int64_t r0 = tj * T, c0 = ti * T; /* source tile origin */
+    if (inside_whole_block(r0, c0, T, n, whole))
+      continue;
     for (int q = threadIdx.x; q < kChunks; q += kThreads) {
       const int r = q / 8, c = q % 8;
       if (r0 + r < n && c0 + c * E < n)
@@ -121,8 +137,8 @@ __global__ void __launch_bounds__(kThreads)
 
 /* One of the two mirror kernels for element word W. */
 template <typename W>
-cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int count, size_t stride,
-                          int max_blocks, cudaStream_t stream) {
+cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int64_t whole, int count,
+                          size_t stride, int max_blocks, cudaStream_t stream) {
   constexpr int E = 16 / (int)sizeof(W);
   const bool chunks = n % E == 0 && tpla_ops_rows_aligned16(a.data, a.ld, sizeof(W));
   const int64_t edge = chunks ? 8 * E : kTile;
@@ -131,14 +147,16 @@ cudaError_t launch_mirror(const tpla_matrix_t &a, int64_t n, int count, size_t s
   const int per = max_blocks / count > 0 ? max_blocks / count : 1;
   const dim3 grid((unsigned)(tri < per ? tri : per), (unsigned)count);
   if (chunks)
-    mirror_upper_chunks_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri, stride);
+    mirror_upper_chunks_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, whole, tri,
+                                                               stride);
   else
-    mirror_upper_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, tri, stride);
+    mirror_upper_kernel<<<grid, kThreads, 0, stream>>>((W *)a.data, n, a.ld, whole, tri, stride);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size_t stride,
-                                                int max_blocks, cudaStream_t stream) {
+extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int64_t whole, int count,
+                                                size_t stride, int max_blocks,
+                                                cudaStream_t stream) {
   const int64_t n = a.rows < a.cols ? a.rows : a.cols;
   if (n <= 1)
     return cudaSuccess;
@@ -146,10 +164,10 @@ extern "C" cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size
     return cudaErrorInvalidValue;
   (void)cudaGetLastError();
   switch (tpla_dtype_size(a.dtype)) {
-  case 1: return launch_mirror<uint8_t>(a, n, count, stride, max_blocks, stream);
-  case 2: return launch_mirror<uint16_t>(a, n, count, stride, max_blocks, stream);
-  case 4: return launch_mirror<uint32_t>(a, n, count, stride, max_blocks, stream);
-  case 8: return launch_mirror<uint64_t>(a, n, count, stride, max_blocks, stream);
+  case 1: return launch_mirror<uint8_t>(a, n, whole, count, stride, max_blocks, stream);
+  case 2: return launch_mirror<uint16_t>(a, n, whole, count, stride, max_blocks, stream);
+  case 4: return launch_mirror<uint32_t>(a, n, whole, count, stride, max_blocks, stream);
+  case 8: return launch_mirror<uint64_t>(a, n, whole, count, stride, max_blocks, stream);
   default: return cudaErrorNotSupported;
   }
 }

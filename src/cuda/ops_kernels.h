@@ -74,9 +74,10 @@ cudaError_t tpla_launch_store_list(const tpla_matrix_t *x, tpla_matrix_t y, size
 
 /* (mirror_kernel.cu) a(i, j) = a(j, i) for i > j over the leading min(rows, cols) square;
  * any dtype (elements are moved as raw 1/2/4/8-byte words); over `count`
- * members `stride` bytes apart as tpla_launch_axpby's. */
-cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int count, size_t stride, int max_blocks,
-                                     cudaStream_t stream);
+ * members `stride` bytes apart as tpla_launch_axpby's. whole > 0: tiles
+ * inside one diagonal block of edge `whole` (computed whole) are skipped. */
+cudaError_t tpla_launch_mirror_upper(tpla_matrix_t a, int64_t whole, int count, size_t stride,
+                                     int max_blocks, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

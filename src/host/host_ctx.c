@@ -129,10 +129,10 @@ tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   return host_zero(y);
 }
 
-tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, tpla_batch_t batch,
-                                  void *stream) {
+tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
+                                  tpla_batch_t batch, void *stream) {
   for (int j = 0; j < (batch.count > 1 ? batch.count : 1); j++)
-    TPLA_TRY(host_mirror_upper(member(a, batch, j)));
+    TPLA_TRY(host_mirror_upper(member(a, batch, j), whole));
   return TPLA_SUCCESS;
 }
 

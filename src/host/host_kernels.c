@@ -87,13 +87,17 @@ tpla_status_t host_zero(tpla_matrix_t y) {
   return TPLA_SUCCESS;
 }
 
-tpla_status_t host_mirror_upper(tpla_matrix_t a) {
+/* Every element below the diagonal blocks of edge `whole` (0: below the
+ * diagonal); the blocks' own lower parts are left as computed. */
+tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t whole) {
   if (a.rows == 0 || a.cols == 0)
     return TPLA_SUCCESS;
   size_t es = tpla_dtype_size(a.dtype);
   char *base = a.data;
-  for (int64_t i = 1; i < a.rows; i++)
-    for (int64_t j = 0; j < i && j < a.cols; j++)
+  for (int64_t i = 1; i < a.rows; i++) {
+    int64_t end = whole > 0 ? i / whole * whole : i; /* the row's diagonal block starts there */
+    for (int64_t j = 0; j < end && j < a.cols; j++)
       memcpy(base + (size_t)(i * a.ld + j) * es, base + (size_t)(j * a.ld + i) * es, es);
+  }
   return TPLA_SUCCESS;
 }

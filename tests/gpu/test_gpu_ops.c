@@ -512,10 +512,13 @@ static void test_norm_of_tiny_entries(void) {
 
 /* ---- mirror_upper ------------------------------------------------------------------ */
 
-static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
-  char what[96];
-  snprintf(what, sizeof what, "mirror_upper %s n %" PRId64 " ld %" PRId64, tpla_dtype_name(dt), n,
-           ld);
+/* whole > 0: below the diagonal, elements inside a diagonal block of that
+ * edge hold either value (the kernel skips whole tiles only), every other
+ * one the mirrored value; whole >= n: nothing may change. */
+static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, int64_t whole, uint64_t seed) {
+  char what[112];
+  snprintf(what, sizeof what, "mirror_upper %s n %" PRId64 " ld %" PRId64 " whole %" PRId64,
+           tpla_dtype_name(dt), n, ld, whole);
   rng_t rng;
   rng_seed(&rng, seed);
   dbuf_t a;
@@ -523,7 +526,8 @@ static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
   unsigned char *img = bad ? NULL : malloc(a.bytes);
   bad |= img == NULL;
   if (!bad)
-    bad = failed_call(tpla_cuda_mirror_upper(g_ctx, a.view, (tpla_batch_t){0}, g_stream), what);
+    bad = failed_call(tpla_cuda_mirror_upper(g_ctx, a.view, whole, (tpla_batch_t){0}, g_stream),
+                      what);
   if (!bad)
     bad = dbuf_download(&a, img);
   size_t es = tpla_dtype_size(dt);
@@ -531,7 +535,14 @@ static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld, uint64_t seed) {
     for (int64_t j = 0; j < n && !bad; j++) {
       /* bitwise: upper (with diagonal) kept, lower = the transposed upper */
       size_t src = i > j ? view_index(&a, j, i) : view_index(&a, i, j);
-      if (memcmp(img + view_index(&a, i, j) * es, a.host + src * es, es) != 0) {
+      size_t kept = view_index(&a, i, j);
+      bool in_block = whole > 0 && i / whole == j / whole;
+      const unsigned char *got = img + kept * es;
+      bool ok = !in_block ? memcmp(got, a.host + src * es, es) == 0
+                : whole >= n ? memcmp(got, a.host + kept * es, es) == 0
+                             : memcmp(got, a.host + src * es, es) == 0 ||
+                                   memcmp(got, a.host + kept * es, es) == 0;
+      if (!ok) {
         fprintf(stderr, "  %s: element (%" PRId64 ", %" PRId64 ") wrong\n", what, i, j);
         bad = 1;
       }
@@ -554,9 +565,20 @@ static void test_mirror_upper(void) {
   const tpla_dtype_t types[] = {TPLA_FLOAT32, TPLA_FLOAT16, TPLA_BFLOAT16, TPLA_FLOAT64};
   for (int t = 0; t < 4; t++)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k], 1000 + k), 0);
-      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 5, 1100 + k), 0);
-      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 16, 1200 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k], 0, 1000 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 5, 0, 1100 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 16, 0, 1200 + k), 0);
+    }
+  /* diagonal blocks computed whole: the edges of 2-8 block rows (uneven
+   * last block, edges off the tiles), one block, and an edge of 1 (none) */
+  static const int64_t wholes[][2] = {{1000, 500}, {1025, 513}, {3000, 1000}, {3000, 375},
+                                      {136, 68},   {100, 33},   {1000, 1000}, {1025, 2048},
+                                      {64, 1}};
+  for (int t = 0; t < 4; t++)
+    for (size_t k = 0; k < sizeof wholes / sizeof wholes[0]; k++) {
+      int64_t n = wholes[k][0], w = wholes[k][1];
+      ASSERT_EQ_INT(check_mirror(types[t], n, n, w, 1300 + k), 0);
+      ASSERT_EQ_INT(check_mirror(types[t], n, n + 5, w, 1400 + k), 0);
     }
 }
 

@@ -88,11 +88,12 @@ static int check_mirror(tpla_dtype_t dt, int64_t n, int64_t ld) {
   bad = bad || fill(a1, bytes, dt, 21) ||
         CUDA_FAILED(cudaMemcpy(a2, a1, bytes, cudaMemcpyDeviceToDevice));
   tpla_matrix_t v = {a1, n, n, ld, dt};
-  bad = bad || TPLA_FAILED(tpla_cuda_mirror_upper(g_ctx, v, (tpla_batch_t){MEMBERS, STRIDE}, NULL));
+  bad = bad || TPLA_FAILED(tpla_cuda_mirror_upper(g_ctx, v, n / 2, (tpla_batch_t){MEMBERS, STRIDE},
+                                                    NULL));
   for (int j = 0; j < MEMBERS && !bad; j++) {
     tpla_matrix_t m = v;
     m.data = (char *)a2 + j * STRIDE;
-    bad = TPLA_FAILED(tpla_cuda_mirror_upper(g_ctx, m, (tpla_batch_t){0}, NULL));
+    bad = TPLA_FAILED(tpla_cuda_mirror_upper(g_ctx, m, n / 2, (tpla_batch_t){0}, NULL));
   }
   bad = bad || CUDA_FAILED(cudaDeviceSynchronize()) || !same_bytes(a1, a2, bytes);
   if (bad)
@@ -218,7 +219,7 @@ static void test_misaligned_stride_is_refused(void) {
   void *a = NULL;
   ASSERT_TRUE(!CUDA_FAILED(cudaMalloc(&a, 4096)));
   tpla_matrix_t v = {a, 8, 8, 8, TPLA_FLOAT32};
-  ASSERT_TRUE(tpla_cuda_mirror_upper(g_ctx, v, (tpla_batch_t){2, 1000}, NULL) != TPLA_SUCCESS);
+  ASSERT_TRUE(tpla_cuda_mirror_upper(g_ctx, v, 0, (tpla_batch_t){2, 1000}, NULL) != TPLA_SUCCESS);
   ASSERT_CONTAINS(tpla_last_error(), "mirror");
   ASSERT_TRUE(tpla_cuda_axpby(g_ctx, v, v, 1.0f, 0.0f, (tpla_batch_t){2, 1000}, NULL) !=
               TPLA_SUCCESS);
