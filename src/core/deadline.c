@@ -19,6 +19,10 @@ bool tpla_cond_init_monotonic(pthread_cond_t *cv) {
 struct timespec tpla_deadline_after(int64_t ms) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return tpla_deadline_add(t, ms);
+}
+
+struct timespec tpla_deadline_add(struct timespec t, int64_t ms) {
   t.tv_sec += (time_t)(ms / 1000);
   t.tv_nsec += (long)(ms % 1000) * 1000000L;
   if (t.tv_nsec >= 1000000000L) {

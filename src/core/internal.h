@@ -76,6 +76,9 @@ tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_c
 /* now + ms on CLOCK_MONOTONIC, for pthread_cond_timedwait on a condition
  * variable made by tpla_cond_init_monotonic (false: not made). deadline.c */
 struct timespec tpla_deadline_after(int64_t ms);
+/* t + ms (ms >= 0) with tv_nsec kept below 10^9, as pthread_cond_timedwait
+ * requires. */
+struct timespec tpla_deadline_add(struct timespec t, int64_t ms);
 bool tpla_cond_init_monotonic(pthread_cond_t *cv);
 /* FP8 scale and amax pointers 16-byte aligned (cuBLASLt), else INVALID_ARGUMENT. */
 tpla_status_t tpla_check_fp8_pointers(const char *fn, const tpla_fp8_scaling_t *f);

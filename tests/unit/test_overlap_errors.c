@@ -257,7 +257,7 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ag_gemm_plan_t *pp = &ag;
   if (oc_create(run->c, ctx, rank, pp, NULL, NULL) != TPLA_SUCCESS) {
     fprintf(stderr, "  rank %d: create: %s\n", rank, tpla_last_error());
-    e->failures++;
+    __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
     return 1;
   }
   tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;

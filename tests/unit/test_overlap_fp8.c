@@ -136,7 +136,7 @@ static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ag_gemm_plan_t plan = NULL;
   if (tpla_ag_gemm_plan_create(&plan, ctx, &desc) != TPLA_SUCCESS) {
     fprintf(stderr, "  rank %d: plan: %s\n", rank, tpla_last_error());
-    e->failures++;
+    __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
     return 1;
   }
   uint64_t state = seed + (uint64_t)rank;
@@ -166,7 +166,7 @@ static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
       bv.ld = n;
     if (tpla_ag_gemm(plan, dv, a, bv, &args, NULL) != TPLA_SUCCESS) {
       fprintf(stderr, "  rank %d call %d: %s\n", rank, i, tpla_last_error());
-      e->failures++;
+      __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
     }
   }
   bool same[CALLS];
@@ -184,7 +184,7 @@ static int version_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     if (same[i] != want[i]) {
       fprintf(stderr, "  rank %d: call %d %s call %d, expected %s\n", rank, i,
               same[i] ? "equals" : "differs from", i - 1, want[i] ? "equal" : "different");
-      e->failures++;
+      __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
     }
   for (int i = 0; i < CALLS; i++)
     free(d[i]);
@@ -220,7 +220,7 @@ static int amax_nan_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     tpla_ag_gemm_plan_t plan = NULL;
     if (tpla_ag_gemm_plan_create(&plan, ctx, &desc) != TPLA_SUCCESS) {
       fprintf(stderr, "  rank %d: plan: %s\n", rank, tpla_last_error());
-      e->failures++;
+      __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
       return 1;
     }
     tpla_matrix_t a = oc_alloc(ROWS, K, 0, TPLA_FLOAT8_E4M3);
@@ -242,7 +242,7 @@ static int amax_nan_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
         fprintf(stderr, "  rank %d %s, NaN %d: %s, d_amax %g (want %g), D[4][0] %g, D[0][0] %g "
                 "(%s)\n", rank, mode ? "SERIAL" : "OVERLAP", nan, tpla_status_string(s),
                 (double)amax[0], want, d_row4, d_row0, tpla_last_error());
-        e->failures++;
+        __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
       }
     }
     free(a.data), free(b.data), free(d.data);
@@ -269,7 +269,7 @@ typedef struct {
     if (got_ != (want)) {                                                                   \
       fprintf(stderr, "  %s: %s, expected %s (%s)\n", #call, tpla_status_string(got_),     \
               tpla_status_string(want), tpla_last_error());                                 \
-      e->failures++;                                                                        \
+      __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);                                \
     }                                                                                       \
   } while (0)
 
@@ -329,7 +329,7 @@ static int errors_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   for (int i = 0; i < 4 * 8 * 2; i++)
     if (((unsigned char *)d.data)[i] != 0x5a) {
       fprintf(stderr, "  a rejected call wrote into D (byte %d)\n", i);
-      e->failures++;
+      __atomic_add_fetch(&e->failures, 1, __ATOMIC_RELAXED);
       break;
     }
   free(a.data), free(b.data), free(b52.data), free(d.data), free(a52.data), free(ab.data);
