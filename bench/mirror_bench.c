@@ -10,7 +10,9 @@
  *
  *   tpla_mirror_bench [iters]
  *
- * For s in {4096, 8192} and bf16 / fp32: the mirror kernel and a cudaMemcpyAsync
+ * For s in {2048, 4096, 8192} and bf16 / fp32: the mirror kernel, the same past the
+ * diagonal blocks of the X iteration's products (edge s / nb, nb = min(s / 1024, 8) block
+ * rows, which the GEMMs computed whole), and a cudaMemcpyAsync
  * of s^2 e / 2 bytes (what the mirror reads, and then writes), median of `iters`
  * (default 50) CUDA-event times after 5 warm-ups, rotating over enough matrices
  * to exceed the L2 cache. Prints one line each and exits 0; 77 without a GPU.
@@ -37,8 +39,8 @@ static int by_value(const void *a, const void *b) {
 
 /* Median microseconds of `iters` runs of one mirror (copy = 0) or copy
  * (copy = 1), each on the next of `nbuf` matrices. */
-static float time_us(void **buf, int nbuf, int64_t s, tpla_dtype_t t, int copy, int iters,
-                     int max_blocks, cudaStream_t st) {
+static float time_us(void **buf, int nbuf, int64_t s, tpla_dtype_t t, int copy, int64_t whole,
+                     int iters, int max_blocks, cudaStream_t st) {
   size_t half = (size_t)s * (size_t)s * tpla_dtype_size(t) / 2;
   float *ms = malloc(sizeof(float) * (size_t)iters);
   cudaEvent_t a, b;
@@ -51,7 +53,7 @@ static float time_us(void **buf, int nbuf, int64_t s, tpla_dtype_t t, int copy, 
     if (copy)
       CHECK(cudaMemcpyAsync((char *)m + half, m, half, cudaMemcpyDeviceToDevice, st));
     else
-      CHECK(tpla_launch_mirror_upper(v, 0, 1, 0, max_blocks, st));
+      CHECK(tpla_launch_mirror_upper(v, whole, 1, 0, max_blocks, st));
     CHECK(cudaEventRecord(b, st));
     CHECK(cudaEventSynchronize(b));
     if (i >= 0)
@@ -79,13 +81,13 @@ int main(int argc, char **argv) {
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   cudaStream_t st;
   CHECK(cudaStreamCreate(&st));
-  printf("#     s dtype  mirror_us  mirror_GB/s  copy_us  copy_GB/s  (moved: s^2 e; L2 %d MiB)\n",
-         l2 >> 20);
-  const int64_t sizes[] = {4096, 8192};
+  printf("#     s dtype  mirror_us  mirror_GB/s  blocks_us  edge  copy_us  copy_GB/s  (moved: s^2 "
+         "e; L2 %d MiB)\n", l2 >> 20);
+  const int64_t sizes[] = {2048, 4096, 8192};
   const tpla_dtype_t types[] = {TPLA_BFLOAT16, TPLA_FLOAT32};
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     for (int k = 0; k < 2; k++) {
-      int64_t s = sizes[i];
+      int64_t s = sizes[i], nb = s / 1024 > 8 ? 8 : s / 1024, edge = (s + nb - 1) / nb;
       size_t bytes = (size_t)s * (size_t)s * tpla_dtype_size(types[k]);
       int nbuf = (int)(3 * (size_t)l2 / bytes) + 2; /* rotate past the L2 */
       void *buf[64];
@@ -94,10 +96,12 @@ int main(int argc, char **argv) {
         CHECK(cudaMalloc(&buf[j], bytes));
         CHECK(cudaMemset(buf[j], 0x3c, bytes)); /* nonzero words */
       }
-      float m = time_us(buf, nbuf, s, types[k], 0, iters, tpla_ops_max_blocks(sms), st);
-      float c = time_us(buf, nbuf, s, types[k], 1, iters, 0, st);
-      printf("%7lld %-5s %10.1f %12.0f %8.1f %10.0f\n", (long long)s, tpla_dtype_name(types[k]),
-             m, bytes / (m * 1e3), c, bytes / (c * 1e3));
+      float m = time_us(buf, nbuf, s, types[k], 0, 0, iters, tpla_ops_max_blocks(sms), st);
+      float b = time_us(buf, nbuf, s, types[k], 0, edge, iters, tpla_ops_max_blocks(sms), st);
+      float c = time_us(buf, nbuf, s, types[k], 1, 0, iters, 0, st);
+      printf("%7lld %-5s %10.1f %12.0f %10.1f %5lld %8.1f %10.0f\n", (long long)s,
+             tpla_dtype_name(types[k]), m, bytes / (m * 1e3), b, (long long)edge, c,
+             bytes / (c * 1e3));
       for (int j = 0; j < nbuf; j++)
         CHECK(cudaFree(buf[j]));
     }
