@@ -569,11 +569,14 @@ static void test_mirror_upper(void) {
       ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 5, 0, 1100 + k), 0);
       ASSERT_EQ_INT(check_mirror(types[t], sizes[k], sizes[k] + 16, 0, 1200 + k), 0);
     }
-  /* diagonal blocks computed whole: the edges of 2-8 block rows (uneven
-   * last block, edges off the tiles), one block, and an edge of 1 (none) */
+  /* diagonal blocks computed whole: edges off the tiles (the full walk,
+   * skipping), edges of whole tiles (the compact walk; 16-64 elements a
+   * tile edge by dtype) with an uneven last block, one block, an edge of 1
+   * (none), and more than 64 blocks of whole tiles (the full walk again) */
   static const int64_t wholes[][2] = {{1000, 500}, {1025, 513}, {3000, 1000}, {3000, 375},
                                       {136, 68},   {100, 33},   {1000, 1000}, {1025, 2048},
-                                      {64, 1}};
+                                      {64, 1},     {2048, 1024}, {3000, 1024}, {1025, 512},
+                                      {1000, 256}, {136, 64},   {200, 32},   {1100, 16}};
   for (int t = 0; t < 4; t++)
     for (size_t k = 0; k < sizeof wholes / sizeof wholes[0]; k++) {
       int64_t n = wholes[k][0], w = wholes[k][1];
