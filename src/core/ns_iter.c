@@ -128,10 +128,10 @@ tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, 
   return ns_gemm_tf32(ctx, d, a, b, alpha, beta, 0, stream);
 }
 
-/* Elements of the upper block rows of an s x s symmetric product in nb
- * blocks, packed (block row i: t x (s - i t), t = ceil(s / nb)). */
 int64_t ns_sym_edge(int64_t s, int nb) { return (s + nb - 1) / nb; }
 
+/* Elements of the upper block rows of an s x s symmetric product in nb
+ * blocks, packed (block row i: t x (s - i t), t = ceil(s / nb)). */
 static size_t sym_packed_elems(int64_t s, int nb) {
   int64_t t = ns_sym_edge(s, nb);
   size_t n = 0;

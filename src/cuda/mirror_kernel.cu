@@ -10,8 +10,8 @@
  * are left out: at two block rows that is half the triangle. When the edge
  * is a whole number of tiles the walk enumerates only the tiles left of the
  * blocks, so the blocks' shares stay even; skipping tiles of the full walk
- * instead made the fp32 mirror 4-9% slower (run 185). Tested bit for bit in tests/gpu/test_gpu_ops.c
- * and test_gpu_ops_batch.c.
+ * instead made the fp32 mirror 4-9% slower (run 185). Tested bit for bit in
+ * tests/gpu/test_gpu_ops.c and test_gpu_ops_batch.c.
  */
 #include "ops_kernels.h"
 
