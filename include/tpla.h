@@ -177,7 +177,7 @@ typedef struct {
                                   context's watchdog (tpla_ctx_abort);
                                   0 = 300000 (5 min); values above 2^50
                                   (35,000 years) are taken as 2^50 */
-  size_t gemm_workspace_bytes; /* each of the two cuBLASLt workspaces; 0 = 32 MiB */
+  size_t gemm_workspace_bytes; /* cuBLASLt workspace; 0 = 32 MiB */
 } tpla_config_t;
 #define TPLA_CONFIG_INIT {sizeof(tpla_config_t), 0, 0}
 
@@ -278,8 +278,7 @@ TPLA_API tpla_status_t tpla_ctx_get_info(tpla_ctx_t ctx, int *rank, int *nranks,
                                          tpla_executor_t *executor, int *device);
 
 /* Device (or, on the host executor, host) workspace bytes the context holds
- * now: the GEMM workspaces (CUDA: two of cfg.gemm_workspace_bytes) plus any
- * grow-only scratch. */
+ * now: the GEMM workspace plus any grow-only scratch. */
 TPLA_API tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes);
 
 /* Abort the context, so that a job whose peer died or hangs reports an

@@ -140,39 +140,12 @@ static size_t sym_packed_elems(int64_t s, int nb) {
   return n;
 }
 
-/* A local product's block rows, every other one on side stream 0 (the
- * CUDA executor gives it a GEMM workspace of its own), so that a narrow
- * row's tiles fill another's last wave: run 187 measured the TF32 square
- * 9-10% faster at s = 2048-8192 and the bf16 Gram up to 4%. */
-static tpla_status_t local_rows(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
-                                int nb, int tf32, const tpla_matrix_t *add, float alpha,
-                                float beta, void *stream) {
-  int64_t s = dst.rows, t = ns_sym_edge(s, nb);
-  void *side = nb > 1 ? ctx->backend->side_stream(ctx, 0) : NULL; /* NULL on the host */
-  if (side != NULL)
-    TPLA_TRY(ctx->backend->stream_wait(ctx, side, stream));
-  tpla_status_t st = TPLA_SUCCESS;
-  int row = 0;
-  for (int64_t i0 = 0; i0 < s && st == TPLA_SUCCESS; i0 += t, row++) {
-    int64_t h = s - i0 < t ? s - i0 : t;
-    tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
-    ns_opmat_t c = plain(add != NULL ? ns_sub(*add, i0, h, i0, s - i0) : d);
-    st = gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(y, i0, s - i0)),
-                 add != NULL ? &c : NULL, alpha, beta, tf32,
-                 side != NULL && row % 2 == 1 ? side : stream);
-  }
-  tpla_status_t joined = side != NULL ? ctx->backend->stream_wait(ctx, stream, side)
-                                      : TPLA_SUCCESS; /* after a failure too */
-  return st != TPLA_SUCCESS ? st : joined;
-}
-
 /* dst (s x s) = X Y^T for op(x), op(y) s x k whose product is symmetric
  * (the Gram X X^T, or a product of commuting symmetric matrices, y = the
  * second factor, which equals its transpose): one GEMM per block row of the
  * upper triangle (block row i times block rows i..nb-1); the caller mirrors.
  * With `add` (s x s, not dst; pack NULL only): dst = alpha X Y^T + beta add,
  * each block row's C the same block of add.
- * Locally the block rows run on two streams (local_rows).
  * With `pack` (the distributed Gram), each block row is computed packed
  * into `pack` (h x (s - i0), contiguous), summed over the ranks and placed
  * at its diagonal in dst on a side stream while the next block row is
@@ -182,16 +155,20 @@ static tpla_status_t local_rows(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x,
 tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
                              int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
                              float beta, void *stream) {
-  if (pack == NULL)
-    return local_rows(ctx, dst, x, y, nb, tf32, add, alpha, beta, stream);
   int64_t s = dst.rows, t = ns_sym_edge(s, nb);
-  if (ctx->ns_batch.count > 1)
+  if (pack != NULL && ctx->ns_batch.count > 1)
     return tpla_fail(TPLA_ERROR_INTERNAL, "ns_sym_product", "a batch is never all-reduced");
-  void *side = ctx->backend->side_stream(ctx, 0);
+  void *side = pack != NULL ? ctx->backend->side_stream(ctx, 0) : NULL;
   size_t at = 0;
   for (int64_t i0 = 0; i0 < s; i0 += t) {
     int64_t h = s - i0 < t ? s - i0 : t;
     tpla_matrix_t d = ns_sub(dst, i0, h, i0, s - i0);
+    if (pack == NULL) {
+      ns_opmat_t c = plain(add != NULL ? ns_sub(*add, i0, h, i0, s - i0) : d);
+      TPLA_TRY(gemm_op(ctx, plain(d), op_rows(x, i0, h), op_transpose(op_rows(y, i0, s - i0)),
+                       add != NULL ? &c : NULL, alpha, beta, tf32, stream));
+      continue;
+    }
     tpla_matrix_t p = ns_dense((char *)pack + at * tpla_dtype_size(dst.dtype), h, s - i0,
                                dst.dtype);
     at += (size_t)(h * (s - i0));
@@ -202,7 +179,9 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
     TPLA_TRY(ctx->backend->allreduce(ctx, p.data, p.data, (size_t)(h * (s - i0)), dst.dtype, on));
     TPLA_TRY(ns_axpby(ctx, d, p, 1.0f, 0.0f, on));
   }
-  return ctx->backend->stream_wait(ctx, stream, side);
+  if (pack != NULL)
+    TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
+  return TPLA_SUCCESS;
 }
 
 tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t i0, int64_t h,

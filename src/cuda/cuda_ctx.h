@@ -19,15 +19,6 @@
 typedef struct tpla_lt_cache tpla_lt_cache_t;
 struct tpla_watchdog;
 
-/* One cuBLASLt workspace and the record of its last use (below). */
-typedef struct {
-  void *ws;
-  cudaEvent_t done[2];
-  cudaStream_t last_stream[2];
-  int done_valid[2];
-  unsigned long long capture;
-} tpla_gemm_slot_t;
-
 typedef struct {
   ncclComm_t comm;  /* borrowed from the caller: never destroyed here */
   int comm_aborted; /* we called ncclCommAbort on it (timeout, async error) */
@@ -35,18 +26,19 @@ typedef struct {
   cudaStream_t side[TPLA_CUDA_SIDE_STREAMS]; /* non-blocking, for overlap */
   cudaEvent_t events[TPLA_CUDA_EVENTS];      /* timing disabled, for joins */
 
-  /* cuBLASLt: handle, two GEMM workspaces of gemm_ws_bytes and the
-   * per-shape plan cache. gemm[1] serves the GEMMs enqueued on side[0]
-   * (Newton-Schulz runs every other block row of a symmetric product there,
-   * ns_sym_product), gemm[0] those on any other stream. A GEMM that used a
-   * workspace records its done[0] after it, or done[1] when it was captured
-   * into a graph (capture sequence `capture`); a GEMM on another stream
-   * first waits for the record of its own capture state, so two streams
-   * never share a workspace at once. A graph's launch is ordered by the
-   * caller (lt_gemm.h). */
+  /* cuBLASLt: handle, the one GEMM workspace and the per-shape plan cache.
+   * A GEMM that used the workspace records gemm_done[0] after it, or
+   * gemm_done[1] when it was captured into a graph (capture sequence
+   * gemm_capture); a GEMM on another stream first waits for the record of
+   * its own capture state, so two streams never share the workspace at
+   * once. A graph's launch is ordered by the caller (lt_gemm.h). */
   cublasLtHandle_t lt;
-  tpla_gemm_slot_t gemm[2];
+  void *gemm_ws;
   size_t gemm_ws_bytes;
+  cudaEvent_t gemm_done[2];
+  cudaStream_t gemm_last_stream[2];
+  int gemm_done_valid[2];
+  unsigned long long gemm_capture;
   tpla_lt_cache_t *gemm_cache;
 
   tpla_cuda_workspace_t scratch; /* grow-only, stream-ordered (workspace.h) */

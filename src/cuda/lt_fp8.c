@@ -33,8 +33,7 @@
  * tpla_cuda_ctx_scratch do not hold it across a tpla_gemm. Work on the
  * caller's stream is ordered by the stream itself, so a staged call and the
  * next call on the same stream never overlap. Calls on different streams
- * are ordered through the record of the GEMM workspace of the call's stream,
- * gemm[0] (no FP8 GEMM runs on side[0], gemm[1]'s stream), as for the cuBLASLt
+ * are ordered through the context's gemm_done event, as for the cuBLASLt
  * workspace (tpla_lt_ctx_enter before the scratch is touched or grown, so
  * a growth's cudaFreeAsync of the old buffer also follows the last use on
  * the other stream; tpla_lt_ctx_leave after the last use).

@@ -124,41 +124,30 @@ static unsigned long long capture_of(cudaStream_t stream) {
   return status == cudaStreamCaptureStatusNone ? 0 : id;
 }
 
-/* The workspace a GEMM on `stream` uses (cuda_ctx.h). */
-static tpla_gemm_slot_t *slot_of(tpla_cuda_ctx_t *impl, cudaStream_t stream) {
-  return stream == impl->side[0] ? &impl->gemm[1] : &impl->gemm[0];
-}
-
-static tpla_status_t slot_follow(tpla_gemm_slot_t *g, cudaStream_t waiter, cudaStream_t caller,
+tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cudaStream_t caller,
                                  const char *fn) {
   unsigned long long capture = capture_of(caller);
   int i = capture != 0;
   /* the per-thread default stream is one handle for a different stream in each thread */
-  bool same_stream = g->last_stream[i] == caller && caller != cudaStreamPerThread;
-  if (!g->done_valid[i] || same_stream || (i == 1 && g->capture != capture))
+  bool same_stream = impl->gemm_last_stream[i] == caller && caller != cudaStreamPerThread;
+  if (!impl->gemm_done_valid[i] || same_stream || (i == 1 && impl->gemm_capture != capture))
     return TPLA_SUCCESS;
-  CUDA_TRY(fn, cudaStreamWaitEvent(waiter, g->done[i], 0));
+  CUDA_TRY(fn, cudaStreamWaitEvent(waiter, impl->gemm_done[i], 0));
   return TPLA_SUCCESS;
 }
 
-tpla_status_t tpla_lt_ctx_follow(tpla_cuda_ctx_t *impl, cudaStream_t waiter, cudaStream_t caller,
-                                 const char *fn) {
-  return slot_follow(&impl->gemm[0], waiter, caller, fn); /* the lanes split gemm[0]'s */
-}
-
 tpla_status_t tpla_lt_ctx_enter(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn) {
-  return slot_follow(slot_of(impl, stream), stream, stream, fn);
+  return tpla_lt_ctx_follow(impl, stream, stream, fn);
 }
 
 tpla_status_t tpla_lt_ctx_leave(tpla_cuda_ctx_t *impl, cudaStream_t stream, const char *fn) {
-  tpla_gemm_slot_t *g = slot_of(impl, stream);
   unsigned long long capture = capture_of(stream);
   int i = capture != 0;
-  CUDA_TRY(fn, cudaEventRecord(g->done[i], stream));
-  g->last_stream[i] = stream;
-  g->done_valid[i] = 1;
+  CUDA_TRY(fn, cudaEventRecord(impl->gemm_done[i], stream));
+  impl->gemm_last_stream[i] = stream;
+  impl->gemm_done_valid[i] = 1;
   if (i == 1)
-    g->capture = capture;
+    impl->gemm_capture = capture;
   return TPLA_SUCCESS;
 }
 
@@ -168,9 +157,9 @@ tpla_status_t tpla_lt_run_ctx(tpla_cuda_ctx_t *impl, tpla_lt_plan_t *p,
   void *ws = NULL;
   size_t ws_bytes = 0;
   if (p->ws_needed > 0) {
-    ws = slot_of(impl, stream)->ws;
+    ws = impl->gemm_ws;
     ws_bytes = impl->gemm_ws_bytes;
-    /* A workspace must not serve two streams at once. */
+    /* The one workspace must not serve two streams at once. */
     TPLA_TRY(tpla_lt_ctx_enter(impl, stream, fn));
   }
   TPLA_TRY(tpla_lt_plan_run(p, impl->lt, ops, ws, ws_bytes, stream, fn, what));

@@ -44,13 +44,11 @@ tpla_status_t tpla_lt_cache_plan(tpla_cuda_ctx_t *impl, const tpla_lt_key_t *key
                                  const tpla_lt_operands_t *first, const char *fn,
                                  const tpla_lt_what_t *what, tpla_lt_plan_t **out);
 
-/* Each of the context's GEMM workspaces (gemm[1] for side[0], gemm[0] for
- * any other stream; cuda_ctx.h) and the FP8 staging scratch (gemm[0]'s
- * streams) serve one stream at a time: enter makes `stream` wait for the
- * last GEMM that used its workspace on another stream (done), leave records
- * done on `stream`; follow makes `waiter` (an overlap lane forked from
- * `caller`, which uses gemm[0]'s memory) wait for gemm[0]'s last GEMM
- * unless it ran on `caller`. Captured and uncaptured GEMMs keep separate records, and a wait
+/* The context's GEMM workspace and its FP8 staging scratch serve one stream
+ * at a time: enter makes `stream` wait for the last GEMM that used them on
+ * another stream (gemm_done), leave records gemm_done on `stream`; follow
+ * makes `waiter` (a lane forked from `caller`) wait for it unless it ran on
+ * `caller`. Captured and uncaptured GEMMs keep separate records, and a wait
  * happens only within one capture state (both uncaptured, or both in the
  * same capture): CUDA invalidates a capture that waits on a record made
  * outside it (run 151) and refuses an uncaptured wait on a captured record.

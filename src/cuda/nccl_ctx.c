@@ -62,9 +62,8 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
                                   "cudaStreamSynchronize (side stream)"));
   /* cudaFree waits for the device, so work still running on the caller's
    * streams finishes with our buffers (the scratch included) first. */
-  for (int g = 0; g < 2; g++)
-    if (impl->gemm[g].ws)
-      KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm[g].ws), fn, "cudaFree (GEMM workspace)"));
+  if (impl->gemm_ws)
+    KEEP_FIRST(tpla_cuda_status(cudaFree(impl->gemm_ws), fn, "cudaFree (GEMM workspace)"));
   if (impl->barrier_buf)
     KEEP_FIRST(tpla_cuda_status(cudaFree(impl->barrier_buf), fn, "cudaFree (barrier buffer)"));
   if (impl->fp8_one)
@@ -79,11 +78,9 @@ static tpla_status_t impl_release(tpla_cuda_ctx_t *impl, const char *fn) {
   tpla_lt_cache_destroy(impl->gemm_cache);
   if (impl->lt)
     KEEP_FIRST(tpla_cublas_status(cublasLtDestroy(impl->lt), fn, "cublasLtDestroy"));
-  for (int g = 0; g < 2; g++)
-    for (int i = 0; i < 2; i++)
-      if (impl->gemm[g].done[i])
-        KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->gemm[g].done[i]), fn,
-                                    "cudaEventDestroy"));
+  for (int i = 0; i < 2; i++)
+    if (impl->gemm_done[i])
+      KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->gemm_done[i]), fn, "cudaEventDestroy"));
   for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
     if (impl->events[i])
       KEEP_FIRST(tpla_cuda_status(cudaEventDestroy(impl->events[i]), fn, "cudaEventDestroy"));
@@ -105,22 +102,18 @@ static tpla_status_t impl_create_resources(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl
     CUDA_TRY(fn, cudaStreamCreateWithFlags(&impl->side[i], cudaStreamNonBlocking));
   for (int i = 0; i < TPLA_CUDA_EVENTS; i++)
     CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->events[i], cudaEventDisableTiming));
-  for (int g = 0; g < 2; g++)
-    for (int i = 0; i < 2; i++)
-      CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->gemm[g].done[i], cudaEventDisableTiming));
+  for (int i = 0; i < 2; i++)
+    CUDA_TRY(fn, cudaEventCreateWithFlags(&impl->gemm_done[i], cudaEventDisableTiming));
   CUBLAS_TRY(fn, cublasLtCreate(&impl->lt));
   TPLA_TRY(tpla_lt_cache_create(&impl->gemm_cache, fn));
-  for (int g = 0; g < 2; g++) {
-    cudaError_t e = cudaMalloc(&impl->gemm[g].ws, cfg->gemm_workspace_bytes);
-    if (e != cudaSuccess) {
-      impl->gemm[g].ws = NULL;
-      (void)cudaGetLastError();
-      return tpla_fail(e == cudaErrorMemoryAllocation ? TPLA_ERROR_OUT_OF_MEMORY
-                                                      : TPLA_ERROR_CUDA,
-                       fn, "cudaMalloc of GEMM workspace %d of 2 (%zu bytes each, cfg "
-                       "gemm_workspace_bytes) failed: %s (%s)", g + 1,
-                       cfg->gemm_workspace_bytes, cudaGetErrorName(e), cudaGetErrorString(e));
-    }
+  cudaError_t e = cudaMalloc(&impl->gemm_ws, cfg->gemm_workspace_bytes);
+  if (e != cudaSuccess) {
+    impl->gemm_ws = NULL;
+    (void)cudaGetLastError();
+    return tpla_fail(e == cudaErrorMemoryAllocation ? TPLA_ERROR_OUT_OF_MEMORY : TPLA_ERROR_CUDA,
+                     fn, "cudaMalloc of the %zu-byte GEMM workspace (cfg gemm_workspace_bytes) "
+                     "failed: %s (%s)",
+                     cfg->gemm_workspace_bytes, cudaGetErrorName(e), cudaGetErrorString(e));
   }
   impl->gemm_ws_bytes = cfg->gemm_workspace_bytes;
   CUDA_TRY(fn, cudaMalloc((void **)&impl->barrier_buf, sizeof(int32_t)));
@@ -384,7 +377,7 @@ static tpla_status_t nccl_destroy(tpla_ctx_t ctx) {
 
 static size_t nccl_workspace_bytes(tpla_ctx_t ctx) {
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
-  return 2 * impl->gemm_ws_bytes + impl->scratch.bytes +
+  return impl->gemm_ws_bytes + impl->scratch.bytes +
          (impl->ops_state ? tpla_cuda_ops_state_bytes() : 0);
 }
 

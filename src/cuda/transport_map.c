@@ -252,8 +252,8 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
     return s;
   xp->peer_base[xp->rank] = xp->alloc;
   xp->gemm_ws_bytes = xp->impl->gemm_ws_bytes / 2 / OVL_ALIGN * OVL_ALIGN;
-  xp->gemm_ws[0] = xp->impl->gemm[0].ws; /* tpla_lt_ctx_follow orders the lanes after it */
-  xp->gemm_ws[1] = (char *)xp->impl->gemm[0].ws + xp->gemm_ws_bytes;
+  xp->gemm_ws[0] = xp->impl->gemm_ws;
+  xp->gemm_ws[1] = (char *)xp->impl->gemm_ws + xp->gemm_ws_bytes;
   TPLA_TRY(xg_cache_create(&xp->gemm_cache, fn));
   rec->base = (uint64_t)(uintptr_t)xp->alloc;
   if (want_ipc) {
