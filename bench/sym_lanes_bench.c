@@ -6,7 +6,7 @@
  * tails. Two streams (every other block row on the second, each stream with its own cuBLASLt
  * workspace, joined by an event) let one row's tiles fill the other's tail.
  *
- *   tpla_sym_lanes_bench [iters]
+ *   tpla_sym_lanes_bench [iters] [order]
  *
  * Per s in {2048, 4096, 8192} (nb = min(s / 1024, 8), as on CUDA) and three products with the
  * library's plans (tpla_lt_plan_build, heuristic result 0, 32 MiB of workspace per stream):
@@ -14,7 +14,9 @@
  * square A A^T of an fp32 A in TF32 with C = A (beta -4.7, the fp32 Gram's P = c A^2 + b A).
  * Times: `full` one s x s GEMM (twice the triangle's FLOPs), `rows` the block rows on one
  * stream, `lanes` on two; median of `iters` (default 30) after 5, CUDA events on the first
- * stream around the whole product, random operands. TFLOP/s count the triangle's FLOPs
+ * stream around the whole product, random operands. Each round times the three in `order`
+ * (default "frl": full, rows, lanes), so that a schedule's place after another's heavy
+ * GEMMs (the power controller's clocks) can be swapped. TFLOP/s count the triangle's FLOPs
  * (2 s^2 k (nb + 1) / (2 nb)) for rows and lanes, 2 s^3 for full. Exits 0; 77 without a GPU.
  */
 #include "lt_plan.h"
@@ -145,8 +147,13 @@ static void product(cublasLtHandle_t lt, setup_t *u, const product_t *p, int how
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 30, ngpu = 0;
+  const char *order = argc > 2 ? argv[2] : "frl";
   if (iters < 1)
     iters = 30;
+  if (strlen(order) != 3 || !strchr(order, 'f') || !strchr(order, 'r') || !strchr(order, 'l')) {
+    fprintf(stderr, "usage: tpla_sym_lanes_bench [iters] [order: f, r and l once each]\n");
+    return 2;
+  }
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
     printf("sym_lanes_bench: no GPU: skipped\n");
     return 77;
@@ -158,8 +165,8 @@ int main(int argc, char **argv) {
                                 {"gram fp32", TPLA_BFLOAT16, TPLA_FLOAT32, 0, 0},
                                 {"square tf32", TPLA_FLOAT32, TPLA_FLOAT32, 1, 1}};
   const int64_t sizes[] = {2048, 4096, 8192};
-  printf("#     s nb product       full_us  rows_us lanes_us  lanes/rows  TFLOP/s full rows "
-         "lanes\n");
+  printf("# order %s\n#     s nb product       full_us  rows_us lanes_us  lanes/rows  TFLOP/s full "
+         "rows lanes\n", order);
   float *ms = malloc(sizeof(float) * (size_t)iters);
   for (int si = 0; si < 3; si++)
     for (int pi = 0; pi < 3; pi++) {
@@ -189,7 +196,8 @@ int main(int argc, char **argv) {
       for (int how = 0; how < 3; how++)
         all[how] = malloc(sizeof(float) * (size_t)iters);
       for (int i = -5; i < iters; i++)
-        for (int how = 0; how < 3; how++) {
+        for (int o = 0; o < 3; o++) {
+          int how = order[o] == 'f' ? 0 : order[o] == 'r' ? 1 : 2;
           CHECK(cudaEventRecord(a, u.st[0]));
           product(lt, &u, p, how);
           CHECK(cudaEventRecord(b, u.st[0]));
