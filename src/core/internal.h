@@ -181,6 +181,10 @@ typedef struct tpla_backend {
    * as they are (they need not be: an element rewritten gets a(j, i)). */
   tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
                                 tpla_batch_t batch, void *stream);
+  /* a(i, i) += value for i < min(rows, cols) (fp32 math, one rounding to
+   * a's float dtype), each of a batch. */
+  tpla_status_t (*add_diagonal)(tpla_ctx_t ctx, tpla_matrix_t a, float value,
+                                tpla_batch_t batch, void *stream);
   /* Personalized all-to-all: rank r sends send_counts[q] elements from
    * send + send_displs[q] to rank q, and receives recv_counts[q] elements
    * from rank q into recv + recv_displs[q] (elements; nranks entries each). */

@@ -259,6 +259,8 @@ tpla_status_t ns_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, float a
 /* whole > 0: a's diagonal blocks of that edge were computed whole (see
  * the backend's mirror_upper) */
 tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole, void *stream);
+/* a(i, i) += value */
+tpla_status_t ns_add_diagonal(tpla_ctx_t ctx, tpla_matrix_t a, float value, void *stream);
 /* op(d) = alpha op(a) op(b) + beta op(d); ns_gemm_tf32 may use TF32 for
  * fp32 operands when tf32 != 0 */
 tpla_status_t ns_gemm(tpla_ctx_t ctx, ns_opmat_t d, ns_opmat_t a, ns_opmat_t b, float alpha,
@@ -320,8 +322,9 @@ typedef struct {
 /* Whether s gives every chunk of both ranks a row. */
 bool ns_rowsplit_fits(int64_t s);
 /* One segment from G (t1 NULL: a one-step segment): its products and the
- * update X' = W X + alpha X of X at place[*at] (cast: W in the input dtype
- * when it differs from the Gram's, else data NULL). */
+ * update X' = W X + alpha X of X at place[*at] (cast: the update operand in
+ * the input dtype when it differs from the Gram's, else data NULL; it then
+ * holds W + alpha I, as ns_gram_iter.c says why). */
 tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
                                   tpla_matrix_t cast, const float *t0, const float *t1,
                                   float alpha, int tf32, ns_opmat_t place[2], int *at,

@@ -21,6 +21,15 @@
  * iteration's level; longer segments let G drift from X's true Gram
  * (bench/ns_gram_iteration_study.py).
  *
+ * When the update runs in a narrower dtype than the Gram's (a half input,
+ * an fp32 Gram), its operand is M = W + alpha I, rounded once, and the
+ * update is X' = M X. W's eigenvalues are those of M minus alpha, about
+ * -alpha (Muon's 11.9, Polar Express's 34) where the top singular values
+ * sit and M's are O(1): rounding W to bf16 there costs ~alpha 2^-9 against
+ * a result of ~1, the update's cancellation amplifying it (a 2x larger
+ * error than the X iteration's on Gaussian inputs;
+ * bench/ns_update_operand_study.py).
+ *
  * Buffers (ns_iter_setup): G in g1, scratch S1 = g2 (also the all-reduce's
  * packed rows, free once G is in), S2 = g4, S3 = g5, all in the Gram dtype,
  * and g3 for the update operand in the input dtype when they differ. On two
@@ -105,9 +114,11 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
     }
     tpla_matrix_t w;
     TPLA_TRY(products(ctx, it, &m, t0, t1, tf32, &w, stream));
-    if (gt != it->dtype) {
+    if (gt != it->dtype) { /* X' = M X, M = W + alpha I in the input dtype */
+      TPLA_TRY(ns_add_diagonal(ctx, w, alpha, stream));
       TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
       w = cast;
+      alpha = 0.0f;
     }
     TPLA_TRY(ns_update_square(ctx, it, place, &at, w, alpha, stream)); /* X' = W X + alpha X */
   }

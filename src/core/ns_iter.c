@@ -85,6 +85,10 @@ tpla_status_t ns_mirror(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole, void *st
   return ctx->backend->mirror_upper(ctx, a, whole, ctx->ns_batch, stream);
 }
 
+tpla_status_t ns_add_diagonal(tpla_ctx_t ctx, tpla_matrix_t a, float value, void *stream) {
+  return ctx->backend->add_diagonal(ctx, a, value, ctx->ns_batch, stream);
+}
+
 /* op(d) = alpha op(a) op(b) + beta op(c); c NULL: c is d. A separate c is
  * stored as d is (same transpose flag and stored shape), so the operand
  * swap of a transposed d carries over to it unchanged. */

@@ -35,10 +35,10 @@
 #include "ns.h"
 #include "overlap.h" /* OVL_LANE_COMPUTE0 */
 
-/* d = alpha x y + beta c + gamma e (gamma 0: no e), all s x s. */
+/* d = alpha x y + beta c + gamma e + delta I (gamma 0: no e), all s x s. */
 typedef struct {
   tpla_matrix_t d, x, y, c, e;
-  float alpha, beta, gamma;
+  float alpha, beta, gamma, delta;
 } rs_product_t;
 
 typedef struct {
@@ -87,6 +87,9 @@ static tpla_status_t product(const rs_t *rs, const rs_product_t *pr, int flag) {
     if (pr->gamma != 0.0f)
       TPLA_TRY(ns_axpby(rs->ctx, ns_sub(pr->d, r0, r1 - r0, 0, rs->s),
                         ns_sub(pr->e, r0, r1 - r0, 0, rs->s), pr->gamma, 1.0f, rs->lane));
+    if (pr->delta != 0.0f) /* before the rows are published */
+      TPLA_TRY(ns_add_diagonal(rs->ctx, ns_sub(pr->d, r0, r1 - r0, r0, r1 - r0), pr->delta,
+                               rs->lane));
     if (flag < 0)
       continue;
     TPLA_TRY(ns_pull_piece(rs->p, flag + j, true, none, NULL, 0, OVL_LANE_COMPUTE0));
@@ -107,31 +110,32 @@ static tpla_status_t arrived(const rs_t *rs, int flag) {
 
 enum { FLAG_Z0 = 0, FLAG_G1 = NS_ROWSPLIT_CHUNKS, FLAG_W = 2 * NS_ROWSPLIT_CHUNKS };
 
-/* The products; *w: W (Z_0 for a one-step segment), whose peer rows are
- * pulled under flags *flag.. */
+/* The products; *w: W (Z_0 for a one-step segment) plus shift I, whose peer
+ * rows are pulled under flags *flag.. */
 static tpla_status_t segment(const rs_t *rs, const ns_gram_mats_t *m, const float *t0,
-                             const float *t1, tpla_matrix_t *w, int *flag) {
+                             const float *t1, float shift, tpla_matrix_t *w, int *flag) {
   const tpla_matrix_t G = m->g, Z0 = m->s1, H = m->s2, Z1 = m->s2, W = m->s3;
-  const rs_product_t z0 = {Z0, G, G, G, G, t0[2], t0[1], 0.0f};
+  const rs_product_t z0 = {Z0, G, G, G, G, t0[2], t0[1], 0.0f, t1 == NULL ? shift : 0.0f};
   TPLA_TRY(product(rs, &z0, FLAG_Z0));
   *w = Z0;
   *flag = FLAG_Z0;
   if (t1 == NULL)
     return TPLA_SUCCESS;
-  const rs_product_t h = {H, Z0, G, G, G, 1.0f, t0[0], 0.0f};
+  const rs_product_t h = {H, Z0, G, G, G, 1.0f, t0[0], 0.0f, 0.0f};
   TPLA_TRY(product(rs, &h, -1));
   TPLA_TRY(arrived(rs, FLAG_Z0));
-  const rs_product_t g1 = {G, H, Z0, H, H, 1.0f, t0[0], 0.0f}; /* G's old rows: read by H only */
+  /* G's old rows: read by H only */
+  const rs_product_t g1 = {G, H, Z0, H, H, 1.0f, t0[0], 0.0f, 0.0f};
   TPLA_TRY(product(rs, &g1, FLAG_G1));
   /* Z_1 by halves of K: the own rows of G_1 are here, the peer's arrive */
-  const rs_product_t z1 = {Z1, G, G, G, G, t1[2], t1[1], 0.0f};
+  const rs_product_t z1 = {Z1, G, G, G, G, t1[2], t1[1], 0.0f, 0.0f};
   int64_t o0, o1, p0, p1;
   rows_of(rs, rs->rank, 0, 1, &o0, &o1);
   rows_of(rs, 1 - rs->rank, 0, 1, &p0, &p1);
   TPLA_TRY(rows_gemm(rs, &z1, G, t1[1], o0, o1, o0, o1, false));
   TPLA_TRY(arrived(rs, FLAG_G1));
   TPLA_TRY(rows_gemm(rs, &z1, Z1, 1.0f, o0, o1, p0, p1, true));
-  const rs_product_t wp = {W, Z1, Z0, Z0, Z1, 1.0f, t1[0], t0[0]};
+  const rs_product_t wp = {W, Z1, Z0, Z0, Z1, 1.0f, t1[0], t0[0], shift};
   TPLA_TRY(product(rs, &wp, FLAG_W));
   *w = W;
   *flag = FLAG_W;
@@ -168,8 +172,12 @@ tpla_status_t ns_rowsplit_segment(tpla_ctx_t ctx, const ns_iter_t *it, const ns_
   const bool halves = ns_update_pingpong(it);
   tpla_matrix_t w;
   int flag;
+  /* with a cast the operand is W + alpha I (ns_gram_iter.c), each rank adding
+   * alpha to its own rows before it publishes them */
+  const float shift = cast.data != NULL ? alpha : 0.0f;
+  alpha -= shift;
   TPLA_TRY(ns_pull_begin(ctx, p, stream));
-  tpla_status_t st = segment(&rs, m, t0, t1, &w, &flag);
+  tpla_status_t st = segment(&rs, m, t0, t1, shift, &w, &flag);
   if (st == TPLA_SUCCESS)
     st = halves ? update_by_halves(&rs, it, w, flag, cast, alpha, place, *at) : arrived(&rs, flag);
   TPLA_TRY(ns_pull_finish(p, OVL_LANE_COMPUTE0, stream, st));

@@ -1,7 +1,7 @@
 /*
  * cuda_ops.c - the CUDA executor's building blocks of the algorithms
  * (tpla_backend_t's mem_alloc, mem_free, axpby, sumsq, scale_by_norm,
- * mirror_upper, alltoallv) and the per-context state they keep. The
+ * mirror_upper, add_diagonal, alltoallv) and the per-context state they keep. The
  * kernels are in ops_kernels.cu; this file makes the context's device
  * current, launches, and turns failures into statuses whose message names
  * the op, the shapes and the CUDA/NCCL error. See cuda_ops.h.
@@ -161,6 +161,19 @@ tpla_status_t tpla_cuda_axpby(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x, 
                                     st->max_blocks, (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
   return launch_status(e, fn, "axpby kernel", &y, "y", &x, "x");
+}
+
+tpla_status_t tpla_cuda_add_diagonal(tpla_ctx_t ctx, tpla_matrix_t a, float value,
+                                     tpla_batch_t batch, void *stream) {
+  static const char fn[] = "tpla_cuda_add_diagonal";
+  if (!tpla_ops_float_dtype(a.dtype))
+    return unsupported(fn, "a", &a);
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  cudaError_t e = tpla_launch_add_diagonal(a, value, members(batch), batch.stride,
+                                           (cudaStream_t)stream);
+  tpla_device_guard_exit(&guard);
+  return launch_status(e, fn, "add_diagonal kernel", &a, "a", NULL, NULL);
 }
 
 tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, void *stream) {

@@ -75,6 +75,9 @@ tpla_status_t tpla_cuda_normalize_list(tpla_ctx_t ctx, tpla_matrix_t y, tpla_bat
                                        const float *eps, double *sumsq, void *stream);
 tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,
                                    tpla_batch_t batch, void *stream);
+/* a(i, i) += value for i < min(rows, cols) (fp32, fp16, bf16); each member of a batch. */
+tpla_status_t tpla_cuda_add_diagonal(tpla_ctx_t ctx, tpla_matrix_t a, float value,
+                                     tpla_batch_t batch, void *stream);
 /* y = 0 (bytes), any dtype; y is not read. */
 tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 /* a(i, j) = a(j, i) for i > j outside the diagonal blocks of edge `whole`

@@ -458,6 +458,7 @@ const tpla_backend_t tpla_nccl_backend = {
     .scale_by_norm = tpla_cuda_scale_by_norm,
     .zero = tpla_cuda_zero,
     .mirror_upper = tpla_cuda_mirror_upper,
+    .add_diagonal = tpla_cuda_add_diagonal,
     .normalize_list = tpla_cuda_normalize_list,
     .store_list = tpla_cuda_store_list,
     .alltoallv = tpla_cuda_alltoallv,

@@ -444,6 +444,33 @@ extern "C" cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float
   });
 }
 
+/* a(i, i) += value, member blockIdx.y of a batch: a few thousand elements
+ * at most, one thread each. */
+template <typename T>
+__global__ void add_diagonal_kernel(T *a, int64_t ld, int64_t n, float value, size_t stride) {
+  T *am = (T *)((char *)a + (size_t)blockIdx.y * stride);
+  for (int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * kThreads)
+    am[i * ld + i] = from_float<T>(to_float(am[i * ld + i]) + value);
+}
+
+extern "C" cudaError_t tpla_launch_add_diagonal(tpla_matrix_t a, float value, int count,
+                                                size_t stride, cudaStream_t stream) {
+  const int64_t n = a.rows < a.cols ? a.rows : a.cols;
+  if (n <= 0)
+    return cudaSuccess;
+  if (!batch_ok(count, stride))
+    return cudaErrorInvalidValue;
+  (void)cudaGetLastError();
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  const dim3 grid((unsigned)(blocks < 1024 ? blocks : 1024), (unsigned)count);
+  return with_float_type(a.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    add_diagonal_kernel<T><<<grid, kThreads, 0, stream>>>((T *)a.data, a.ld, n, value, stride);
+    return cudaGetLastError();
+  });
+}
+
 extern "C" cudaError_t tpla_launch_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x,
                                                  const double *sumsq, float safety, float eps,
                                                  int max_blocks, cudaStream_t stream) {

@@ -46,6 +46,11 @@ int tpla_ops_float_dtype(tpla_dtype_t dtype);
 cudaError_t tpla_launch_axpby(tpla_matrix_t y, tpla_matrix_t x, float alpha, float beta,
                               int count, size_t stride, int max_blocks, cudaStream_t stream);
 
+/* a(i, i) += value for i < min(rows, cols), fp32 math; over `count` members
+ * `stride` bytes apart as tpla_launch_axpby's. */
+cudaError_t tpla_launch_add_diagonal(tpla_matrix_t a, float value, int count, size_t stride,
+                                     cudaStream_t stream);
+
 /* *sumsq = sum of x(i,j)^2 in fp64, deterministic: block partials into
  * `partials` (TPLA_OPS_SUMSQ_PARTIALS doubles), then one block adds them
  * in a fixed order. Two launches; no atomics. */

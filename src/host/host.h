@@ -157,6 +157,8 @@ tpla_status_t host_store_list_m(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_mat
 tpla_status_t host_zero_m(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
 tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,
                                   tpla_batch_t batch, void *stream);
+tpla_status_t host_add_diagonal_m(tpla_ctx_t ctx, tpla_matrix_t a, float value,
+                                  tpla_batch_t batch, void *stream);
 void *host_side_stream(tpla_ctx_t ctx, int i);
 tpla_status_t host_stream_wait(tpla_ctx_t ctx, void *waiter, void *signaler);
 void host_abort(tpla_ctx_t ctx);        /* backend->abort: breaks the group */
@@ -215,5 +217,6 @@ tpla_status_t host_zero(tpla_matrix_t y);
 tpla_status_t host_scale_by_norm(tpla_matrix_t y, tpla_matrix_t x, const double *sumsq,
                                  float safety, float eps);
 tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t whole);
+tpla_status_t host_add_diagonal(tpla_matrix_t a, float value);
 
 #endif /* TPLA_HOST_H */

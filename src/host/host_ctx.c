@@ -136,6 +136,13 @@ tpla_status_t host_mirror_upper_m(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole
   return TPLA_SUCCESS;
 }
 
+tpla_status_t host_add_diagonal_m(tpla_ctx_t ctx, tpla_matrix_t a, float value,
+                                  tpla_batch_t batch, void *stream) {
+  for (int j = 0; j < (batch.count > 1 ? batch.count : 1); j++)
+    TPLA_TRY(host_add_diagonal(member(a, batch, j), value));
+  return TPLA_SUCCESS;
+}
+
 /* Host calls complete before they return: there is nothing to overlap or
  * to order. */
 void *host_side_stream(tpla_ctx_t ctx, int i) { return NULL; }
@@ -182,6 +189,7 @@ static const tpla_backend_t host_backend = {
     .store_list = host_store_list_m,
     .zero = host_zero_m,
     .mirror_upper = host_mirror_upper_m,
+    .add_diagonal = host_add_diagonal_m,
     .alltoallv = host_alltoallv,
     .exchange = tpla_host_exchange, /* host_ops.c */
     .xport = &tpla_host_xport_ops,  /* host_transport.c (overlap plans) */

@@ -1,7 +1,7 @@
 /*
  * host_kernels.c - the elementwise building blocks of the algorithms on the
  * host executor (the backend's axpby, sumsq, scale_by_norm, zero,
- * mirror_upper; see internal.h). Views are validated by their callers.
+ * mirror_upper, add_diagonal; see internal.h). Views are validated by their callers.
  * Math is fp32 like the CUDA kernels', except the norm's: the sum of
  * squares, the divisor D and x (1/D) are fp64 there and here (the CUDA
  * kernels sum in another order).
@@ -89,6 +89,15 @@ tpla_status_t host_zero(tpla_matrix_t y) {
 
 /* Every element below the diagonal blocks of edge `whole` (0: below the
  * diagonal); the blocks' own lower parts are left as computed. */
+tpla_status_t host_add_diagonal(tpla_matrix_t a, float value) {
+  for (int64_t i = 0; i < a.rows && i < a.cols; i++) {
+    size_t at = (size_t)(i * a.ld + i);
+    float v = (float)tpla_load_elem(a.data, a.dtype, at) + value;
+    tpla_store_elem(a.data, a.dtype, at, v);
+  }
+  return TPLA_SUCCESS;
+}
+
 tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t whole) {
   if (a.rows == 0 || a.cols == 0)
     return TPLA_SUCCESS;

@@ -118,6 +118,7 @@ static const tpla_backend_t shm_backend = {
     .store_list = host_store_list_m,
     .zero = host_zero_m,
     .mirror_upper = host_mirror_upper_m,
+    .add_diagonal = host_add_diagonal_m,
     .alltoallv = shm_alltoallv,
     .exchange = tpla_host_exchange, /* an all-gather of bytes: shm_allgatherv */
     .xport = &shm_xport_ops,

@@ -1,7 +1,7 @@
 /*
  * test_gpu_ops.c - the CUDA executor's building blocks (src/cuda/cuda_ops.h)
  * against float64 host references: axpby, sumsq, scale_by_norm,
- * mirror_upper, mem_alloc/mem_free (alltoallv: test_gpu_alltoallv.c; over a
+ * mirror_upper, add_diagonal, mem_alloc/mem_free (alltoallv: test_gpu_alltoallv.c; over a
  * batch or a list: test_gpu_ops_batch.c). Every op runs on a real
  * single-rank NCCL context, over
  * fp32/fp16/bf16, odd shapes, padded leading dimensions and misaligned
@@ -585,6 +585,51 @@ static void test_mirror_upper(void) {
     }
 }
 
+/* a(i, i) += value over min(rows, cols) of two members 256-byte multiples
+ * apart (odd shapes and ld, a misaligned start): one fp32 rounding to the
+ * dtype on the diagonal, every other byte untouched. */
+static int check_add_diagonal(tpla_dtype_t dt, shape_t s, uint64_t seed) {
+  const size_t es = tpla_dtype_size(dt);
+  const size_t span = (size_t)(s.offset + s.rows * s.ld) * es;
+  const size_t stride = (span + 255) / 256 * 256, bytes = 2 * stride;
+  unsigned char *host = malloc(bytes), *img = malloc(bytes);
+  void *dev = NULL;
+  int bad = host == NULL || img == NULL;
+  rng_t rng;
+  rng_seed(&rng, seed);
+  for (size_t b = 0; !bad && b < bytes; b++)
+    host[b] = (unsigned char)(rng_uniform(&rng) * 28.0 + 92.0); /* 64..119: finite in every dtype */
+  bad = bad || cudaMalloc(&dev, bytes) != cudaSuccess ||
+        cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess;
+  tpla_matrix_t a = {(char *)dev + (size_t)s.offset * es, s.rows, s.cols, s.ld, dt};
+  bad = bad || tpla_cuda_add_diagonal(g_ctx, a, -11.875f, (tpla_batch_t){2, stride}, g_stream) !=
+                   TPLA_SUCCESS ||
+        cudaStreamSynchronize(g_stream) != cudaSuccess ||
+        cudaMemcpy(img, dev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+  for (size_t m = 0; !bad && m < 2; m++)
+    for (int64_t i = 0; i < s.rows && i < s.cols; i++) { /* the diagonal, then restore it */
+      size_t idx = m * stride / es + (size_t)(s.offset + i * s.ld + i);
+      float v = (float)tpla_load_elem(host, dt, idx) - 11.875f;
+      tpla_store_elem(host, dt, idx, v);
+    }
+  if (!bad && memcmp(host, img, bytes) != 0) {
+    fprintf(stderr, "  add_diagonal %s %" PRId64 "x%" PRId64 " ld %" PRId64 ": wrong bytes\n",
+            tpla_dtype_name(dt), s.rows, s.cols, s.ld);
+    bad = 1;
+  }
+  cudaFree(dev);
+  free(host), free(img);
+  return bad;
+}
+
+static void test_add_diagonal(void) {
+  NEED_CTX();
+  for (int t = 0; t < 3; t++)
+    for (size_t k = 0; k < N_SHAPES; k++)
+      ASSERT_EQ_INT(check_add_diagonal(k_float_types[t], k_shapes[k], 1500 + k), 0);
+}
+
 /* ---- memory ---------------------------------------------------------------------------- */
 
 static void test_mem_alloc_and_free(void) {
@@ -638,6 +683,7 @@ int main(void) {
   TEST(test_norm_of_huge_entries);
   TEST(test_norm_of_tiny_entries);
   TEST(test_mirror_upper);
+  TEST(test_add_diagonal);
   if (g_stream)
     cudaStreamDestroy(g_stream);
   tpla_ctx_destroy(g_ctx);

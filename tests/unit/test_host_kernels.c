@@ -190,6 +190,37 @@ static void test_mirror_upper(void) {
     }
 }
 
+/* a(i, i) += value over min(rows, cols), in fp32 and rounded once to the
+ * dtype; off-diagonal elements and padding untouched; each of a batch. */
+static void test_add_diagonal(void) {
+  rng_seed(&rng, fresh_seed("test_add_diagonal"));
+  static const int64_t shapes[][3] = {{11, 11, 14}, {5, 9, 9}, {9, 5, 7}, {1, 1, 1}};
+  for (int t = 0; t < 3; t++)
+    for (int k = 0; k < 4; k++) {
+      int64_t r = shapes[k][0], c = shapes[k][1], ld = shapes[k][2];
+      size_t member = (size_t)(r * ld), bytes = (2 * member + 1) * tpla_dtype_size(types[t]);
+      tpla_matrix_t a = view(2 * r, c, ld, types[t]); /* two members of r rows */
+      unsigned char *a0 = malloc(bytes);
+      memcpy(a0, a.data, bytes);
+      tpla_matrix_t before = a, one = a;
+      before.data = a0;
+      one.rows = r;
+      tpla_batch_t batch = {2, member * tpla_dtype_size(types[t])};
+      ASSERT_OK(ctx->backend->add_diagonal(ctx, one, -11.875f, batch, NULL));
+      for (int64_t i = 0; i < 2 * r; i++)
+        for (int64_t j = 0; j < ld; j++) {
+          double want = at(&before, i, j);
+          if (j == i % r && j < c) { /* one rounding of the fp32 sum */
+            float v = (float)want - 11.875f;
+            tpla_store_elem(&v, types[t], 0, v);
+            want = tpla_load_elem(&v, types[t], 0);
+          }
+          ASSERT_TRUE(at(&a, i, j) == want);
+        }
+      free(a.data), free(a0);
+    }
+}
+
 static void test_mem_alloc_and_free(void) {
   void *p = NULL;
   ASSERT_OK(ctx->backend->mem_alloc(ctx, 1000, &p));
@@ -214,6 +245,7 @@ int main(void) {
   TEST(test_norm_of_tiny_entries);
   TEST(test_zero);
   TEST(test_mirror_upper);
+  TEST(test_add_diagonal);
   TEST(test_mem_alloc_and_free);
   tpla_ctx_destroy(ctx);
   tpla_host_group_destroy(group);

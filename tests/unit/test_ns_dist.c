@@ -476,6 +476,57 @@ static void test_half_gram(void) {
  * ranks, rows and columns, tall, wide and square, uneven shards: equals one
  * rank (same dtypes) to bf16 rounding, and is as close to the fp32 result as
  * one rank is. */
+/* A half input with an fp32 Gram: the Gram iteration rounds its update
+ * operand to the input dtype once per segment. Rounded as W, whose
+ * eigenvalues are near -alpha where the result is O(1), it lost about twice
+ * the X iteration's accuracy on a well-conditioned input; rounded as
+ * M = W + alpha I it is as close to the float64 iteration as the X
+ * iteration (ns_gram_iter.c). One rank, and GRAM_SHARDED on two (its products
+ * by halves of rows, each rank adding alpha to its own rows). */
+static void test_gram_iteration_half_update(void) {
+  const int64_t m = 48, n = 256;
+  static const struct {
+    tpla_ns_preset_t preset;
+    int steps;
+  } sched[] = {{TPLA_NS_MUON, 5}, {TPLA_NS_POLAR_EXPRESS, 5}, {TPLA_NS_MUON, 3}};
+  double *x = random_matrix(m, n, TPLA_BFLOAT16, seed + 17);
+  double *ref = malloc(sizeof(double) * (size_t)(m * n));
+  double sum[3] = {0, 0, 0}; /* X iteration, Gram iteration, GRAM_SHARDED */
+  bool ran = true;
+  for (int k = 0; k < 3 && ran; k++) {
+    float table[3 * 8];
+    double safety = ref_preset_table(sched[k].preset, sched[k].steps, table);
+    memcpy(ref, x, sizeof(double) * (size_t)(m * n));
+    ref_ns(ref, m, n, table, sched[k].steps, safety, 1e-7);
+    ns_run_t run = {.desc = TPLA_NS_DESC_INIT};
+    run.desc.dtype = TPLA_BFLOAT16;
+    run.desc.preset = sched[k].preset;
+    run.desc.steps = sched[k].steps;
+    double *y[3];
+    run.desc.iteration = TPLA_NS_ITERATE_X;
+    y[0] = run_with(run, x, m, n, 1);
+    run.desc.iteration = TPLA_NS_ITERATE_GRAM;
+    y[1] = run_with(run, x, m, n, 1);
+    run.desc.algorithm = TPLA_NS_ALGO_GRAM_SHARDED;
+    y[2] = run_with(run, x, m, n, 2);
+    double e[3] = {0, 0, 0};
+    for (int v = 0; v < 3; v++) {
+      ran = ran && y[v] != NULL;
+      e[v] = y[v] != NULL ? rel_diff(y[v], ref, (size_t)(m * n)) : 0.0;
+      sum[v] += e[v];
+      free(y[v]);
+    }
+    printf("  preset %d, %d steps: vs float64: X iteration %.2e, Gram iteration %.2e, "
+           "GRAM_SHARDED on 2 %.2e\n", (int)sched[k].preset, sched[k].steps, e[0], e[1], e[2]);
+  }
+  free(x);
+  free(ref);
+  ASSERT_TRUE(ran);
+  /* rounded as W the sums were ~2x the X iteration's */
+  ASSERT_LE(sum[1], 1.3 * sum[0]);
+  ASSERT_LE(sum[2], 1.3 * sum[0]);
+}
+
 static void test_gram_sharded_half(void) {
   static const int64_t dims[][2] = {{40, 22}, {22, 40}, {28, 28}};
   static const int ranks[] = {2, 3, 5, 8};
@@ -612,6 +663,7 @@ int main(void) {
   TEST(test_gram_sum_by_pulls);
   TEST(test_execute_out_in_place);
   TEST(test_gram_iteration);
+  TEST(test_gram_iteration_half_update);
   TEST(test_auto_iteration);
   return test_summary();
 }

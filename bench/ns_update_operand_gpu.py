@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Newton-Schulz's distance from the float64 iteration on one GPU, X against Gram iteration.
+
+The Gram iteration's update operand, rounded to a half input's dtype, was W (eigenvalues near
+-alpha where the result is O(1)); since session 29 it is M = W + alpha I (src/core/ns_gram_iter.c,
+bench/ns_update_operand_study.py). This measures what that changes on the GPU: for bf16 Gaussian
+inputs, 5 Muon steps and the fp32 Gram (the default), ||Y - Y64|| / ||Y64|| with Y64 the same
+polynomial iterated in float64 on the GPU, for both iterations. TPLA_LIBRARY picks the library,
+so an A/B is two invocations. One JSON line per shape and iteration.
+
+    PYTHONPATH=python TPLA_LIBRARY=build-gpu/libtpla.so python3 bench/ns_update_operand_gpu.py
+"""
+import json
+import os
+
+import torch
+
+import tpla.torch as tt
+
+MUON = (3.4445, -4.7750, 2.0315)
+SHAPES = [(1024, 4096), (2048, 8192), (4096, 14336), (16384, 4096)]
+
+
+def reference(x, steps=5, eps=1e-7):
+    """The Muon polynomial in float64 on the short side's Gram, as tpla normalizes (safety 1)."""
+    y = x.double()
+    tall = y.shape[0] > y.shape[1]
+    if tall:
+        y = y.T
+    y = y / (y.norm() + eps)
+    a, b, c = MUON
+    for _ in range(steps):
+        g = y @ y.T
+        y = a * y + (b * g + c * g @ g) @ y
+    return y.T if tall else y
+
+
+def main():
+    gen = torch.Generator("cuda").manual_seed(29)
+    lib = os.environ.get("TPLA_LIBRARY", "(default)")
+    for m, n in SHAPES:
+        x = torch.randn(m, n, device="cuda", generator=gen).to(torch.bfloat16)
+        ref = reference(x)
+        for it in ("x", "gram"):
+            y = tt.newton_schulz(x, None, steps=5, coefficients="muon", iteration=it,
+                                 gram_dtype=torch.float32)
+            dev = float((y.double() - ref).norm() / ref.norm())
+            print(json.dumps({"lib": lib, "shape": f"{m}x{n}", "iteration": it, "dev": dev}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
