@@ -812,7 +812,8 @@ typedef struct {
  * transport and chunks must agree. */
 typedef struct {
   size_t size;          /* sizeof(tpla_ag_gemm_desc_t); set by the INIT macro */
-  int64_t local_rows;   /* >= 0; may differ between ranks */
+  int64_t local_rows;   /* >= 0; may differ between ranks, but not be 0 on
+                         * all of them (INVALID_ARGUMENT on every rank) */
   int64_t k;            /* > 0 */
   int64_t n;            /* >= 0 */
   tpla_op_t op_b;
@@ -985,12 +986,13 @@ TPLA_API tpla_status_t tpla_ag_gemm_gathered_scales(tpla_ag_gemm_plan_t plan,
 
 /* D_local (local_rows x n) = alpha [reduce_scatter_rows(sum over ranks of
  * A op(B))]_rank + beta D_local + bias. a is m x k (this rank's k), b is
- * k x n or n x k. Errors as tpla_ag_gemm. */
+ * k x n or n x k. alpha must be the same on every rank: each rank scales
+ * its own partial by it. Errors as tpla_ag_gemm. */
 TPLA_API tpla_status_t tpla_gemm_rs(tpla_gemm_rs_plan_t plan, tpla_matrix_t d_local,
                                     tpla_matrix_t a, tpla_matrix_t b,
                                     const tpla_overlap_args_t *args, void *stream);
-/* D (m x n) = alpha (sum over ranks of A op(B)) + beta D + bias. Errors as
- * tpla_ag_gemm. */
+/* D (m x n) = alpha (sum over ranks of A op(B)) + beta D + bias; alpha must
+ * be the same on every rank, as tpla_gemm_rs's. Errors as tpla_ag_gemm. */
 TPLA_API tpla_status_t tpla_gemm_ar(tpla_gemm_ar_plan_t plan, tpla_matrix_t d, tpla_matrix_t a,
                                     tpla_matrix_t b, const tpla_overlap_args_t *args,
                                     void *stream);
