@@ -15,6 +15,8 @@ session 29) and with M rounded (since), on three spectra and two coefficient set
 """
 import torch
 
+from ns_gram_iteration_study import matrix, tf32  # same spectra, same TF32 rounding
+
 BF = torch.bfloat16
 TABLES = {
     "muon": [(3.4445, -4.7750, 2.0315)] * 5,
@@ -28,12 +30,6 @@ TABLES = {
 
 def bf(x):
     return x.to(BF).float()
-
-
-def tf32(x):
-    """Round fp32 to TF32's 10-bit mantissa (nearest)."""
-    i = x.float().contiguous().view(torch.int32)
-    return ((i + 0x1000) & ~0x1FFF).view(torch.float32)
 
 
 def gram(x):
@@ -81,17 +77,6 @@ def reference(x, table):
     return x
 
 
-def matrix(kind, s, l):
-    x = torch.randn(s, l, dtype=torch.float64)
-    if kind != "gauss":
-        u, _, v = torch.linalg.svd(x, full_matrices=False)
-        sig = torch.logspace(0, -4 if kind == "decay" else -8, s, dtype=torch.float64)
-        if kind == "lowrank":
-            sig[s // 8:] *= 1e-3
-        x = u @ torch.diag(sig) @ v
-    return x / x.norm() / 1.01
-
-
 def main():
     torch.manual_seed(0)
     print("distance from the float64 iteration, bf16 input, fp32 Gram (TF32 products), 5 steps")
@@ -101,7 +86,7 @@ def main():
         for kind in ("gauss", "decay", "lowrank"):
             if s < 64 and kind != "gauss":
                 continue
-            x = matrix(kind, s, l)
+            x = matrix(kind, s, l) / 1.01  # Polar Express's safety factor, for every table
             for name, table in TABLES.items():
                 ref = reference(x, table)
                 runs = (x_iteration(x.float(), table), gram_iteration(x.float(), table, False),
