@@ -654,6 +654,11 @@ TPLA_API tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t p
  * runs distributed. INVALID_ARGUMENT for an index out of range. */
 TPLA_API tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index,
                                                 int *owner);
+/* *iteration = the iteration matrix `index` runs (TPLA_NS_ITERATE_X or _GRAM):
+ * its owner's, or its distributed plan's; the same on every rank.
+ * INVALID_ARGUMENT for NULL or an index out of range. */
+TPLA_API tpla_status_t tpla_ns_batch_plan_iteration(tpla_ns_batch_plan_t plan, int index,
+                                                    tpla_ns_iteration_t *iteration);
 /* Orthogonalize xs[0..count) (this rank's shards, each as in
  * tpla_ns_execute) in place. Collective. All views are validated before
  * anything is written: INVALID_ARGUMENT (NULL plan or xs, a bad view,

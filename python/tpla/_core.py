@@ -294,11 +294,14 @@ class NsBatchPlan(_Plan):
         check(lib().tpla_ns_batch_plan_create(ctypes.byref(h), ctx._h(), len(descs), arr))
         super().__init__(ctx, h)
         self.count = len(descs)
-        owner = ctypes.c_int()
-        self.owners = []
+        owner, it = ctypes.c_int(), ctypes.c_int()
+        names = {v: k for k, v in _lib.NS_ITERATION.items()}
+        self.owners, self.iterations = [], []
         for i in range(len(descs)):
             check(lib().tpla_ns_batch_plan_owner(h, i, ctypes.byref(owner)))
             self.owners.append(owner.value)
+            check(lib().tpla_ns_batch_plan_iteration(h, i, ctypes.byref(it)))
+            self.iterations.append(names[it.value])
         b = ctypes.c_size_t()
         check(lib().tpla_ns_batch_plan_workspace_bytes(h, ctypes.byref(b)))
         self.workspace_bytes = b.value

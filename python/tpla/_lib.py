@@ -170,6 +170,7 @@ _CORE = {
     "tpla_ns_batch_plan_destroy": (_status, [c_void_p]),
     "tpla_ns_batch_plan_workspace_bytes": (_status, [c_void_p, P(c_size_t)]),
     "tpla_ns_batch_plan_owner": (_status, [c_void_p, c_int, P(c_int)]),
+    "tpla_ns_batch_plan_iteration": (_status, [c_void_p, c_int, P(c_int)]),
     "tpla_ns_batch_execute": (_status, [c_void_p, P(Matrix), c_void_p]),
 }
 _SHARED = {

@@ -365,16 +365,31 @@ tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t plan, size
   return TPLA_SUCCESS;
 }
 
-tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index, int *owner) {
-  static const char fn[] = "tpla_ns_batch_plan_owner";
+/* The arguments of a per-matrix query: plan, index and the output `what`. */
+static tpla_status_t check_query(const char *fn, tpla_ns_batch_plan_t plan, int index,
+                                 const void *out, const char *what) {
   tpla_clear_error();
-  if (plan == NULL || owner == NULL)
+  if (plan == NULL || out == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument '%s' is NULL",
-                     plan == NULL ? "plan" : "owner");
+                     plan == NULL ? "plan" : what);
   if (index < 0 || index >= plan->count)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'index': %d is not in [0, %d)",
                      index, plan->count);
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index, int *owner) {
+  TPLA_TRY(check_query("tpla_ns_batch_plan_owner", plan, index, owner, "owner"));
   *owner = plan->owner[index];
+  return TPLA_SUCCESS;
+}
+
+tpla_status_t tpla_ns_batch_plan_iteration(tpla_ns_batch_plan_t plan, int index,
+                                           tpla_ns_iteration_t *iteration) {
+  TPLA_TRY(check_query("tpla_ns_batch_plan_iteration", plan, index, iteration, "iteration"));
+  const tpla_ns_plan_t p = plan->plans[index];
+  bool gram = plan->owner[index] >= 0 ? p->whole_gram_iter : p->gram_iter;
+  *iteration = gram ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
   return TPLA_SUCCESS;
 }
 

@@ -158,6 +158,19 @@ def test_auto_iteration_is_the_models_pick(shape, picks):
     assert not torch.equal(tt.newton_schulz(x), tt.newton_schulz(x, iteration=other))
 
 
+def test_batch_plan_reports_each_matrix_iteration():
+    """A batched plan says which iteration each matrix runs: AUTO's pick as
+    the single plan's above, a forced one as asked."""
+    ctx = _core.Context.single_host(timeout_s=20)
+    shapes = [(120, 30, "auto"), (40, 40, "auto"), (40, 40, "gram"), (120, 30, "x")]
+    descs = [_lib.NsDesc.new(shard=_lib.SHARD_ROWS, local_rows=m, local_cols=n,
+                             dtype=_lib.FLOAT32, steps=5, eps=1e-7, gram_dtype=_lib.FLOAT32,
+                             iteration=_lib.NS_ITERATION[it]) for m, n, it in shapes]
+    plan = _core.NsBatchPlan(ctx, descs)
+    assert plan.iterations == ["gram", "x", "gram", "x"]
+    ctx.close()
+
+
 @pytest.mark.parametrize("iteration", ["x", "gram"])
 def test_local_batch_equals_each_matrix(iteration):
     """A batch (2, 3, 24, 40) in one process: the batched plan's groups (one

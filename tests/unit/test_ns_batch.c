@@ -31,6 +31,7 @@ typedef struct {
   int64_t sizes[MAXM][8];
   double *x[MAXM], *out[MAXM];
   int owner[8][MAXM]; /* per rank (each rank's answer; run_batch checks they agree) */
+  tpla_ns_iteration_t iter[8][MAXM]; /* the same for the iteration each matrix runs */
   int loops;            /* execute this many times (memory test) */
   size_t ctx_ws[8][2], plan_ws[8][2]; /* per rank: after the first and the last call */
 } batch_t;
@@ -69,6 +70,8 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_status_t s = tpla_ns_batch_plan_create(&plan, ctx, b->count, d);
   for (int i = 0; i < b->count && s == TPLA_SUCCESS; i++)
     s = tpla_ns_batch_plan_owner(plan, i, &b->owner[rank][i]);
+  for (int i = 0; i < b->count && s == TPLA_SUCCESS; i++)
+    s = tpla_ns_batch_plan_iteration(plan, i, &b->iter[rank][i]);
   int loops = b->loops > 0 ? b->loops : 1;
   for (int k = 0; k < loops && s == TPLA_SUCCESS; k++) {
     s = tpla_ns_batch_execute(plan, xs, NULL);
@@ -92,14 +95,17 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return s != TPLA_SUCCESS;
 }
 
-/* The ranks' batch bodies; every rank must report the same owners. */
+/* The ranks' batch bodies; every rank must report the same owners and
+ * iterations, and a forced iteration is the one reported. */
 static int run_batch(int P, batch_t *b) {
   int failed = run_host_ranks(P, batch_body, b);
-  for (int r = 1; r < P && !failed; r++)
+  for (int r = 0; r < P && !failed; r++)
     for (int i = 0; i < b->count; i++)
-      if (b->owner[r][i] != b->owner[0][i]) {
-        fprintf(stderr, "  matrix %d: rank %d says owner %d, rank 0 %d\n", i, r, b->owner[r][i],
-                b->owner[0][i]);
+      if (b->owner[r][i] != b->owner[0][i] || b->iter[r][i] != b->iter[0][i] ||
+          (b->iteration != TPLA_NS_ITERATE_AUTO && b->iter[r][i] != b->iteration)) {
+        fprintf(stderr, "  matrix %d: rank %d says owner %d, iteration %d; rank 0 %d, %d; "
+                "asked %d\n", i, r, b->owner[r][i], (int)b->iter[r][i], b->owner[0][i],
+                (int)b->iter[0][i], (int)b->iteration);
         failed = 1;
       }
   return failed;

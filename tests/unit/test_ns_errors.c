@@ -367,6 +367,11 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     bad = s != want || !strstr(tpla_last_error(), needle) || memcmp(buf, copy, sizeof buf);
     int owner = 0;
     bad |= tpla_ns_batch_plan_owner(plan, 3, &owner) != TPLA_ERROR_INVALID_ARGUMENT;
+    tpla_ns_iteration_t it = TPLA_NS_ITERATE_AUTO;
+    bad |= tpla_ns_batch_plan_iteration(plan, 3, &it) != TPLA_ERROR_INVALID_ARGUMENT ||
+           tpla_ns_batch_plan_iteration(plan, 0, NULL) != TPLA_ERROR_INVALID_ARGUMENT ||
+           tpla_ns_batch_plan_iteration(NULL, 0, &it) != TPLA_ERROR_INVALID_ARGUMENT ||
+           it != TPLA_NS_ITERATE_AUTO;
   }
   if (bad)
     fprintf(stderr, "  batch case %d rank %d: %s \"%s\" (want \"%s\")\n", c->which, rank,
