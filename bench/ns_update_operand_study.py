@@ -11,8 +11,12 @@ there) it does not. This compares, for bf16 inputs and 5 steps, the distance fro
 iteration of: the X iteration as tpla runs it, the Gram iteration with W rounded (tpla before
 session 29) and with M rounded (since), on three spectra and two coefficient sets.
 
-    python3 bench/ns_update_operand_study.py
+    python3 bench/ns_update_operand_study.py            the table
+    python3 bench/ns_update_operand_study.py short      Polar Express at short sides, 6 draws each
 """
+import statistics
+import sys
+
 import torch
 
 from ns_gram_iteration_study import matrix, tf32  # same spectra, same TF32 rounding
@@ -96,5 +100,26 @@ def main():
                       " ".join(f"{d:9.2e}" for d in devs))
 
 
+def short_sides():
+    """Polar Express on s x 512 Gaussian inputs, s = 2..64: median / max over six draws."""
+    torch.manual_seed(1)
+    table = TABLES["polar_express"]
+    print("s x 512 gauss, Polar Express: median / max over 6 draws of the distance from float64")
+    for s in (2, 4, 8, 16, 32, 64):
+        devs = {"X": [], "M": []}
+        for _ in range(6):
+            x = matrix("gauss", s, 512) / 1.01
+            ref = reference(x, table)
+            for name, y in (("X", x_iteration(x.float(), table)),
+                            ("M", gram_iteration(x.float(), table, True))):
+                devs[name].append(float((y.double() - ref).norm() / ref.norm()))
+        print(f"  s={s:3d}: " + "   ".join(
+            f"{'X iteration' if k == 'X' else 'Gram, M'} {statistics.median(v):.2e} / {max(v):.2e}"
+            for k, v in devs.items()))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["short"]:
+        short_sides()
+    else:
+        main()
