@@ -5,7 +5,7 @@
  * each) or a list (up to TPLA_OPS_LIST_MAX views anywhere, their pointers a
  * kernel parameter). The C launch wrappers are declared in ops_kernels.h;
  * cuda_ops.c reports their errors. The float64 host references are in
- * tests/gpu/test_gpu_ops.c and test_gpu_ops_batch.c.
+ * tests/gpu/test_gpu_ops.c, test_gpu_norm.c and test_gpu_ops_batch.c.
  *
  * All of them are memory-bound, so they are built for bandwidth:
  *  - a persistent grid (at most the resident blocks) walks the matrix as

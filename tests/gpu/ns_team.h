@@ -17,6 +17,7 @@
 
 #include "gpu_util.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -151,6 +152,45 @@ static inline bool all_bytes(const unsigned char *p, size_t n, unsigned char v) 
     if (p[i] != v)
       return false;
   return true;
+}
+
+/* ---- a rank's shard of a global matrix -------------------------------------------- */
+
+/* Rank's part of a global row-major m x n matrix of doubles: rows (or
+ * columns) [off, off + count) as an lr x lc view of `dtype` with rows ld
+ * elements apart. */
+typedef struct {
+  bool rows;
+  int64_t off, lr, lc, ld, n; /* n: the global matrix's columns */
+  tpla_dtype_t dtype;
+} team_shard_t;
+
+static inline size_t team_shard_index(const team_shard_t *sh, int64_t i, int64_t j) {
+  return (size_t)((sh->rows ? sh->off + i : i) * sh->n + (sh->rows ? j : sh->off + j));
+}
+
+/* The shard's image of g, its padding 0xFF (NaN in every dtype). */
+static inline void team_shard_store(const team_shard_t *sh, unsigned char *img, const double *g) {
+  memset(img, 0xFF, (size_t)(sh->lr * sh->ld) * tpla_dtype_size(sh->dtype));
+  for (int64_t i = 0; i < sh->lr; i++)
+    for (int64_t j = 0; j < sh->lc; j++)
+      tpla_store_elem(img, sh->dtype, (size_t)(i * sh->ld + j), g[team_shard_index(sh, i, j)]);
+}
+
+/* The shard's elements from img into g; returns the number of rows whose
+ * padding was written (each reported as rank's, `what`). */
+static inline int team_shard_load(const team_shard_t *sh, const unsigned char *img, double *g,
+                                  int rank, const char *what) {
+  int failures = 0;
+  size_t es = tpla_dtype_size(sh->dtype);
+  for (int64_t i = 0; i < sh->lr; i++) {
+    const unsigned char *pad = img + (size_t)(i * sh->ld + sh->lc) * es;
+    CHECK(&failures, all_bytes(pad, (size_t)(sh->ld - sh->lc) * es, 0xFF),
+          "rank %d: %s: padding of row %" PRId64 " was written", rank, what, i);
+    for (int64_t j = 0; j < sh->lc; j++)
+      g[team_shard_index(sh, i, j)] = tpla_load_elem(img, sh->dtype, (size_t)(i * sh->ld + j));
+  }
+  return failures;
 }
 
 /* ---- the threads ------------------------------------------------------------------ */

@@ -19,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build-gpu"
 LOGS="${OUT:-$PWD/gpu-logs}"
 MEMCHECK=0
-MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_alltoallv test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch"}
+MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch"}
 CLEAN=1
 for arg in "$@"; do
   case "$arg" in

@@ -167,15 +167,11 @@ static int ns_rank_run(rank_env_t *e, phase_t *ph, int *stop) {
     printf("# %s\n", what);
     fflush(stdout);
   }
+  const team_shard_t sh = {rows, off, lr, lc, ld, c->n, c->dtype};
   unsigned char *hx = malloc(bytes + 1), *hy = malloc(bytes + 1), *ho = malloc(bytes + 1);
   failed = hx == NULL || hy == NULL || ho == NULL;
-  if (!failed) {
-    memset(hx, 0xFF, bytes); /* padding: NaN in every dtype */
-    for (int64_t i = 0; i < lr; i++)
-      for (int64_t j = 0; j < lc; j++)
-        tpla_store_elem(hx, c->dtype, (size_t)(i * ld + j),
-                        ph->gx[(rows ? off + i : i) * c->n + (rows ? j : off + j)]);
-  }
+  if (!failed)
+    team_shard_store(&sh, hx, ph->gx);
   void *dx = team_alloc(e, bytes, &failed);
   void *dout = c->use_out ? team_alloc(e, bytes, &failed) : NULL;
   failed = failed || team_copy(e, dx, hx, bytes, cudaMemcpyHostToDevice) != 0;
@@ -220,15 +216,7 @@ static int ns_rank_run(rank_env_t *e, phase_t *ph, int *stop) {
     failed = team_copy(e, hy, dx, bytes, cudaMemcpyDeviceToHost) != 0 ||
              (dout != NULL && team_copy(e, ho, dout, bytes, cudaMemcpyDeviceToHost) != 0);
   if (!failed) {
-    const unsigned char *res = c->use_out ? ho : hy;
-    for (int64_t i = 0; i < lr; i++) {
-      const unsigned char *pad = res + (size_t)(i * ld + lc) * es;
-      CHECK(&failures, all_bytes(pad, (size_t)(ld - lc) * es, 0xFF),
-            "rank %d: %s: padding of row %" PRId64 " was written", rk, what, i);
-      for (int64_t j = 0; j < lc; j++)
-        ph->gout[(rows ? off + i : i) * c->n + (rows ? j : off + j)] =
-            tpla_load_elem(res, c->dtype, (size_t)(i * ld + j));
-    }
+    failures += team_shard_load(&sh, c->use_out ? ho : hy, ph->gout, rk, what);
     if (c->use_out)
       CHECK(&failures, memcmp(hy, hx, bytes) == 0, "rank %d: %s: x was modified", rk, what);
   }

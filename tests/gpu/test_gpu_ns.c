@@ -229,16 +229,11 @@ static int run_case_rank(rank_env_t *e, ns_case_t *c, double *gout, int *stop) {
   int64_t lr = rows ? sizes[r] : sh->m, lc = rows ? sh->n : sizes[r];
   int64_t ld = (lc > 0 ? lc : 1) + c->pad;
   size_t es = tpla_dtype_size(dc->dtype), bytes = (size_t)(lr * ld) * es;
+  const team_shard_t part = {rows, off, lr, lc, ld, sh->n, dc->dtype};
   unsigned char *hx = malloc(bytes + es), *hy = malloc(bytes + es), *ho = malloc(bytes + es);
-  const double *gx = fx.x[c->shape][dc->input];
   failed = !hx || !hy || !ho;
-  if (!failed) {
-    memset(hx, 0xFF, bytes); /* padding: NaN in every dtype */
-    for (int64_t i = 0; i < lr; i++)
-      for (int64_t j = 0; j < lc; j++)
-        tpla_store_elem(hx, dc->dtype, (size_t)(i * ld + j),
-                        gx[(rows ? off + i : i) * sh->n + (rows ? j : off + j)]);
-  }
+  if (!failed)
+    team_shard_store(&part, hx, fx.x[c->shape][dc->input]);
   void *dx = team_alloc(e, bytes, &failed), *dout = c->use_out ? team_alloc(e, bytes, &failed)
                                                                : NULL;
   failed = failed || team_copy(e, dx, hx, bytes, cudaMemcpyHostToDevice);
@@ -278,17 +273,9 @@ static int run_case_rank(rank_env_t *e, ns_case_t *c, double *gout, int *stop) {
     failed = team_copy(e, hy, dx, bytes, cudaMemcpyDeviceToHost) ||
              (dout && team_copy(e, ho, dout, bytes, cudaMemcpyDeviceToHost));
   if (!failed) {
-    const unsigned char *res = c->use_out ? ho : hy;
     char what[200];
     describe(what, sizeof what, c, P);
-    for (int64_t i = 0; i < lr; i++) {
-      const unsigned char *pad = res + (size_t)(i * ld + lc) * es;
-      CHECK(&failures, all_bytes(pad, (size_t)(ld - lc) * es, 0xFF),
-            "rank %d: %s: padding of row %" PRId64 " was written", r, what, i);
-      for (int64_t j = 0; j < lc; j++)
-        gout[(rows ? off + i : i) * sh->n + (rows ? j : off + j)] =
-            tpla_load_elem(res, dc->dtype, (size_t)(i * ld + j));
-    }
+    failures += team_shard_load(&part, c->use_out ? ho : hy, gout, r, what);
     if (c->use_out)
       CHECK(&failures, memcmp(hy, hx, bytes) == 0, "rank %d: %s: x was modified", r, what);
   }

@@ -122,7 +122,7 @@ static void test_norm_of_huge_entries(void) {
 }
 
 /* Norms below fp32's normal range: x / D, and zeros for X = 0 with a tiny
- * eps (the CUDA kernels once gave inf and NaN here: test_gpu_ops). */
+ * eps (the CUDA kernels once gave inf and NaN here: test_gpu_norm). */
 static void test_norm_of_tiny_entries(void) {
   for (int c = 0; c < 4; c++) {
     tpla_matrix_t x = view(5, 7, 7, c & 1 ? TPLA_BFLOAT16 : TPLA_FLOAT32);
