@@ -551,10 +551,23 @@ typedef struct {
   tpla_ns_algorithm_t algorithm;
   tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_AUTO (default), _X, _GRAM */
   tpla_ns_gram_sum_t gram_sum;   /* TPLA_NS_GRAM_SUM_AUTO (default), _COLLECTIVE */
+  int workspace_group;           /* 0 (default): a workspace of the plan's own.
+                                    g > 0: one workspace shared with the context's
+                                    other plans in group g, at the largest one's
+                                    size, so that a layer stack pays for it once.
+                                    The group's calls must be one sequence, each
+                                    after the previous in stream order (one
+                                    stream, or the caller orders them). Creating
+                                    a member of an existing group waits until the
+                                    device has finished its work in flight (so
+                                    create the members before a CUDA graph
+                                    capture, not during one); one that needs more
+                                    moves the group to a larger workspace. Need
+                                    not agree across ranks; must be 0 in a batch */
 } tpla_ns_desc_t;
 #define TPLA_NS_DESC_INIT                                                                  \
   {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \
-   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_AUTO, TPLA_NS_GRAM_SUM_AUTO}
+   1e-7f, 0.0f, TPLA_FLOAT32, TPLA_NS_ALGO_AUTO, TPLA_NS_ITERATE_AUTO, TPLA_NS_GRAM_SUM_AUTO, 0}
 
 typedef struct tpla_ns_plan *tpla_ns_plan_t;
 
@@ -585,21 +598,25 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  *                     a coefficient count that is not 3 * steps, non-finite
  *                     coefficients (a user table's, or a preset's divided
  *                     by a tiny safety), eps < 0, safety < 0, LOCAL with
- *                     > 1 rank.
+ *                     > 1 rank, workspace_group < 0.
  *   REMOTE            another rank rejected its arguments, or the ranks
  *                     disagree (shard dimension, non-sharded size, dtype,
  *                     gram_dtype, steps, coefficients, eps, safety,
  *                     algorithm); every rank gets the same message naming
  *                     the first disagreeing rank and field.
- *   OUT_OF_MEMORY     the workspace could not be allocated.
+ *   OUT_OF_MEMORY     the workspace could not be allocated (a group's
+ *                     stays as it was).
  *   TIMEOUT/NCCL/...  the exchange failed. */
 TPLA_API tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
                                            const tpla_ns_desc_t *desc);
-/* Release a plan and its workspace. Not collective. Accepts NULL. The
- * context must outlive its plans. Always SUCCESS. */
+/* Release a plan and its workspace (a group's with its last member). Not
+ * collective. Accepts NULL. The context must outlive its plans. Always
+ * SUCCESS. */
 TPLA_API tpla_status_t tpla_ns_plan_destroy(tpla_ns_plan_t plan);
 /* Executor memory (device or host) the plan holds, in bytes; fixed for the
- * plan's life. INVALID_ARGUMENT for a NULL argument (as for the next). */
+ * plan's life, but for a workspace group's member: its group's workspace
+ * (which a larger member's creation grows) plus what it holds alone.
+ * INVALID_ARGUMENT for a NULL argument (as for the next). */
 TPLA_API tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes);
 /* The algorithm the plan runs (never AUTO; LOCAL on one rank). */
 TPLA_API tpla_status_t tpla_ns_plan_algorithm(tpla_ns_plan_t plan,

@@ -274,9 +274,14 @@ class NsPlan(_Plan):
         self.algorithm = {v: k for k, v in _lib.NS_ALGO.items()}[a.value]
         check(lib().tpla_ns_plan_iteration(h, ctypes.byref(a)))
         self.iteration = {v: k for k, v in _lib.NS_ITERATION.items()}[a.value]
+
+    @property
+    def workspace_bytes(self):
+        """Bytes held; a workspace group's member: the group's (which a larger
+        member's creation grows) plus its own."""
         b = ctypes.c_size_t()
-        check(lib().tpla_ns_plan_workspace_bytes(h, ctypes.byref(b)))
-        self.workspace_bytes = b.value
+        check(lib().tpla_ns_plan_workspace_bytes(self._h(), ctypes.byref(b)))
+        return b.value
 
     def execute(self, x, stream=0):
         check(lib().tpla_ns_execute(self._h(), x, stream))

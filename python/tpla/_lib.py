@@ -90,7 +90,8 @@ class NsDesc(_Sized):
                 ("local_cols", c_int64), ("dtype", c_int), ("steps", c_int), ("preset", c_int),
                 ("coefficients", ctypes.POINTER(c_float)), ("ncoefficients", c_size_t),
                 ("eps", c_float), ("safety", c_float), ("gram_dtype", c_int),
-                ("algorithm", c_int), ("iteration", c_int), ("gram_sum", c_int)]
+                ("algorithm", c_int), ("iteration", c_int), ("gram_sum", c_int),
+                ("workspace_group", c_int)]
 
 
 class OverlapArgs(_Sized):

@@ -134,6 +134,10 @@ typedef struct tpla_backend {
   /* Order `waiter` after the work enqueued so far on `signaler` (CUDA: one
    * event record + stream wait); no-op on the host. */
   tpla_status_t (*stream_wait)(tpla_ctx_t ctx, void *waiter, void *signaler);
+  /* Wait on the host until the device has finished the work enqueued on it
+   * (CUDA: cudaDeviceSynchronize). NULL where every call completes before
+   * returning (host). Plan creation only. */
+  tpla_status_t (*quiesce)(tpla_ctx_t ctx);
   tpla_status_t (*gemm)(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream);
   size_t (*workspace_bytes)(tpla_ctx_t ctx);
 
@@ -268,6 +272,7 @@ struct tpla_ctx {
   void *impl; /* the executor's own state */
   tpla_ctx_counters_t counters;
   struct ovl_group *ovl_groups; /* the overlap plans' window groups (src/core/overlap_group.c) */
+  struct ns_share *ns_shares;   /* the Newton-Schulz plans' workspace groups (ns_share.c) */
   tpla_ctx_failure_t failure;   /* set once the context is aborted (ctx_fail.c) */
   /* The batch the Newton-Schulz engine's GEMMs, copies and mirrors apply to
    * (src/core/ns_iter.c): set by a batched plan's group run around its

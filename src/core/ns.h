@@ -437,6 +437,7 @@ struct tpla_ns_plan {
   ns_layout_t layout;  /* workspace bytes */
   void *ws;            /* the base everything is bound to */
   bool owns_ws;
+  struct ns_share *share; /* the workspace group it shares ws with (ns_share.c), or NULL */
   double *sumsq;
   void *w1, *w2, *wg;
 };
@@ -462,6 +463,18 @@ tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine
 void ns_plan_bind(tpla_ns_plan_t p, void *base);
 /* Free the plan's host memory, and its workspace if owned. */
 void ns_plan_free(tpla_ns_plan_t p);
+/* ---- workspace groups (ns_share.c) ------------------------------------------ */
+
+/* Bind p (prepared, not bound) to the workspace of its context's group id,
+ * made or grown to p->layout.bytes (a new one: every member rebound),
+ * after the device's work in flight when the group exists. On failure the
+ * group is as it was and p is in none. Not collective. */
+tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn);
+/* Take p out of its group (if any), freeing the workspace with the last. */
+void ns_share_leave(tpla_ns_plan_t p);
+/* The group's workspace bytes. */
+size_t ns_share_bytes(const struct ns_share *g);
+
 /* Validate x against the plan's local shape ("x" or e.g. "xs[3]"). */
 tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
                          const tpla_matrix_t *x);

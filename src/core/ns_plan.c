@@ -100,6 +100,12 @@ static tpla_status_t check_desc(char *msg, const char *arg, const tpla_ns_desc_t
   if (d->gram_sum != TPLA_NS_GRAM_SUM_AUTO && d->gram_sum != TPLA_NS_GRAM_SUM_COLLECTIVE)
     return bad(msg, IA, "%s: gram_sum %d is neither TPLA_NS_GRAM_SUM_AUTO nor _COLLECTIVE", arg,
                (int)d->gram_sum);
+  if (d->workspace_group < 0)
+    return bad(msg, IA, "%s: workspace_group %d is negative (0: a workspace of the plan's own)",
+               arg, d->workspace_group);
+  if (d->workspace_group != 0 && in_batch)
+    return bad(msg, IA, "%s: workspace_group %d in a batch, whose matrices share the batch's "
+               "workspace: 0 here", arg, d->workspace_group);
   /* read by ns_pull_wish; a misspelt opt-out must not pass for the default */
   const char *sum = getenv("TPLA_NS_GRAM_SUM"), *windows = getenv("TPLA_NS_PULL_WINDOWS");
   if (sum != NULL && *sum != '\0' && strcmp(sum, "pull") != 0 && strcmp(sum, "nccl") != 0)
@@ -341,6 +347,7 @@ void ns_plan_free(tpla_ns_plan_t p) {
   ns_pull_destroy(p->iter.pull); /* waits for its lanes, which write the workspace's Gram */
   if (p->owns_ws && p->ws != NULL)
     p->ctx->backend->mem_free(p->ctx, p->ws);
+  ns_share_leave(p);
   ns_iter_free(&p->iter);
   free(p->table);
   free(p->offs);
@@ -363,21 +370,29 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   TPLA_TRY(ns_plan_prepare(plan, ctx, desc, fn, "argument 'desc'", false, pulls));
   tpla_ns_plan_t p = *plan;
   void *ws = NULL;
-  tpla_status_t st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
-  st = ns_agree_status(ctx, fn, st, "allocate its workspace");
-  if (st != TPLA_SUCCESS) {
-    if (ws != NULL)
+  tpla_status_t st = TPLA_SUCCESS;
+  if (desc->workspace_group > 0) {
+    st = ns_share_join(p, desc->workspace_group, fn);
+  } else {
+    st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
+    if (st == TPLA_SUCCESS) {
+      p->owns_ws = true;
+      ns_plan_bind(p, ws);
+    } else if (ws != NULL) {
       ctx->backend->mem_free(ctx, ws);
+    }
+  }
+  st = ns_agree_status(ctx, fn, st, desc->workspace_group > 0 ? "join its workspace group"
+                                                               : "allocate its workspace");
+  if (st != TPLA_SUCCESS) {
     ns_plan_free(p);
     *plan = NULL;
     return st;
   }
-  p->owns_ws = true;
-  ns_plan_bind(p, ws);
   if (p->pulls_planned) /* collective; NULL: NCCL sums */
     st = ns_pull_create(ctx, &p->iter, p->pull_windows, fn, &p->iter.pull);
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
-    ns_plan_bind(p, ws); /* again: some matrices may live in the pulls' memory */
+    ns_plan_bind(p, p->ws); /* again: some matrices may live in the pulls' memory */
   *again = st == TPLA_SUCCESS && p->pulls_planned && p->iter.pull == NULL;
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
     st = ns_pull_rehearse(p, fn);
@@ -418,7 +433,8 @@ tpla_status_t tpla_ns_plan_workspace_bytes(tpla_ns_plan_t plan, size_t *bytes) {
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'plan' is NULL");
   if (bytes == NULL)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'bytes' is NULL");
-  *bytes = plan->layout.bytes + ns_pull_bytes(plan->iter.pull);
+  *bytes = (plan->share != NULL ? ns_share_bytes(plan->share) : plan->layout.bytes) +
+           ns_pull_bytes(plan->iter.pull);
   return TPLA_SUCCESS;
 }
 

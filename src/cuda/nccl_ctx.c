@@ -424,6 +424,15 @@ static tpla_status_t nccl_stream_wait(tpla_ctx_t ctx, void *waiter, void *signal
   return TPLA_SUCCESS;
 }
 
+static tpla_status_t nccl_quiesce(tpla_ctx_t ctx) {
+  static const char fn[] = "tpla (device synchronize)";
+  tpla_device_guard_t guard;
+  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  cudaError_t e = cudaDeviceSynchronize();
+  tpla_device_guard_exit(&guard);
+  return e == cudaSuccess ? TPLA_SUCCESS : tpla_cuda_status(e, fn, "cudaDeviceSynchronize()");
+}
+
 /* The collectives (nccl_coll.c). */
 tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
                                   tpla_dtype_t dtype, void *stream);
@@ -449,6 +458,7 @@ const tpla_backend_t tpla_nccl_backend = {
     .barrier = tpla_nccl_barrier,
     .side_stream = nccl_side_stream,
     .stream_wait = nccl_stream_wait,
+    .quiesce = nccl_quiesce,
     .gemm = tpla_cuda_gemm,
     .workspace_bytes = nccl_workspace_bytes,
     .mem_alloc = tpla_cuda_mem_alloc,

@@ -250,6 +250,28 @@ def test_local_fp8_gemm_with_scales_and_amax():
                      fp8=_lib.Fp8Scaling(scale_mode=_lib.FP8_SCALE_MXFP8))
 
 
+def test_workspace_group_shares_one_workspace():
+    """Plans of several shapes in one workspace group give their results
+    alone, bit for bit, and hold one workspace at the largest one's size."""
+    comm = tt.local_communicator(torch.device("cpu"))
+    shapes = ((12, 40), (48, 64), (30, 20))
+    xs = [torch.randn(*s, generator=torch.Generator().manual_seed(9)) for s in shapes]
+    want = [tt.newton_schulz(x, comm) for x in xs]
+    for _ in range(2):  # calls of the members, each after another's
+        for x, w in zip(xs, want):
+            assert torch.equal(tt.newton_schulz(x, comm, workspace_group=3), w)
+    ours = [(k, p) for k, p in comm._plans.items() if k[0] == "ns" and k[1] in shapes]
+    alone = [p.workspace_bytes for k, p in ours if k[-1] == 0]
+    grouped = [p.workspace_bytes for k, p in ours if k[-1] == 3]
+    assert len(alone) == len(grouped) == 3
+    assert set(grouped) == {max(alone)} and max(alone) > min(alone)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(tpla.InvalidArgumentError, match="workspace_group"):
+            tt.newton_schulz(xs[0], comm, workspace_group=bad)
+    with pytest.raises(tpla.InvalidArgumentError, match="0 for a batch"):
+        tt.newton_schulz(torch.randn(2, 6, 4), comm, workspace_group=1)
+
+
 def test_bad_inputs():
     x = torch.randn(6, 4)
     with pytest.raises(tpla.InvalidArgumentError, match="torch.Tensor"):

@@ -160,7 +160,8 @@ static void test_bad_values(void) {
                {14, "unknown algorithm -1"},          {15, "iteration 3 is none of"},
                {16, "iteration -1 is none of"},
                {17, "makes the preset's coefficient 2 (step 0) non-finite"},
-               {18, "gram_sum 2 is neither"}};
+               {18, "gram_sum 2 is neither"},
+               {19, "workspace_group -1 is negative"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     create_case_t c;
     init_case(&c, 2);
@@ -187,6 +188,7 @@ static void test_bad_values(void) {
       case 16: d->iteration = (tpla_ns_iteration_t)-1; break;
       case 17: d->preset = TPLA_NS_POLAR_EXPRESS, d->safety = 1e-12f, d->steps = 8; break;
       case 18: d->gram_sum = (tpla_ns_gram_sum_t)2; break;
+      case 19: d->workspace_group = -1; break;
       }
     }
     if (expect(&c, 2, TPLA_ERROR_INVALID_ARGUMENT, 0, cases[i].needle))
@@ -345,8 +347,10 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   case 2: d[1].steps = 0, needle = "argument 'descs[1]': steps 0"; break;
   case 3: d[2].local_cols = rank == 0 ? 8 : 6, want = TPLA_ERROR_REMOTE,
           needle = "rank 1 has local_cols"; break;
+  case 4: d[1].workspace_group = 2, needle = "argument 'descs[1]': workspace_group 2 in a batch";
+    break;
   }
-  if (c->which < 4) {
+  if (c->which < 5) {
     s = tpla_ns_batch_plan_create(&plan, ctx, count, d);
     bad = s != want || plan != NULL || !strstr(tpla_last_error(), needle);
   } else {
@@ -359,7 +363,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     tpla_matrix_t xs[3];
     for (int i = 0; i < 3; i++)
       xs[i] = (tpla_matrix_t){buf[i], d[i].local_rows, 8, 8, TPLA_FLOAT32};
-    if (c->which == 4)
+    if (c->which == 5)
       xs[1].rows += 1, needle = "argument 'xs[1]'";
     else
       xs[2].data = buf[0] + 8, needle = "argument 'xs[2]' overlaps xs[0]";
@@ -409,7 +413,7 @@ static void test_batch_workspace_past_2_64(void) {
 }
 
 static void test_batch_errors(void) {
-  for (int which = 0; which < 6; which++) {
+  for (int which = 0; which < 7; which++) {
     batch_case_t c = {which};
     ASSERT_EQ_INT(run_host_ranks(2, batch_body, &c), 0);
   }

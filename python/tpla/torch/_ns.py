@@ -59,7 +59,7 @@ def _named(table, value, fn, arg):
 
 
 def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram_dtype,
-            algorithm, fn, iteration="auto", gram_sum="auto"):
+            algorithm, fn, iteration="auto", gram_sum="auto", workspace_group=0):
     """A filled tpla_ns_desc_t (and the coefficient array it points to)."""
     preset, flat, _ = coef
     algo = _named(_lib.NS_ALGO, algorithm, fn, "algorithm")
@@ -68,7 +68,7 @@ def ns_desc(shard, local_rows, local_cols, dtype, steps, coef, eps, safety, gram
     d = _lib.NsDesc.new(shard=shard, local_rows=int(local_rows), local_cols=int(local_cols),
                         dtype=dtype, steps=int(steps), preset=preset, eps=float(eps),
                         safety=float(safety or 0.0), gram_dtype=gram_dtype, algorithm=algo,
-                        iteration=it, gram_sum=gs)
+                        iteration=it, gram_sum=gs, workspace_group=workspace_group)
     keep = None
     if flat is not None:
         keep = (ctypes.c_float * len(flat))(*flat)
@@ -88,7 +88,7 @@ def shard_of(shard_dim, fn):
 
 def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=None, *,
                   shard_sizes=None, eps=1e-7, safety=None, gram_dtype=None, algorithm="auto",
-                  iteration="auto", gram_sum="auto"):
+                  iteration="auto", gram_sum="auto", workspace_group=0):
     """Orthogonalize a sharded matrix: the polar factor U V^T of X = U S V^T,
     approximated by `steps` Newton-Schulz steps.
 
@@ -114,7 +114,11 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
        applied to the Gram matrix between updates of X, fewer FLOPs for
        rectangular X), gram_sum ("auto": two ranks whose GPUs map each
        other sum the Gram by copy-engine pulls; "collective": by NCCL's
-       all-reduce, which a CUDA graph can capture): as tpla_ns_desc_t.
+       all-reduce, which a CUDA graph can capture), workspace_group (0: the
+       cached plan of each shape has a workspace of its own; g > 0: the
+       plans of every shape called with g share one, at the largest one's
+       size; their calls must follow each other in stream order, and x must
+       be one matrix, not a batch): as tpla_ns_desc_t.
     Runs on the current CUDA stream (returns without waiting for the GPU).
     Raises tpla.Error subclasses (InvalidArgumentError for bad input).
     """
@@ -161,19 +165,24 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     if ndim > 2 and not same_view(out, x) and _spans_meet(out, x):  # (2-D: the C call checks)
         raise InvalidArgumentError("%s: argument 'out' overlaps 'x': pass x itself to work in "
                                    "place, or memory apart from it" % fn)
+    if isinstance(workspace_group, bool) or not isinstance(workspace_group, int) or \
+            workspace_group < 0 or (workspace_group and ndim > 2):
+        raise InvalidArgumentError(
+            "%s: argument 'workspace_group': %r must be an int >= 0, and 0 for a batch (whose "
+            "matrices share one plan's workspace)" % (fn, workspace_group))
     for table, value, arg in ((_lib.NS_ALGO, algorithm, "algorithm"),
                               (_lib.NS_ITERATION, iteration, "iteration"),
                               (_lib.NS_GRAM_SUM, gram_sum, "gram_sum")):
         _named(table, value, fn, arg)  # before the cache: a bad value must not reach a collective
     key = ("ns", tuple(x.shape), dtype, shard, steps, coef[2], float(eps), safety, gram,
-           algorithm, iteration, gram_sum, shard_sizes)
+           algorithm, iteration, gram_sum, shard_sizes, workspace_group)
 
     if not batch:  # a batch of no matrices
         return out
 
     def make(ctx):
         desc, keep = ns_desc(shard, rows, cols, dtype, steps, coef, eps, safety, gram, algorithm,
-                             fn, iteration, gram_sum)
+                             fn, iteration, gram_sum, workspace_group)
         if ndim == 2:
             return _core.NsPlan(ctx, desc)
         return _core.NsBatchPlan(ctx, [desc] * len(batch))
