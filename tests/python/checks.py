@@ -122,8 +122,27 @@ def check_ns_numerics(rank, world, device):
     _raises(tpla.InvalidArgumentError, lambda: tt.newton_schulz(local, comm, gram_sum="nccl"),
             "argument 'gram_sum'")
     worst["batch"] = _ns_batch(comm, rank, world)
+    worst["group_bytes"] = _ns_workspace_group(comm, rank, world)
     comm.close()
     return worst
+
+
+def _ns_workspace_group(comm, rank, world):
+    """Plans of two shapes in one workspace_group: their results alone, bit for bit, in
+    interleaved calls; the group holds less than the two plans alone."""
+    shapes = ((40, 96), (72, 48))
+    xs = [_shard(seeded(s, 20 + i, device=comm.device), 0, tt.even_split(s[0], world),
+                 rank).contiguous() for i, s in enumerate(shapes)]
+    want = [tt.newton_schulz(x, comm) for x in xs]
+    for x, w in list(zip(xs, want)) * 2:
+        assert torch.equal(tt.newton_schulz(x, comm, workspace_group=5), w), \
+            "a workspace group member differs from its plan alone"
+    ours = [(k, p) for k, p in comm._plans.items()
+            if k[0] == "ns" and k[1] in [tuple(x.shape) for x in xs]]
+    alone = sum(p.workspace_bytes for k, p in ours if k[-1] == 0)
+    grouped = max(p.workspace_bytes for k, p in ours if k[-1] == 5)
+    assert len(ours) == 4 and grouped < alone, (len(ours), grouped, alone)
+    return grouped
 
 
 def _ns_batch(comm, rank, world):
