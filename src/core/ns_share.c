@@ -29,7 +29,7 @@ static tpla_status_t no_memory(const char *fn) {
 }
 
 /* The group's workspace at least `bytes`, its members rebound to a new one. */
-static tpla_status_t fit(tpla_ctx_t ctx, struct ns_share *g, size_t bytes, const char *fn) {
+static tpla_status_t fit(tpla_ctx_t ctx, struct ns_share *g, size_t bytes) {
   if (g->ws != NULL && bytes <= g->bytes)
     return TPLA_SUCCESS;
   void *ws = NULL;
@@ -72,7 +72,7 @@ tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn) {
     }
   }
   if (st == TPLA_SUCCESS)
-    st = fit(ctx, g, p->layout.bytes, fn);
+    st = fit(ctx, g, p->layout.bytes);
   if (st != TPLA_SUCCESS) {
     if (fresh) {
       free(g->members);
