@@ -272,6 +272,29 @@ def test_workspace_group_shares_one_workspace():
         tt.newton_schulz(torch.randn(2, 6, 4), comm, workspace_group=1)
 
 
+def test_torch_compile_breaks_around_tpla():
+    """Under torch.compile the tpla calls are graph breaks: a Newton-Schulz step and a
+    column- then row-parallel MLP give the eager loss and gradients."""
+    torch._dynamo.reset()
+    comm = tt.local_communicator(torch.device("cpu"))
+    torch.manual_seed(4)
+    col = tt.ColumnParallelLinear(48, 80, comm)
+    row = tt.RowParallelLinear(80, 48, comm)
+    x = torch.randn(24, 48)
+
+    def step(x):
+        return row(torch.relu(col(x))).square().sum() + tt.newton_schulz(x * 0.5).sum()
+
+    grads = []
+    for fn in (step, torch.compile(step, backend="eager")):
+        loss = fn(x)
+        loss.backward()
+        grads.append((loss.detach(), col.weight.grad.clone(), row.weight.grad.clone()))
+        col.weight.grad = row.weight.grad = None
+    for eager, compiled in zip(*grads):
+        assert torch.allclose(eager, compiled, rtol=1e-6, atol=1e-6)
+
+
 def test_bad_inputs():
     x = torch.randn(6, 4)
     with pytest.raises(tpla.InvalidArgumentError, match="torch.Tensor"):
