@@ -72,6 +72,7 @@ class _Plan:
     """A plan handle; destroyed by close() or by its context's close()."""
 
     _destroy = None
+    _workspace = None  # tpla_*_plan_workspace_bytes
 
     def __init__(self, ctx, handle):
         self.ctx = ctx
@@ -88,6 +89,15 @@ class _Plan:
         if not self.handle:
             raise InvalidUsageError("%s: the plan was closed" % type(self).__name__)
         return self.handle
+
+    @property
+    def workspace_bytes(self):
+        """Bytes held now (tpla_*_plan_workspace_bytes); a group's member (a Newton-Schulz
+        workspace_group, an overlap window_group): the group's, which a larger member's
+        creation grows, plus its own."""
+        b = ctypes.c_size_t()
+        check(getattr(lib(), self._workspace)(self._h(), ctypes.byref(b)))
+        return b.value
 
     def __del__(self):
         try:
@@ -264,6 +274,7 @@ class Context:
 
 class NsPlan(_Plan):
     _destroy = "tpla_ns_plan_destroy"
+    _workspace = "tpla_ns_plan_workspace_bytes"
 
     def __init__(self, ctx, desc):
         h = ctypes.c_void_p()
@@ -274,14 +285,7 @@ class NsPlan(_Plan):
         self.algorithm = {v: k for k, v in _lib.NS_ALGO.items()}[a.value]
         check(lib().tpla_ns_plan_iteration(h, ctypes.byref(a)))
         self.iteration = {v: k for k, v in _lib.NS_ITERATION.items()}[a.value]
-
-    @property
-    def workspace_bytes(self):
-        """Bytes held; a workspace group's member: the group's (which a larger
-        member's creation grows) plus its own."""
-        b = ctypes.c_size_t()
-        check(lib().tpla_ns_plan_workspace_bytes(self._h(), ctypes.byref(b)))
-        return b.value
+        self.group = ("ns", desc.workspace_group) if desc.workspace_group else None
 
     def execute(self, x, stream=0):
         check(lib().tpla_ns_execute(self._h(), x, stream))
@@ -292,6 +296,7 @@ class NsPlan(_Plan):
 
 class NsBatchPlan(_Plan):
     _destroy = "tpla_ns_batch_plan_destroy"
+    _workspace = "tpla_ns_batch_plan_workspace_bytes"
 
     def __init__(self, ctx, descs):
         h = ctypes.c_void_p()
@@ -307,9 +312,7 @@ class NsBatchPlan(_Plan):
             self.owners.append(owner.value)
             check(lib().tpla_ns_batch_plan_iteration(h, i, ctypes.byref(it)))
             self.iterations.append(names[it.value])
-        b = ctypes.c_size_t()
-        check(lib().tpla_ns_batch_plan_workspace_bytes(h, ctypes.byref(b)))
-        self.workspace_bytes = b.value
+        self.group = None
 
     def execute(self, xs, stream=0):
         arr = (_lib.Matrix * len(xs))(*xs)
@@ -318,6 +321,10 @@ class NsBatchPlan(_Plan):
 
 class _OverlapPlan(_Plan):
     _kind = None
+
+    @property
+    def _workspace(self):
+        return "tpla_%s_plan_workspace_bytes" % self._kind
 
     def __init__(self, ctx, desc):
         if not _lib.library().has_overlap:
@@ -330,6 +337,7 @@ class _OverlapPlan(_Plan):
         info = _lib.OverlapInfo.new()
         check(getattr(lib(), "tpla_%s_plan_get_info" % self._kind)(h, ctypes.byref(info)))
         self.info = {n: getattr(info, n) for n, _ in _lib.OverlapInfo._fields_ if n != "size"}
+        self.group = ("overlap", desc.window_group) if desc.window_group else None
 
     def __call__(self, d, a, b, alpha=1.0, beta=0.0, bias=None, stream=0, fp8=None,
                  b_version=0):

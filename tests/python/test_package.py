@@ -257,6 +257,7 @@ def test_workspace_group_shares_one_workspace():
     shapes = ((12, 40), (48, 64), (30, 20))
     xs = [torch.randn(*s, generator=torch.Generator().manual_seed(9)) for s in shapes]
     want = [tt.newton_schulz(x, comm) for x in xs]
+    held = comm.workspace_bytes()
     for _ in range(2):  # calls of the members, each after another's
         for x, w in zip(xs, want):
             assert torch.equal(tt.newton_schulz(x, comm, workspace_group=3), w)
@@ -265,6 +266,7 @@ def test_workspace_group_shares_one_workspace():
     grouped = [p.workspace_bytes for k, p in ours if k[-1] == 3]
     assert len(alone) == len(grouped) == 3
     assert set(grouped) == {max(alone)} and max(alone) > min(alone)
+    assert comm.workspace_bytes() == held + max(alone)  # the group counted once
     for bad in (-1, 1.5, True):
         with pytest.raises(tpla.InvalidArgumentError, match="workspace_group"):
             tt.newton_schulz(xs[0], comm, workspace_group=bad)

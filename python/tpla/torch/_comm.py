@@ -186,12 +186,17 @@ class Communicator:
         return self.context.counters()
 
     def workspace_bytes(self):
-        """Bytes held by the context and every cached plan."""
-        total = self.context.workspace_bytes()
+        """Bytes held by the context and every cached plan, a group's once (at its
+        largest member's count: the group's bytes plus that member's own)."""
+        total, groups = self.context.workspace_bytes(), {}
         for p in self._plans.values():
-            if p.handle:
-                total += p.info["workspace_bytes"] if hasattr(p, "info") else p.workspace_bytes
-        return total
+            if not p.handle:
+                continue
+            if p.group is None:
+                total += p.workspace_bytes
+            else:
+                groups[p.group] = max(groups.get(p.group, 0), p.workspace_bytes)
+        return total + sum(groups.values())
 
     def barrier(self):
         self.context.barrier(self.stream())
