@@ -7,8 +7,11 @@
  * fp32/bf16/fp16 input with an fp32 or input-dtype Gram, the X, Gram or
  * AUTO iteration, AUTO or a forced algorithm, a preset or a random user
  * table, 1..7 steps, safety and eps, tpla_ns_execute or tpla_ns_execute_out
- * (separate or aliased output), one call or two on the same plan. About one
- * case in four is a batch (tpla_ns_batch_*) of such matrices. Checked:
+ * (separate or aliased output), one call or two on the same plan; one plan in
+ * four shares a workspace group with a neighbour plan of another random
+ * matrix, made before or after it and called before each of its calls.
+ * About one case in four is a batch (tpla_ns_batch_*) of such matrices.
+ * Checked:
  *   - the distributed result equals one rank's (same desc, the iteration the
  *     distributed plan resolved to) to the rounding of the dtype;
  *   - one rank's result equals the float64 X iteration (ref_ns; the Gram
@@ -95,9 +98,17 @@ static int64_t shard_pad_written(const shard_t *s) {
 
 enum { OUT_NONE, OUT_SEPARATE, OUT_ALIASED };
 
+/* A workspace group (tpla_ns_desc_t.workspace_group): the plan shares its
+ * workspace with a neighbour plan of another random matrix, made first or
+ * after it and called before each of its calls (ns_share.c). */
+enum { SHARE_NONE, SHARE_NEIGHBOUR_FIRST, SHARE_NEIGHBOUR_AFTER };
+
 typedef struct {
   const mat_t *mt;
   int P;
+  int share;              /* SHARE_* */
+  const mat_t *nb;        /* the neighbour's matrix and input */
+  const double *nb_x;
   int out_mode; /* OUT_*: tpla_ns_execute, or tpla_ns_execute_out */
   int calls;    /* 2: a first call on `first`, then one on `x` */
   bool null_empty;
@@ -138,25 +149,48 @@ static tpla_status_t execute(tpla_ns_plan_t plan, int out_mode, tpla_matrix_t x,
   return tpla_ns_execute_out(plan, out_mode == OUT_ALIASED ? x : out, x, NULL);
 }
 
+/* The plan of mt for this rank's shard x, in workspace group `group`. */
+static tpla_status_t create(tpla_ctx_t ctx, const mat_t *mt, const shard_t *x, int group,
+                            tpla_ns_plan_t *plan) {
+  tpla_ns_desc_t d = mt->desc;
+  d.local_rows = x->view.rows;
+  d.local_cols = x->view.cols;
+  d.workspace_group = group;
+  return tpla_ns_plan_create(plan, ctx, &d);
+}
+
 static int plan_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   (void)nranks;
   plan_run_t *run = arg;
   const mat_t *mt = run->mt;
-  shard_t x = {0}, out = {0};
+  shard_t x = {0}, out = {0}, nx = {0};
   unsigned char *before = NULL;
-  tpla_ns_plan_t plan = NULL;
+  tpla_ns_plan_t plan = NULL, neighbour = NULL;
   int fail = shard_alloc(&x, mt, rank, mt->pad[rank], run->null_empty);
   fail = fail || shard_alloc(&out, mt, rank, mt->out_pad[rank], run->null_empty);
   fail = fail || (before = malloc(x.bytes)) == NULL;
-  tpla_ns_desc_t d = mt->desc;
-  d.local_rows = x.view.rows;
-  d.local_cols = x.view.cols;
-  tpla_status_t s = fail ? TPLA_ERROR_OUT_OF_MEMORY : tpla_ns_plan_create(&plan, ctx, &d);
+  if (run->share != SHARE_NONE)
+    fail = fail || shard_alloc(&nx, run->nb, rank, run->nb->pad[rank], false);
+  int group = run->share != SHARE_NONE ? 1 : 0;
+  tpla_status_t s = fail ? TPLA_ERROR_OUT_OF_MEMORY : TPLA_SUCCESS;
+  if (s == TPLA_SUCCESS && run->share == SHARE_NEIGHBOUR_FIRST)
+    s = create(ctx, run->nb, &nx, group, &neighbour);
+  if (s == TPLA_SUCCESS)
+    s = create(ctx, mt, &x, group, &plan);
+  if (s == TPLA_SUCCESS && run->share == SHARE_NEIGHBOUR_AFTER)
+    s = create(ctx, run->nb, &nx, group, &neighbour);
   if (s == TPLA_SUCCESS) {
     tpla_ns_plan_algorithm(plan, &run->algo[rank]);
     tpla_ns_plan_iteration(plan, &run->iter[rank]);
   }
   for (int call = 0; call < run->calls && s == TPLA_SUCCESS && !fail; call++) {
+    if (neighbour != NULL) { /* the group's workspace used by another plan in between */
+      shard_fill(&nx, run->nb, run->nb_x);
+      s = tpla_ns_execute(neighbour, nx.view, NULL);
+      if (s != TPLA_SUCCESS)
+        break;
+      fail = check_after(&nx, NULL, NULL, OUT_NONE, rank, call);
+    }
     shard_fill(&x, mt, call + 1 < run->calls ? run->first : run->x);
     memcpy(before, x.buf, x.bytes);
     s = execute(plan, run->out_mode, x.view, out.view);
@@ -170,8 +204,10 @@ static int plan_rank_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   if (!fail)
     shard_read(run->out_mode == OUT_SEPARATE ? &out : &x, mt, run->out);
   tpla_ns_plan_destroy(plan);
+  tpla_ns_plan_destroy(neighbour);
   free(x.buf);
   free(out.buf);
+  free(nx.buf);
   free(before);
   return fail;
 }
@@ -331,9 +367,22 @@ static int plan_case(rng_t *r, uint64_t seed, char *desc, size_t size) {
   run.out_mode = (int)pick(r, 0, 2);
   run.calls = chance(r, 0.25) ? 2 : 1;
   run.null_empty = chance(r, 0.5);
+  mat_t nb;
+  double *nb_x = NULL;
+  if (chance(r, 0.25)) {
+    run.share = chance(r, 0.5) ? SHARE_NEIGHBOUR_FIRST : SHARE_NEIGHBOUR_AFTER;
+    random_mat(r, &nb, P, false, false);
+    nb_x = make_input(&nb, splitmix(seed ^ 3));
+    run.nb = &nb, run.nb_x = nb_x;
+  }
   cat(desc, size, "plan on %d ranks, %s x %d%s: ", P, out_mode_name(run.out_mode), run.calls,
       run.null_empty ? ", empty shards NULL" : "");
   describe_mat(desc, size, &mt, P);
+  if (run.share != SHARE_NONE) {
+    cat(desc, size, "; in a workspace group with a neighbour made %s it: ",
+        run.share == SHARE_NEIGHBOUR_FIRST ? "before" : "after");
+    describe_mat(desc, size, &nb, P);
+  }
   double *x = make_input(&mt, splitmix(seed ^ 1)), *first = make_input(&mt, splitmix(seed ^ 2));
   double *dist = calloc((size_t)(mt.m * mt.n), sizeof(double)), *one = NULL;
   run.x = x, run.first = first, run.out = dist;
@@ -349,6 +398,7 @@ static int plan_case(rng_t *r, uint64_t seed, char *desc, size_t size) {
   stats.mats++;
   free(x);
   free(first);
+  free(nb_x);
   free(dist);
   free(one);
   return bad;
