@@ -163,6 +163,7 @@ typedef struct {
   tpla_ns_iteration_t iter;
   bool use_out, zero;
   double scale; /* magnitude of the input's entries */
+  int share;    /* a workspace group with a neighbour plan made 1: before, 2: after this one */
 } ns_case_t;
 
 typedef struct {

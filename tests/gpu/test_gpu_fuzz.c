@@ -17,6 +17,8 @@
  *         for the Polar Express and muon5 schedules, ill-conditioned if cut),
  *         random safety/eps, X / Gram / AUTO iteration, any algorithm asked
  *         for (LOCAL must run), execute and execute_out, against ns_ref.h;
+ *         one plan in four in a workspace group with a neighbour plan of
+ *         another random case, made before or after it and called first;
  *   ns2   the same on 2 GPUs (skipped with fewer): rows or columns sharded
  *         unevenly, an empty rank now and then, forced algorithms and AUTO.
  * About one GEMM case in seven is a call the docs reject (dtype mixes, ld <
@@ -74,9 +76,12 @@ static void ns_describe(char *buf, size_t size, const ns_case_t *c, int P) {
     len += snprintf(buf + len, size - (size_t)len, " %" PRId64 " (pad %" PRId64 ")", c->sizes[r],
                     c->pad[r]);
   if (len > 0 && (size_t)len < size)
-    snprintf(buf + len, size - (size_t)len, ", %s, %s iteration, %s, scale %g%s",
+    snprintf(buf + len, size - (size_t)len, ", %s, %s iteration, %s, scale %g%s%s",
              ns_algorithm_name(c->algo), ns_iteration_name(c->iter), c->use_out ? "execute_out" : "execute",
-             c->scale, c->zero ? ", zero input" : "");
+             c->scale, c->zero ? ", zero input" : "",
+             c->share == 1   ? ", in a workspace group after a neighbour"
+             : c->share == 2 ? ", in a workspace group before a neighbour"
+                             : "");
 }
 
 static void ns_make_case(ns_case_t *c, uint64_t seed, int P) {
@@ -137,6 +142,62 @@ static void ns_make_case(ns_case_t *c, uint64_t seed, int P) {
   c->use_out = fz_chance(&r, 0.5);
   c->zero = fz_chance(&r, 0.03);
   c->scale = FZ_PICK(&r, scales);
+  c->share = fz_chance(&r, 0.25) ? (int)fz_range(&r, 1, 2) : 0;
+}
+
+/* The case's descriptor for a local lr x lc shard. */
+static tpla_ns_desc_t ns_desc_of(const ns_case_t *c, int64_t lr, int64_t lc, int group) {
+  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
+  d.shard = c->shard;
+  d.local_rows = lr;
+  d.local_cols = lc;
+  d.dtype = c->dtype;
+  d.gram_dtype = c->gram;
+  d.steps = c->steps;
+  d.preset = c->preset;
+  if (c->preset == TPLA_NS_USER) {
+    d.coefficients = c->user;
+    d.ncoefficients = 3 * (size_t)c->steps;
+  }
+  d.eps = c->eps;
+  d.safety = c->safety;
+  d.algorithm = c->algo;
+  d.iteration = c->iter;
+  d.workspace_group = group;
+  return d;
+}
+
+/* A case's neighbour in its workspace group: another random case's plan on
+ * a random shard of its own (ns_share.c); its results are not judged. */
+typedef struct {
+  ns_case_t c;
+  void *dx;
+  tpla_matrix_t x;
+  tpla_ns_plan_t plan;
+} neighbour_t;
+
+/* Collective: every rank of the case makes it (a failed rank with NULL). */
+static void neighbour_make(rank_env_t *e, neighbour_t *nb, uint64_t seed, bool *failed) {
+  ns_make_case(&nb->c, seed ^ 0x6A09E667F3BCC909ull, e->nranks);
+  const ns_case_t *c = &nb->c;
+  bool rows = c->shard == TPLA_SHARD_ROWS;
+  int64_t lr = rows ? c->sizes[e->rank] : c->m, lc = rows ? c->n : c->sizes[e->rank];
+  int64_t ld = (lc > 1 ? lc : 1) + c->pad[e->rank];
+  size_t bytes = (size_t)(lr * ld) * tpla_dtype_size(c->dtype);
+  unsigned char *h = malloc(bytes + 1);
+  fz_rng_t r = {c->seed};
+  for (size_t i = 0; h != NULL && i < (size_t)(lr * ld); i++)
+    tpla_store_elem(h, c->dtype, i, fz_sym(&r));
+  nb->dx = team_alloc(e, bytes, failed);
+  *failed = *failed || h == NULL || team_copy(e, nb->dx, h, bytes, cudaMemcpyHostToDevice);
+  free(h);
+  nb->x = (tpla_matrix_t){nb->dx, lr, lc, ld, c->dtype};
+  tpla_ns_desc_t d = ns_desc_of(c, lr, lc, 1);
+  tpla_status_t s = tpla_ns_plan_create(&nb->plan, e->ctx, *failed ? NULL : &d);
+  if (!*failed && TPLA_FAILED(s)) {
+    fprintf(stderr, "  rank %d: the neighbour plan: %s\n", e->rank, tpla_last_error());
+    *failed = true;
+  }
 }
 
 /* Rank 0: the case's global input, rounded to its dtype, into ph->gx. */
@@ -177,22 +238,10 @@ static int ns_rank_run(rank_env_t *e, phase_t *ph, int *stop) {
   failed = failed || team_copy(e, dx, hx, bytes, cudaMemcpyHostToDevice) != 0;
   if (!failed && dout != NULL)
     failed = team_fill(e, dout, 0xFF, bytes) != 0;
-  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
-  d.shard = c->shard;
-  d.local_rows = lr;
-  d.local_cols = lc;
-  d.dtype = c->dtype;
-  d.gram_dtype = c->gram;
-  d.steps = c->steps;
-  d.preset = c->preset;
-  if (c->preset == TPLA_NS_USER) {
-    d.coefficients = c->user;
-    d.ncoefficients = 3 * (size_t)c->steps;
-  }
-  d.eps = c->eps;
-  d.safety = c->safety;
-  d.algorithm = c->algo;
-  d.iteration = c->iter;
+  tpla_ns_desc_t d = ns_desc_of(c, lr, lc, c->share != 0);
+  neighbour_t nb = {0};
+  if (c->share == 1)
+    neighbour_make(e, &nb, c->seed, &failed);
   tpla_ns_plan_t plan = NULL;
   /* every rank joins the collective creation, a failed one with NULL */
   tpla_status_t s = tpla_ns_plan_create(&plan, e->ctx, failed ? NULL : &d);
@@ -200,6 +249,11 @@ static int ns_rank_run(rank_env_t *e, phase_t *ph, int *stop) {
     fprintf(stderr, "  rank %d: %s\n", rk, what);
     failed = true;
   }
+  if (c->share == 2)
+    neighbour_make(e, &nb, c->seed, &failed);
+  if (!failed && nb.plan != NULL) /* the group's workspace used by the neighbour first */
+    failed = TPLA_FAILED(tpla_ns_execute(nb.plan, nb.x, e->stream)) ||
+             team_drain(e, "the neighbour's call");
   if (!failed) {
     tpla_ns_plan_algorithm(plan, &ph->picked[rk]);
     tpla_ns_plan_iteration(plan, &ph->picked_iter[rk]);
@@ -221,6 +275,8 @@ static int ns_rank_run(rank_env_t *e, phase_t *ph, int *stop) {
       CHECK(&failures, memcmp(hy, hx, bytes) == 0, "rank %d: %s: x was modified", rk, what);
   }
   tpla_ns_plan_destroy(plan);
+  tpla_ns_plan_destroy(nb.plan);
+  team_free(e, nb.dx);
   team_free(e, dx);
   team_free(e, dout);
   free(hx);
