@@ -46,7 +46,8 @@
  * The base seed is printed (TPLA_TEST_SEED replays the run); a failed case
  * prints its case seed and parameters: TPLA_FUZZ_SEED=<case seed> replays
  * just that case (its low 2 bits name its kind). TPLA_FUZZ_VERBOSE=1
- * prints every case before it runs. TPLA_FUZZ_HOST=1 runs everything on the
+ * prints every case before it runs. TPLA_FUZZ_SHARE=0 runs the same cases
+ * without their workspace groups. TPLA_FUZZ_HOST=1 runs everything on the
  * host executor (threads as ranks), which checks the test itself where
  * there is no GPU.
  */
@@ -143,6 +144,9 @@ static void ns_make_case(ns_case_t *c, uint64_t seed, int P) {
   c->zero = fz_chance(&r, 0.03);
   c->scale = FZ_PICK(&r, scales);
   c->share = fz_chance(&r, 0.25) ? (int)fz_range(&r, 1, 2) : 0;
+  const char *share = getenv("TPLA_FUZZ_SHARE"); /* 0: the same cases without the groups */
+  if (share != NULL && strcmp(share, "0") == 0)
+    c->share = 0;
 }
 
 /* The case's descriptor for a local lr x lc shard. */
