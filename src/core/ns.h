@@ -75,6 +75,17 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
 /* The Gram iteration (ns_gram_iter.c): steps are done in segments of at most
  * NS_GRAM_SEGMENT; each forms the Gram of X once and updates X once. */
 #define NS_GRAM_SEGMENT 2
+
+/* Whether the s x s products of an fp32 Gram (the X iteration's square, the
+ * Gram iteration's five) may use TF32: for a half input only, and only past
+ * NS_TF32_MIN_SIDE. TF32 keeps 10 mantissa bits, 8x finer than bf16's but
+ * only as fine as fp16's: fp16 inputs lose 4-10x in accuracy through it,
+ * bf16 ones 10-50% (bench/ns_tf32_half_study.py), while up to s = 256 the
+ * products cost microseconds either way. */
+#define NS_TF32_MIN_SIDE 256
+static inline int ns_products_tf32(tpla_dtype_t dtype, tpla_dtype_t gram_dtype, int64_t s) {
+  return gram_dtype == TPLA_FLOAT32 && dtype != TPLA_FLOAT32 && s > NS_TF32_MIN_SIDE;
+}
 static inline int ns_gram_segments(int steps) {
   return (steps + NS_GRAM_SEGMENT - 1) / NS_GRAM_SEGMENT;
 }

@@ -61,10 +61,11 @@ double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update) {
 static double in_weight(const ns_machine_t *mach, tpla_dtype_t in) {
   return in == TPLA_FLOAT32 ? mach->fp32_factor : 1.0;
 }
-static double square_weight(const ns_machine_t *mach, tpla_dtype_t in, tpla_dtype_t gram) {
+static double square_weight(const ns_machine_t *mach, tpla_dtype_t in, tpla_dtype_t gram,
+                            int64_t s) {
   if (gram != TPLA_FLOAT32)
     return 1.0;
-  return in == TPLA_FLOAT32 ? mach->fp32_factor : mach->tf32_factor;
+  return ns_products_tf32(in, gram, s) ? mach->tf32_factor : mach->fp32_factor;
 }
 
 static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
@@ -85,7 +86,7 @@ static double blocked_mirror_time(const ns_machine_t *mach, int64_t s, int nb, t
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
                     tpla_dtype_t gram_dtype, ns_update_t *update) {
   int nb = ns_sym_blocks(mach, s);
-  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s);
   double gram = sym_flops(s, l, nb) * wi;
   double sl2 = 2.0 * (double)s * (double)s * (double)l * wi;
   double square = gram + sym_flops(s, s, nb) * ws + sl2;
@@ -112,7 +113,7 @@ double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int ste
                          tpla_dtype_t dtype, tpla_dtype_t gram_dtype) {
   int nb = ns_sym_blocks(mach, s), seg = ns_gram_segments(steps);
   int products = gram_products(steps);
-  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s);
   double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
   return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops +
          (seg + products) * mirror_time(mach, s, gram_dtype);
@@ -230,7 +231,7 @@ static double row_split_product_time(const ns_machine_t *mach, int64_t s, double
 static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                 const int64_t *l) {
   int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
-  double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype);
+  double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype, g);
   double local[TPLA_MAX_RANKS];
   for (int q = 0; q < P; q++)
     local[q] = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;

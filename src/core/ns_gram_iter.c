@@ -96,9 +96,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   const ns_gram_mats_t m = {G, ns_dense(it->g2, s, s, gt), ns_dense(it->g4, s, s, gt),
                             ns_dense(it->g5, s, s, gt)};
   tpla_matrix_t cast = ns_dense(it->g3, s, s, it->dtype);
-  /* products of an fp32 Gram for a half input may use TF32, as the X
-   * iteration's square */
-  int tf32 = gt == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  int tf32 = ns_products_tf32(it->dtype, gt, s);
   /* two ranks with pulls: the products by halves of rows (ns_rowsplit.c) */
   const bool row_split = it->grams_mapped && it->pull != NULL && ns_rowsplit_fits(s);
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {

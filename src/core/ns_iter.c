@@ -372,9 +372,7 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
   }
   if (it->gram_iter)
     return ns_gram_iterate(ctx, it, place, at, table, steps, stream);
-  /* The Gram square of a half input may use TF32: more precise than the
-   * half-precision result it feeds. */
-  int tf32 = it->gram_dtype == TPLA_FLOAT32 && it->dtype != TPLA_FLOAT32;
+  int tf32 = ns_products_tf32(it->dtype, it->gram_dtype, s);
   /* Every block row's GEMM computes its diagonal block whole (ns_sym_product,
    * the all-reduced and the pulled Gram alike): the mirrors skip them. */
   int64_t edge = ns_sym_edge(s, it->nblocks);
