@@ -334,10 +334,17 @@ class _OverlapPlan(_Plan):
         check(getattr(lib(), "tpla_%s_plan_create" % self._kind)(ctypes.byref(h), ctx._h(),
                                                                   ctypes.byref(desc)))
         super().__init__(ctx, h)
-        info = _lib.OverlapInfo.new()
-        check(getattr(lib(), "tpla_%s_plan_get_info" % self._kind)(h, ctypes.byref(info)))
-        self.info = {n: getattr(info, n) for n, _ in _lib.OverlapInfo._fields_ if n != "size"}
+        info = self.info
+        self.m, self.rows = info["m"], info["rows"]  # fixed at creation; read on every call
         self.group = ("overlap", desc.window_group) if desc.window_group else None
+
+    @property
+    def info(self):
+        """tpla_*_plan_get_info as a dict, read when asked: a window group's member reports
+        the group's workspace_bytes, which a larger member's creation grows."""
+        info = _lib.OverlapInfo.new()
+        check(getattr(lib(), "tpla_%s_plan_get_info" % self._kind)(self._h(), ctypes.byref(info)))
+        return {n: getattr(info, n) for n, _ in _lib.OverlapInfo._fields_ if n != "size"}
 
     def __call__(self, d, a, b, alpha=1.0, beta=0.0, bias=None, stream=0, fp8=None,
                  b_version=0):

@@ -279,6 +279,11 @@ def check_overlap_ops(rank, world, device):
         assert torch.allclose(dr.double().cpu(), want, atol=1e-4, rtol=1e-4)
         da = tt.gemm_ar(a, b, comm, transpose_b=False, window_group=1)
         assert torch.allclose(da.double().cpu(), full, atol=1e-4, rtol=1e-4)
+    # every member reports the group's bytes now, also the ones made before it grew
+    members = [p for k, p in comm._plans.items() if getattr(p, "group", None) == ("overlap", 1)]
+    assert len(members) == 3
+    assert len({p.info["workspace_bytes"] for p in members}) == 1
+    assert all(p.info["workspace_bytes"] == p.workspace_bytes for p in members)
     _raises(tpla.InvalidArgumentError,
             lambda: tt.gemm_ar(a, b, comm, transpose_b=False, mode="serial", window_group=1),
             "window_group 1")

@@ -185,10 +185,10 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
         return _core.AgGemmPlan(ctx, desc)
 
     plan = comm.plan(key, make)
-    if m is not None and plan.info["m"] != m:
+    if m is not None and plan.m != m:
         raise InvalidArgumentError("%s: argument 'm': %d, but the ranks' rows add up to %d"
-                                   % (fn, m, plan.info["m"]))
-    d = _out(out, (plan.info["m"], n), d_dtype, comm, fn)
+                                   % (fn, m, plan.m))
+    d = _out(out, (plan.m, n), d_dtype, comm, fn)
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a_local, fn, "a_local"), matrix(b, fn, "b"), alpha, beta,
          bias_ptr, comm.stream(), fp8=fp8, b_version=b_version)
@@ -248,7 +248,7 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
         return _core.GemmRsPlan(ctx, desc)
 
     plan = comm.plan(key, make)
-    d = _out(out, (plan.info["rows"], n), d_dtype, comm, fn)
+    d = _out(out, (plan.rows, n), d_dtype, comm, fn)
     bias_ptr = _bias(bias, n, d_dtype, comm, fn)
     plan(matrix(d, fn, "out"), matrix(a, fn, "a"), matrix(b, fn, "b"), alpha, beta, bias_ptr,
          comm.stream(), fp8=fp8, b_version=b_version)
