@@ -13,6 +13,7 @@
 #define TPLA_GPU_UTIL_H
 
 #include "internal.h"
+#include "test.h"
 #include "tpla.h"
 
 #include <cuda_runtime.h>
@@ -102,6 +103,34 @@ static inline int sync_stream_timeout(cudaStream_t stream, int seconds, const ch
     usleep(200);
   }
 }
+
+/* A host stand-in switch (TPLA_NS_TEST_HOST, TPLA_FUZZ_HOST): set and not "0". */
+static inline int gpu_env_on(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+static inline void gpu_test_no_device(void) {
+  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
+}
+
+/* main's opening: with nothing to run on (`available`: gpu_count(), or a host stand-in's
+ * ranks), the test's one result is a skip, so CTest reports it skipped, not passed. */
+#define GPU_TEST_MAIN_SKIP_WITHOUT(available) \
+  do {                                        \
+    if ((available) == 0) {                   \
+      TEST(gpu_test_no_device);               \
+      return test_summary();                  \
+    }                                         \
+  } while (0)
+
+/* In a test body: skip unless `available` GPUs (or stand-in ranks) cover `need`. */
+#define REQUIRE_GPUS(need, available)                         \
+  do {                                                        \
+    int need_ = (need), have_ = (available);                  \
+    if (have_ < need_)                                        \
+      SKIP("needs %d GPUs, found %d", need_, have_);          \
+  } while (0)
 
 /* ---- device memory growth ---------------------------------------------------------- */
 

@@ -25,6 +25,10 @@
 #define TEAM_TIMEOUT_MS 60000 /* collectives and the NCCL setup */
 #define TEAM_DRAIN_S 120      /* longest wait for a stream */
 
+/* The ranks a team can have: one per GPU, or up to TEAM_MAX_RANKS threads of the host
+ * executor standing in for them (`host`). */
+static inline int team_gpus(bool host) { return host ? TEAM_MAX_RANKS : gpu_count(); }
+
 typedef struct team team_t;
 
 typedef struct {

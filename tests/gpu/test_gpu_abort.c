@@ -323,15 +323,13 @@ static int body_single(rank_env_t *e, void *arg) {
 }
 
 static void test_watchdog_2gpus(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   int64_t timeouts[2] = {short_ms, 60000};
   ASSERT_EQ_INT(team_run_timeouts(2, false, body_watchdog, NULL, timeouts), 0);
 }
 
 static void test_bound_2gpus(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   if (in_flight_bound() <= 0)
     SKIP("TPLA_XPORT_MAX_IN_FLIGHT=0: no bound");
   int64_t timeouts[2] = {short_ms, 60000};
@@ -339,27 +337,21 @@ static void test_bound_2gpus(void) {
 }
 
 static void test_watchdog_ns_2gpus(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   int64_t timeouts[2] = {short_ms, 60000};
   ASSERT_EQ_INT(team_run_timeouts(2, false, body_ns, NULL, timeouts), 0);
 }
 
 static void test_abort_nccl_2gpus(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   ASSERT_EQ_INT(team_run(2, false, body_nccl, NULL), 0);
 }
 
 static void test_abort_1gpu(void) { ASSERT_EQ_INT(team_run(1, false, body_single, NULL), 0); }
-static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
 
 int main(void) {
   gpu_eager_loading();
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   if (getenv("TPLA_TEST_ABORT_MS") != NULL)
     short_ms = atoll(getenv("TPLA_TEST_ABORT_MS"));
   watchdog_arm("test_gpu_abort", 300);

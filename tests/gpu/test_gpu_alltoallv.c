@@ -135,18 +135,12 @@ static void test_alltoallv_across_gpus(void) {
 }
 
 int main(void) {
-  if (gpu_count() < 1) {
-    printf("test_gpu_alltoallv: no GPU, skipped\n");
-    return 77;
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   TEST(test_alltoallv_single_rank);
   TEST(test_alltoallv_across_gpus);
   return test_summary();
 }
 
-#else
-int main(void) {
-  printf("test_gpu_alltoallv: built without CUDA, skipped\n");
-  return 77;
-}
+#else /* no CUDA executor in this build */
+TEST_MAIN_WITHOUT_CUDA()
 #endif

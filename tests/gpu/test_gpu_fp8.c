@@ -522,15 +522,8 @@ static void test_fp8_features(void) {
   g_fp8 = f.fp8;
 }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   watchdog_arm("test_gpu_fp8", 220);
   g_seed = gpu_fresh_seed("test_gpu_fp8");
   fp8_tables();

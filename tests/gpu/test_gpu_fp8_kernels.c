@@ -244,15 +244,8 @@ static void test_fp8_cache_and_loop(void) {
   trio_free(&t);
 }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   watchdog_arm("test_gpu_fp8_kernels", 220);
   tpla_features_t f = TPLA_FEATURES_INIT;
   if (CUDA_FAILED(cudaSetDevice(0)) ||

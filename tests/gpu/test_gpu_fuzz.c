@@ -494,11 +494,10 @@ static size_t free_device_bytes(void) {
 /* Runs kind `kind` on P ranks for its share of the time budget. */
 static void run_kind(int kind, int P, double share) {
   phase_t *ph = &g_phase[kind];
-  int available = g.host ? TEAM_MAX_RANKS : gpu_count();
+  int available = team_gpus(g.host);
   if (g.replay && (int)(g.replay_seed & 3) != kind)
     SKIP("replaying one %s case", kind_names[g.replay_seed & 3]);
-  if (available < P)
-    SKIP("needs %d GPUs, found %d", P, available);
+  REQUIRE_GPUS(P, available);
   if ((kind == K_FP8) && !g.fp8)
     SKIP("device 0 has no FP8 GEMMs (tpla_features_t.fp8 = 0)");
   memset(ph, 0, sizeof *ph);
@@ -534,29 +533,21 @@ static void test_fuzz_gemm_fp8(void) { run_kind(K_FP8, 1, g_share); }
 static void test_fuzz_ns_one_gpu(void) { run_kind(K_NS1, 1, g_share); }
 static void test_fuzz_ns_two_gpus(void) { run_kind(K_NS2, 2, g_share); }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  const char *host = getenv("TPLA_FUZZ_HOST"), *secs = getenv("TPLA_FUZZ_SECONDS");
-  const char *replay = getenv("TPLA_FUZZ_SEED");
-  g.host = host != NULL && strcmp(host, "0") != 0;
+  const char *secs = getenv("TPLA_FUZZ_SECONDS"), *replay = getenv("TPLA_FUZZ_SEED");
+  g.host = gpu_env_on("TPLA_FUZZ_HOST");
   g.verbose = getenv("TPLA_FUZZ_VERBOSE") != NULL;
   g.strict = getenv("TPLA_FUZZ_STRICT") != NULL;
   g.seconds = secs != NULL && atof(secs) > 0 ? atof(secs) : 20.0;
   g.replay = replay != NULL && *replay != '\0';
-  if (!g.host && gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(team_gpus(g.host));
   g.base_seed = fresh_seed("test_gpu_fuzz");
   if (g.replay) {
     g.replay_seed = strtoull(replay, NULL, 0);
     printf("# replaying case seed 0x%016" PRIx64 " (%s)\n", g.replay_seed,
            kind_names[g.replay_seed & 3]);
   }
-  int kinds = !g.host && gpu_count() < 2 ? 3 : 4;
+  int kinds = team_gpus(g.host) < 2 ? 3 : 4;
   g_share = g.seconds / kinds;
   printf("# %s, %.0f s in all, %.1f s per kind, at least %d cases each\n",
          g.host ? "host executor (TPLA_FUZZ_HOST)" : "CUDA executor", g.seconds, g_share,

@@ -340,8 +340,7 @@ static void test_gemm_two_streams(void) {
 
 /* The context's device is made current for the call and restored after. */
 static void test_gemm_other_device_current(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   gpu_rng_t rng;
   gpu_rng_seed(&rng, g_seed + 4);
   gemm_case_t c = {40, 30, 20, TPLA_FLOAT32, TPLA_FLOAT32, TPLA_OP_N, TPLA_OP_N, 0, 0, 0,
@@ -470,8 +469,7 @@ static void test_ctx_create_out_of_memory(void) {
 
 /* tpla_ctx_create_nccl must be called on the communicator's device. */
 static void test_ctx_create_wrong_device(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   tpla_ctx_t ctx = NULL;
   ASSERT_EQ_INT(cudaSetDevice(1), cudaSuccess);
   tpla_status_t s = tpla_ctx_create_nccl(&ctx, g_comm, NULL);
@@ -481,15 +479,8 @@ static void test_ctx_create_wrong_device(void) {
   ASSERT_TRUE(ctx == NULL);
 }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   watchdog_arm("test_gpu_gemm", 800);
   g_seed = gpu_fresh_seed("test_gpu_gemm");
   if (CUDA_FAILED(cudaSetDevice(0)) ||

@@ -574,8 +574,7 @@ static int ovl_body(rank_env_t *e, void *arg) {
 /* ---- the tests ------------------------------------------------------------------ */
 
 static void run_team(int P, team_body_t body, void *arg) {
-  if (gpu_count() < P)
-    SKIP("needs %d GPUs, found %d", P, gpu_count());
+  REQUIRE_GPUS(P, gpu_count());
   ASSERT_EQ_INT(team_run(P, false, body, arg), 0);
 }
 
@@ -606,15 +605,8 @@ static void test_overlap_one_gpu(void) { run_overlap(1, TPLA_TRANSPORT_AUTO); }
 static void test_overlap_two_gpus_sendrecv(void) { run_overlap(2, TPLA_TRANSPORT_SENDRECV); }
 static void test_overlap_two_gpus_peer_refused(void) { run_overlap(2, TPLA_TRANSPORT_PEER); }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   gpu_eager_loading();
   watchdog_arm("test_gpu_graphs", 600);
   g_seed = gpu_fresh_seed("test_gpu_graphs");

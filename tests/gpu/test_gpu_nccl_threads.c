@@ -105,8 +105,7 @@ static int collectives_body(struct ncclComm *comm, int rank, int nranks, void *a
 }
 
 static void run_collectives(int nranks) {
-  if (gpu_count() < nranks)
-    SKIP("needs %d GPUs, found %d", nranks, gpu_count());
+  REQUIRE_GPUS(nranks, gpu_count());
   int devices[MAX_THREADS];
   for (int r = 0; r < nranks; r++)
     devices[r] = r;
@@ -157,8 +156,7 @@ static int version_body(struct ncclComm *comm, int rank, int nranks, void *arg) 
 }
 
 static void test_version_mismatch_is_remote_on_every_rank(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   int devices[2] = {0, 1};
   rank_thread_t threads[2];
   create_outcome_t out;
@@ -200,8 +198,7 @@ static int oom_body(struct ncclComm *comm, int rank, int nranks, void *arg) {
 }
 
 static void test_setup_failure_is_remote_on_other_ranks(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs, found %d", gpu_count());
+  REQUIRE_GPUS(2, gpu_count());
   int devices[2] = {0, 1};
   rank_thread_t threads[2];
   create_outcome_t out;
@@ -279,15 +276,8 @@ static void test_comm_create_times_out(void) {
   ASSERT_TRUE(waited >= 2 && waited <= 60);
 }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   watchdog_arm("test_gpu_nccl_threads", 800);
   TEST(test_collectives_1gpu);
   TEST(test_collectives_2gpu);

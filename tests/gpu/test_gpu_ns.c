@@ -485,11 +485,9 @@ static void print_worst(const case_run_t *run, int P) {
   }
 }
 
-static int gpus_available(void) { return fx.host ? TEAM_MAX_RANKS : gpu_count(); }
 
 static void run_cases(int P) {
-  if (gpus_available() < P)
-    SKIP("needs %d GPUs, found %d", P, gpus_available());
+  REQUIRE_GPUS(P, team_gpus(fx.host));
   case_run_t run;
   memset(&run, 0, sizeof run);
   for (int dc = 0; dc < NDCFG; dc++)
@@ -517,18 +515,11 @@ static void test_ns_all_gpus_match_f64_and_one_gpu(void) {
   run_cases(P);
 }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  const char *host = getenv("TPLA_NS_TEST_HOST"), *stride = getenv("TPLA_NS_TEST_STRIDE");
-  fx.host = host != NULL && strcmp(host, "0") != 0;
+  const char *stride = getenv("TPLA_NS_TEST_STRIDE");
+  fx.host = gpu_env_on("TPLA_NS_TEST_HOST");
   fx.stride = stride != NULL && atoi(stride) > 1 ? atoi(stride) : 1;
-  if (gpus_available() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(team_gpus(fx.host));
   watchdog_arm("test_gpu_ns", 850);
   fx.seed = gpu_fresh_seed("test_gpu_ns");
   if (fx.host)

@@ -35,7 +35,6 @@ static struct {
   double *ref; /* its float64 Newton-Schulz */
 } fx;
 
-static int gpus_available(void) { return fx.host ? TEAM_MAX_RANKS : gpu_count(); }
 
 /* ---- this rank's shard ----------------------------------------------------------- */
 
@@ -144,8 +143,7 @@ static int loop_body(rank_env_t *e, void *arg) {
 }
 
 static void run_loop(int P) {
-  if (gpus_available() < P)
-    SKIP("needs %d GPUs, found %d", P, gpus_available());
+  REQUIRE_GPUS(P, team_gpus(fx.host));
   ASSERT_EQ_INT(team_run(P, fx.host, loop_body, NULL), 0);
 }
 static void test_ns_loop_no_growth_one_gpu(void) { run_loop(1); }
@@ -268,24 +266,15 @@ static int bad_inputs_body(rank_env_t *e, void *arg) {
 }
 
 static void run_bad_inputs(int P) {
-  if (gpus_available() < P)
-    SKIP("needs %d GPUs, found %d", P, gpus_available());
+  REQUIRE_GPUS(P, team_gpus(fx.host));
   ASSERT_EQ_INT(team_run(P, fx.host, bad_inputs_body, NULL), 0);
 }
 static void test_ns_bad_inputs_one_gpu(void) { run_bad_inputs(1); }
 static void test_ns_bad_inputs_two_gpus(void) { run_bad_inputs(2); }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  const char *host = getenv("TPLA_NS_TEST_HOST");
-  fx.host = host != NULL && strcmp(host, "0") != 0;
-  if (gpus_available() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  fx.host = gpu_env_on("TPLA_NS_TEST_HOST");
+  GPU_TEST_MAIN_SKIP_WITHOUT(team_gpus(fx.host));
   watchdog_arm("test_gpu_ns_api", 850);
   gpu_rng_t rng;
   gpu_rng_seed(&rng, gpu_fresh_seed("test_gpu_ns_api"));

@@ -181,8 +181,7 @@ static double tolerance(const kind_t *k) {
 /* One batch with grouping on (the default), one with it off, one with runs
  * of at most 4 members. */
 static void run_grouped_and_alone(int nranks) {
-  if (!fx.host && gpu_count() < nranks)
-    SKIP("needs %d GPUs", nranks);
+  REQUIRE_GPUS(nranks, team_gpus(fx.host));
   enum { GROUPED, ALONE, RUNS_OF_4, NRUNS };
   run_t runs[NRUNS];
   static const char *const group_env[NRUNS] = {NULL, "1", "4"};
@@ -233,12 +232,8 @@ static void test_batch_groups_one_gpu(void) { run_grouped_and_alone(1); }
 static void test_batch_groups_two_gpus(void) { run_grouped_and_alone(2); }
 
 int main(void) {
-  const char *h = getenv("TPLA_NS_TEST_HOST");
-  fx.host = h != NULL && *h && *h != '0';
-  if (!fx.host && gpu_count() < 1) {
-    printf("test_gpu_ns_batch: no GPU, skipped\n");
-    return 77;
-  }
+  fx.host = gpu_env_on("TPLA_NS_TEST_HOST");
+  GPU_TEST_MAIN_SKIP_WITHOUT(team_gpus(fx.host));
   watchdog_arm("test_gpu_ns_batch", 600);
   uint64_t seed = gpu_fresh_seed("test_gpu_ns_batch");
   if (make_fixtures(seed) != 0) {

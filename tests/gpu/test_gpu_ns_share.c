@@ -38,7 +38,6 @@ static struct {
   double *x[NMAT];
 } fx;
 
-static int gpus_available(void) { return fx.host ? TEAM_MAX_RANKS : gpu_count(); }
 
 typedef struct {
   team_shard_t sh;
@@ -205,24 +204,15 @@ static int share_body(rank_env_t *e, void *arg) {
 }
 
 static void run_share(int P) {
-  if (gpus_available() < P)
-    SKIP("needs %d GPUs, found %d", P, gpus_available());
+  REQUIRE_GPUS(P, team_gpus(fx.host));
   ASSERT_EQ_INT(team_run(P, fx.host, share_body, NULL), 0);
 }
 static void test_ns_share_one_gpu(void) { run_share(1); }
 static void test_ns_share_two_gpus(void) { run_share(2); }
 
-static void test_requires_gpu(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
-}
-
 int main(void) {
-  const char *host = getenv("TPLA_NS_TEST_HOST");
-  fx.host = host != NULL && strcmp(host, "0") != 0;
-  if (gpus_available() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  fx.host = gpu_env_on("TPLA_NS_TEST_HOST");
+  GPU_TEST_MAIN_SKIP_WITHOUT(team_gpus(fx.host));
   for (int i = 0; i < NMAT && fx.host; i++)
     mats[i].m /= 16, mats[i].n /= 16;
   watchdog_arm("test_gpu_ns_share", 600);

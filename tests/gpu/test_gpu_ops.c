@@ -270,11 +270,5 @@ int main(void) {
 }
 
 #else /* no CUDA executor in this build */
-
-static void test_gpu_ops_need_cuda(void) { SKIP("built without the CUDA executor"); }
-
-int main(void) {
-  TEST(test_gpu_ops_need_cuda);
-  return test_summary();
-}
+TEST_MAIN_WITHOUT_CUDA()
 #endif

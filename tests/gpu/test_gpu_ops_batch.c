@@ -229,10 +229,7 @@ static void test_misaligned_stride_is_refused(void) {
 }
 
 int main(void) {
-  if (gpu_count() < 1) {
-    printf("test_gpu_ops_batch: no GPU, skipped\n");
-    return 77;
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   g_ready = open_single_ctx(0, &g_comm, &g_ctx) == 0;
   TEST(test_axpby_batch_equals_members);
   TEST(test_mirror_batch_equals_members);
@@ -243,9 +240,6 @@ int main(void) {
   return test_summary();
 }
 
-#else
-int main(void) {
-  printf("test_gpu_ops_batch: built without CUDA, skipped\n");
-  return 77;
-}
+#else /* no CUDA executor in this build */
+TEST_MAIN_WITHOUT_CUDA()
 #endif

@@ -174,8 +174,7 @@ static int cases_body(gt_rank_t *r, void *arg) {
 }
 
 static void run_cases(int P) {
-  if (gpu_count() < P)
-    SKIP("needs %d GPUs, found %d", P, gpu_count());
+  REQUIRE_GPUS(P, gpu_count());
   ASSERT_EQ_INT(gt_run(P, cases_body, NULL), 0);
 }
 
@@ -255,8 +254,7 @@ static int choice_body(gt_rank_t *r, void *arg) {
 }
 
 static void test_transport_choice(void) {
-  if (gpu_count() < 2)
-    SKIP("needs 2 GPUs");
+  REQUIRE_GPUS(2, gpu_count());
   choice_t ch;
   memset(&ch, 0, sizeof ch);
   ASSERT_OK(tpla_device_peer_access(&ch.can_peer, 0, 1));
@@ -269,14 +267,9 @@ static void test_transport_choice(void) {
   }
 }
 
-static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
-
 int main(void) {
   gpu_eager_loading();
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   seed = gpu_fresh_seed("test_gpu_overlap");
   gw_test_name = "test_gpu_overlap";
   quick = getenv("TPLA_TEST_QUICK") != NULL;

@@ -505,19 +505,13 @@ static void test_fp8_reuse_1gpu(void) { run_on(1); }
 
 static void test_fp8_reuse_every_gpu(void) {
   int n = gpu_count();
-  if (n < 2)
-    SKIP("needs 2 GPUs, found %d", n);
+  REQUIRE_GPUS(2, n);
   run_on(n < GT_MAX_RANKS ? n : GT_MAX_RANKS);
 }
 
-static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
-
 int main(void) {
   gpu_eager_loading();
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   seed = gpu_fresh_seed("test_gpu_overlap_fp8_reuse");
   gw_test_name = "test_gpu_overlap_fp8_reuse";
   watchdog_arm("test_gpu_overlap_fp8_reuse", 220);

@@ -206,21 +206,16 @@ static int body(gt_rank_t *r, void *arg) {
 }
 
 static void run(int P) {
-  if (gpu_count() < P)
-    SKIP("needs %d GPUs, found %d", P, gpu_count());
+  REQUIRE_GPUS(P, gpu_count());
   ASSERT_EQ_INT(gt_run(P, body, NULL), 0);
 }
 
 static void test_group_2gpus(void) { run(2); }
 static void test_group_1gpu(void) { run(1); }
-static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
 
 int main(void) {
   gpu_eager_loading();
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   seed = gpu_fresh_seed("test_gpu_overlap_groups");
   gw_test_name = "test_gpu_overlap_groups";
   rounds = getenv("TPLA_TEST_QUICK") != NULL ? 2 : 12;

@@ -208,8 +208,7 @@ static void shard_block(const mlp_t *m, int i, int q, int64_t *r0, int64_t *rows
 }
 
 static void run_mlp(int P, tpla_dtype_t dtype) {
-  if (gpu_count() < P)
-    SKIP("needs %d GPUs, found %d", P, gpu_count());
+  REQUIRE_GPUS(P, gpu_count());
   mlp_t *m = calloc(1, sizeof *m);
   ASSERT_TRUE(m != NULL);
   m->dtype = dtype;
@@ -276,14 +275,9 @@ static void test_mlp_1gpu_fp32(void) { run_mlp(1, TPLA_FLOAT32); }
 static void test_mlp_2gpus_fp32(void) { run_mlp(2, TPLA_FLOAT32); }
 static void test_mlp_2gpus_bf16(void) { run_mlp(2, TPLA_BFLOAT16); }
 
-static void test_requires_gpu(void) { SKIP("no CUDA device (cudaGetDeviceCount gives 0)"); }
-
 int main(void) {
   gpu_eager_loading();
-  if (gpu_count() == 0) {
-    TEST(test_requires_gpu);
-    return test_summary();
-  }
+  GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
   seed = gpu_fresh_seed("test_gpu_overlap_mlp");
   watchdog_arm("test_gpu_overlap_mlp", 600);
   TEST(test_mlp_1gpu_fp32);
