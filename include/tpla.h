@@ -553,17 +553,20 @@ typedef struct {
   tpla_ns_gram_sum_t gram_sum;   /* TPLA_NS_GRAM_SUM_AUTO (default), _COLLECTIVE */
   int workspace_group;           /* 0 (default): a workspace of the plan's own.
                                     g > 0: one workspace shared with the context's
-                                    other plans in group g, at the largest one's
-                                    size, so that a layer stack pays for it once.
-                                    The group's calls must be one sequence, each
-                                    after the previous in stream order (one
-                                    stream, or the caller orders them). Creating
-                                    a member of an existing group waits until the
-                                    device has finished its work in flight (so
-                                    create the members before a CUDA graph
-                                    capture, not during one); one that needs more
-                                    moves the group to a larger workspace. Need
-                                    not agree across ranks; must be 0 in a batch */
+                                    other plans in group g, at the largest size a
+                                    member has needed (it never shrinks), so that
+                                    a layer stack pays for it once. The group's
+                                    calls must be one sequence, each after the
+                                    previous in stream order (one stream, or the
+                                    caller orders them). A member that needs more
+                                    moves the group to a larger workspace and
+                                    frees the old one, which a captured call may
+                                    still use: create every member before
+                                    capturing any of the group's calls in a CUDA
+                                    graph. Creating a member that grows the group
+                                    or pulls its Gram sums waits until the device
+                                    has finished its work in flight. Need not
+                                    agree across ranks; must be 0 in a batch */
 } tpla_ns_desc_t;
 #define TPLA_NS_DESC_INIT                                                                  \
   {sizeof(tpla_ns_desc_t), TPLA_SHARD_ROWS, 0, 0, TPLA_FLOAT32, 5, TPLA_NS_MUON, NULL, 0, \

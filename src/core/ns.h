@@ -449,6 +449,8 @@ struct tpla_ns_plan {
   void *ws;            /* the base everything is bound to */
   bool owns_ws;
   struct ns_share *share; /* the workspace group it shares ws with (ns_share.c), or NULL */
+  bool share_joined;      /* a member; false: reserved until its creation succeeds */
+  void *share_grown;      /* reserved: the larger workspace it brings the group, or NULL */
   double *sumsq;
   void *w1, *w2, *wg;
 };
@@ -477,11 +479,16 @@ void ns_plan_free(tpla_ns_plan_t p);
 /* ---- workspace groups (ns_share.c) ------------------------------------------ */
 
 /* Bind p (prepared, not bound) to the workspace of its context's group id,
- * made or grown to p->layout.bytes (a new one: every member rebound),
- * after the device's work in flight when the group exists. On failure the
- * group is as it was and p is in none. Not collective. */
-tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn);
-/* Take p out of its group (if any), freeing the workspace with the last. */
+ * or to a new one of p->layout.bytes where the group has none that large;
+ * the group itself does not change. Waits for the device's work in flight
+ * first where the group exists and grows or p is pulled. On failure p is
+ * in no group. Not collective. */
+tpla_status_t ns_share_reserve(tpla_ns_plan_t p, int id, const char *fn);
+/* p, reserved and created, becomes a member: its larger workspace, if it
+ * brought one, replaces the group's and every member is rebound to it. */
+void ns_share_commit(tpla_ns_plan_t p);
+/* Take p out of its group (if any), freeing the workspace with the last
+ * member; a plan only reserved frees what it brought, the group as it was. */
 void ns_share_leave(tpla_ns_plan_t p);
 /* The group's workspace bytes. */
 size_t ns_share_bytes(const struct ns_share *g);

@@ -372,7 +372,7 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   void *ws = NULL;
   tpla_status_t st = TPLA_SUCCESS;
   if (desc->workspace_group > 0) {
-    st = ns_share_join(p, desc->workspace_group, fn);
+    st = ns_share_reserve(p, desc->workspace_group, fn);
   } else {
     st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
     if (st == TPLA_SUCCESS) {
@@ -397,8 +397,10 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
   if (st == TPLA_SUCCESS && p->iter.pull != NULL)
     st = ns_pull_rehearse(p, fn);
   if (st != TPLA_SUCCESS || *again) {
-    ns_plan_free(p);
+    ns_plan_free(p); /* a group it reserved stays as it was */
     *plan = NULL;
+  } else if (p->share != NULL) {
+    ns_share_commit(p);
   }
   return st;
 }

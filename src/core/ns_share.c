@@ -5,11 +5,14 @@
  * A plan's workspace (the normalized shard, the update temp, the Gram-sized
  * matrices, the all-reduce staging) holds nothing from one call to the
  * next, and the plans of a layer stack run one after another, so one
- * workspace at the largest member's size serves them all. The group knows
- * its members so that one needing more can move all of them to a larger
- * workspace. A member joins once the device has finished the calls in
- * flight, which may still use the workspace. A pulled plan's windows are
- * not shared: the peer maps them (ns_pull.c).
+ * workspace at the largest size a member has needed serves them all. The
+ * group knows its members so that one needing more can move all of them to
+ * a larger workspace. Joining takes two steps, so that a creation that
+ * fails on some rank after its workspace is allocated leaves the group as
+ * it was: ns_share_reserve binds the new plan (to the group's workspace, or
+ * to a larger one of its own), ns_share_commit makes it a member once the
+ * creation has succeeded. A pulled plan's windows are not shared: the peer
+ * maps them (ns_pull.c).
  */
 #include "ns.h"
 
@@ -28,24 +31,7 @@ static tpla_status_t no_memory(const char *fn) {
   return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
 }
 
-/* The group's workspace at least `bytes`, its members rebound to a new one. */
-static tpla_status_t fit(tpla_ctx_t ctx, struct ns_share *g, size_t bytes) {
-  if (g->ws != NULL && bytes <= g->bytes)
-    return TPLA_SUCCESS;
-  void *ws = NULL;
-  tpla_status_t st = ctx->backend->mem_alloc(ctx, bytes, &ws);
-  if (st != TPLA_SUCCESS)
-    return st;
-  if (g->ws != NULL)
-    ctx->backend->mem_free(ctx, g->ws);
-  g->ws = ws;
-  g->bytes = bytes;
-  for (int i = 0; i < g->count; i++)
-    ns_plan_bind(g->members[i], ws);
-  return TPLA_SUCCESS;
-}
-
-tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn) {
+tpla_status_t ns_share_reserve(tpla_ns_plan_t p, int id, const char *fn) {
   tpla_ctx_t ctx = p->ctx;
   struct ns_share *g = ctx->ns_shares;
   while (g != NULL && g->id != id)
@@ -57,10 +43,13 @@ tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn) {
       return no_memory(fn);
     g->id = id;
   }
-  /* the members' calls may still use the workspace, which this plan's
-   * rehearsal (ns_pull_rehearse) writes and a larger one replaces */
-  tpla_status_t st = !fresh && ctx->backend->quiesce != NULL ? ctx->backend->quiesce(ctx)
-                                                             : TPLA_SUCCESS;
+  bool grows = fresh || p->layout.bytes > g->bytes;
+  /* The members' calls in flight use the workspace: a larger one replaces
+   * it at the commit, and a pulled plan's rehearsal (ns_pull_rehearse)
+   * writes the one it is bound to. */
+  tpla_status_t st = TPLA_SUCCESS;
+  if (!fresh && (grows || p->pulls_planned) && ctx->backend->quiesce != NULL)
+    st = ctx->backend->quiesce(ctx);
   if (st == TPLA_SUCCESS && g->count == g->cap) {
     int cap = g->cap > 0 ? 2 * g->cap : 4;
     tpla_ns_plan_t *m = realloc(g->members, (size_t)cap * sizeof *m);
@@ -71,8 +60,9 @@ tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn) {
       g->cap = cap;
     }
   }
-  if (st == TPLA_SUCCESS)
-    st = fit(ctx, g, p->layout.bytes);
+  void *ws = NULL;
+  if (st == TPLA_SUCCESS && grows)
+    st = ctx->backend->mem_alloc(ctx, p->layout.bytes, &ws);
   if (st != TPLA_SUCCESS) {
     if (fresh) {
       free(g->members);
@@ -80,15 +70,32 @@ tpla_status_t ns_share_join(tpla_ns_plan_t p, int id, const char *fn) {
     }
     return st;
   }
-  if (fresh) {
+  p->share = g;
+  p->share_joined = false;
+  p->share_grown = ws;
+  p->owns_ws = false;
+  ns_plan_bind(p, grows ? ws : g->ws);
+  return TPLA_SUCCESS;
+}
+
+void ns_share_commit(tpla_ns_plan_t p) {
+  struct ns_share *g = p->share;
+  tpla_ctx_t ctx = p->ctx;
+  if (g->count == 0) { /* new: a listed group always has a member */
     g->next = ctx->ns_shares;
     ctx->ns_shares = g;
   }
+  if (p->share_grown != NULL) {
+    if (g->ws != NULL)
+      ctx->backend->mem_free(ctx, g->ws);
+    g->ws = p->share_grown;
+    g->bytes = p->layout.bytes;
+    p->share_grown = NULL;
+    for (int i = 0; i < g->count; i++)
+      ns_plan_bind(g->members[i], g->ws);
+  }
   g->members[g->count++] = p;
-  p->share = g;
-  p->owns_ws = false;
-  ns_plan_bind(p, g->ws);
-  return TPLA_SUCCESS;
+  p->share_joined = true;
 }
 
 void ns_share_leave(tpla_ns_plan_t p) {
@@ -96,6 +103,16 @@ void ns_share_leave(tpla_ns_plan_t p) {
   if (g == NULL)
     return;
   p->share = NULL;
+  if (!p->share_joined) { /* reserved only: the group is as it was */
+    if (p->share_grown != NULL)
+      p->ctx->backend->mem_free(p->ctx, p->share_grown);
+    p->share_grown = NULL;
+    if (g->count == 0) {
+      free(g->members);
+      free(g);
+    }
+    return;
+  }
   for (int i = 0; i < g->count; i++)
     if (g->members[i] == p) {
       g->members[i] = g->members[--g->count];

@@ -267,9 +267,13 @@ def test_workspace_group_shares_one_workspace():
     assert len(alone) == len(grouped) == 3
     assert set(grouped) == {max(alone)} and max(alone) > min(alone)
     assert comm.workspace_bytes() == held + max(alone)  # the group counted once
-    for bad in (-1, 1.5, True):
+    for bad in (-1, 1.5, True, 2**31, 2**32 + 3):  # 2**32 + 3 would wrap to group 3 in C
         with pytest.raises(tpla.InvalidArgumentError, match="workspace_group"):
             tt.newton_schulz(xs[0], comm, workspace_group=bad)
+    a, w = torch.randn(4, 8), torch.randn(6, 8)
+    for bad in (-2, 2**32 + 1):
+        with pytest.raises(tpla.InvalidArgumentError, match="window_group"):
+            tt.ag_gemm(a, w, comm, window_group=bad)
     with pytest.raises(tpla.InvalidArgumentError, match="0 for a batch"):
         tt.newton_schulz(torch.randn(2, 6, 4), comm, workspace_group=1)
 

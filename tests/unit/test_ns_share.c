@@ -4,7 +4,8 @@
  * shapes in one group hold one workspace at the largest one's size (a
  * larger member grows it for the members made before it), give bit for bit
  * the results of the same plans alone in any order of calls, keep the
- * workspace until their last member goes, and leave other groups alone;
+ * workspace until their last member goes, and leave other groups alone; a
+ * creation that fails on one rank leaves the group as it was on every rank;
  * on 1, 2 (NCCL-style sums and pulls) and 3 ranks.
  *
  *   ./test_ns_share       (CTest: test_ns_share)
@@ -173,11 +174,69 @@ static int share_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return failures > 0;
 }
 
+/* The last rank's executor refuses allocations above a size: a creation
+ * that fails there after the other ranks allocated a larger workspace for
+ * the group. */
+static const tpla_backend_t *real_backend;
+static size_t refuse_above;
+static tpla_status_t refusing_alloc(tpla_ctx_t ctx, size_t bytes, void **ptr) {
+  if (bytes > refuse_above)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "test", "refused %zu bytes", bytes);
+  return real_backend->mem_alloc(ctx, bytes, ptr);
+}
+
+static int failed_create_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  const share_case_t *c = arg;
+  int failures = 0;
+  part_t pt[2];
+  unsigned char *want = NULL, *got = NULL;
+  for (int i = 0; i < 2; i++)
+    make_part(&pt[i], c, i, rank, nranks);
+  tpla_ns_plan_t alone = create(ctx, &pt[0], 0, &failures);
+  tpla_ns_plan_t member = create(ctx, &pt[0], GROUP, &failures);
+  if (alone == NULL || member == NULL || run(alone, &pt[0], &want))
+    return 1; /* every rank fails alike */
+  size_t bytes = ws_of(member);
+  tpla_backend_t refusing;
+  if (rank == nranks - 1) {
+    real_backend = ctx->backend;
+    refusing = *ctx->backend;
+    refusing.mem_alloc = refusing_alloc;
+    refuse_above = bytes;
+    ctx->backend = &refusing;
+  }
+  tpla_ns_desc_t d = pt[1].desc;
+  d.workspace_group = GROUP;
+  tpla_ns_plan_t larger = (tpla_ns_plan_t)(uintptr_t)1;
+  tpla_status_t s = tpla_ns_plan_create(&larger, ctx, &d);
+  if (rank == nranks - 1)
+    ctx->backend = real_backend;
+  EXPECT(s == (rank == nranks - 1 ? TPLA_ERROR_OUT_OF_MEMORY : TPLA_ERROR_REMOTE) &&
+             larger == NULL, "the larger plan's creation: %s", tpla_status_string(s));
+  EXPECT(ws_of(member) == bytes, "the member's bytes went from %zu to %zu", bytes, ws_of(member));
+  failures += run(member, &pt[0], &got);
+  EXPECT(failures > 0 || memcmp(got, want, pt[0].bytes) == 0,
+         "the member's result differs from the plan alone after the failed creation");
+  /* and the group still grows for a creation that succeeds */
+  larger = create(ctx, &pt[1], GROUP, &failures);
+  EXPECT(larger != NULL && ws_of(member) > bytes, "no growth: %zu bytes", ws_of(member));
+  tpla_ns_plan_destroy(larger);
+  tpla_ns_plan_destroy(member);
+  tpla_ns_plan_destroy(alone);
+  free(want);
+  free(got);
+  for (int i = 0; i < 2; i++)
+    free(pt[i].x.data);
+  return failures > 0;
+}
+
 static void run_case(int P, bool collective) {
   share_case_t c = {collective, {0}};
   for (int i = 0; i < NSHAPES; i++)
     c.x[i] = random_matrix(shapes[i].m, shapes[i].n, shapes[i].dtype, 100 + (uint64_t)i);
   int bad = run_host_ranks(P, share_body, &c);
+  if (P > 1)
+    bad += run_host_ranks(P, failed_create_body, &c);
   for (int i = 0; i < NSHAPES; i++)
     free(c.x[i]);
   if (bad != 0)

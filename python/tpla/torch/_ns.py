@@ -15,7 +15,8 @@ import torch
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
 from ._comm import local_communicator
-from ._tensors import check_tensor, matrix, not_differentiable, same_view, tpla_dtype, written
+from ._tensors import (check_tensor, group_number, matrix, not_differentiable, same_view,
+                       tpla_dtype, written)
 
 PRESETS = {
     "muon": _lib.NS_MUON,
@@ -115,10 +116,11 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
        rectangular X), gram_sum ("auto": two ranks whose GPUs map each
        other sum the Gram by copy-engine pulls; "collective": by NCCL's
        all-reduce, which a CUDA graph can capture), workspace_group (0: the
-       cached plan of each shape has a workspace of its own; g > 0: the
-       plans of every shape called with g share one, at the largest one's
-       size; their calls must follow each other in stream order, and x must
-       be one matrix, not a batch): as tpla_ns_desc_t.
+       cached plan of each shape has a workspace of its own; g in
+       [1, 2^31 - 1]: the plans of every shape called with g share one, at
+       the largest size one has needed; their calls must follow each other
+       in stream order, and x must be one matrix, not a batch; call every
+       shape once before capturing any in a CUDA graph): as tpla_ns_desc_t.
     Runs on the current CUDA stream (returns without waiting for the GPU).
     Raises tpla.Error subclasses (InvalidArgumentError for bad input).
     """
@@ -165,11 +167,10 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     if ndim > 2 and not same_view(out, x) and _spans_meet(out, x):  # (2-D: the C call checks)
         raise InvalidArgumentError("%s: argument 'out' overlaps 'x': pass x itself to work in "
                                    "place, or memory apart from it" % fn)
-    if isinstance(workspace_group, bool) or not isinstance(workspace_group, int) or \
-            workspace_group < 0 or (workspace_group and ndim > 2):
+    if group_number(workspace_group, fn, "workspace_group") and ndim > 2:
         raise InvalidArgumentError(
-            "%s: argument 'workspace_group': %r must be an int >= 0, and 0 for a batch (whose "
-            "matrices share one plan's workspace)" % (fn, workspace_group))
+            "%s: argument 'workspace_group': %r must be 0 for a batch (whose matrices share one "
+            "plan's workspace)" % (fn, workspace_group))
     for table, value, arg in ((_lib.NS_ALGO, algorithm, "algorithm"),
                               (_lib.NS_ITERATION, iteration, "iteration"),
                               (_lib.NS_GRAM_SUM, gram_sum, "gram_sum")):

@@ -47,14 +47,15 @@ import torch
 
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
-from ._tensors import (check_tensor, matrix, not_differentiable, tensor_from_matrix, tpla_dtype,
-                       written)
+from ._tensors import (check_tensor, group_number, matrix, not_differentiable, tensor_from_matrix,
+                       tpla_dtype, written)
 
 _FP8 = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
 _UINT64_LIMIT = 1 << 64
 
 
-def _options(mode, transport, chunks, fn):
+def _options(mode, transport, chunks, window_group, fn):
+    group_number(window_group, fn, "window_group")
     try:
         return _lib.OVERLAP_MODE[mode], _lib.TRANSPORT[transport], int(chunks)
     except KeyError:
@@ -171,7 +172,7 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
     fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
                                fn)
     lr, k = a_local.shape
-    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
     key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
            m_mode, m_xport, chunks, None if m is None else int(m), int(window_group))
 
@@ -234,7 +235,7 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
                                fn)
     m, k = a.shape
     lr = -1 if local_rows is None else int(local_rows)
-    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
     key = ("rs", m, lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
            m_mode, m_xport, chunks, int(window_group))
 
@@ -266,7 +267,7 @@ def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
                                fn)
     m, k = a.shape
-    m_mode, m_xport, chunks = _options(mode, transport, chunks, fn)
+    m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
     key = ("ar", m, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
            m_mode, m_xport, chunks, int(window_group))
 

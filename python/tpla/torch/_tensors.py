@@ -57,6 +57,15 @@ def check_tensor(t, fn, arg, device, ndim=2):
                                    % (fn, arg))
 
 
+def group_number(value, fn, arg):
+    """A plan group's number (workspace_group, window_group): an int in [0, 2^31 - 1], the
+    range of the C int it goes into (ctypes would wrap a larger one silently)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
+        raise InvalidArgumentError("%s: argument '%s': %r must be an int in [0, 2^31 - 1]"
+                                   % (fn, arg, value))
+    return value
+
+
 def not_differentiable(fn, **tensors):
     """The functions are not differentiable: an input that requires grad, with grad mode
     on, is an error rather than a result that silently has no gradient."""
