@@ -218,10 +218,13 @@ typedef struct {
   int cases, batches, mats;
   /* worst, by dtype: differences, and their share of the tolerance */
   double vs_one[4], vs_f64[4], of_tol_one[4], of_tol_f64[4];
+  uint64_t worst_case[4]; /* the case nearest its tolerance, either one, to replay */
+  double worst_of_tol[4];
   int compared, ill_conditioned; /* matrices whose values were (not) compared */
 } stats_t;
 
 static stats_t stats;
+static uint64_t current_case; /* the seed of the case being run */
 
 static void note(double *worst, tpla_dtype_t dt, double e) {
   if (e > worst[dt])
@@ -301,6 +304,10 @@ static int compare(const mat_t *mt, const double *x, const double *got, const do
   note(stats.vs_f64, dt, e2);
   note(stats.of_tol_one, dt, e1 / t1);
   note(stats.of_tol_f64, dt, e2 / t2);
+  if (fmax(e1 / t1, e2 / t2) > stats.worst_of_tol[dt]) {
+    stats.worst_of_tol[dt] = fmax(e1 / t1, e2 / t2);
+    stats.worst_case[dt] = current_case;
+  }
   if (e1 <= t1 && e2 <= t2)
     return 0;
   fprintf(stderr, "  %s: vs one rank %.3e (tolerance %.2e), one rank vs float64 %.3e (%.2e); "
@@ -528,6 +535,7 @@ static int batch_case(rng_t *r, uint64_t seed, char *desc, size_t size) {
 static int run_case(uint64_t seed) {
   rng_t r;
   rng_seed(&r, seed);
+  current_case = seed;
   static char desc[8192];
   desc[0] = '\0';
   int bad = chance(&r, 0.25) ? batch_case(&r, seed, desc, sizeof desc)
@@ -569,8 +577,9 @@ static void test_ns_fuzz(void) {
   for (int k = 0; k < 3; k++) {
     tpla_dtype_t dt = dts[k];
     printf("  %-4s worst: vs one rank %.2e (%.0f%% of its tolerance), one rank vs float64 "
-           "%.2e (%.0f%%)\n", dt_name(dt), stats.vs_one[dt], 100.0 * stats.of_tol_one[dt],
-           stats.vs_f64[dt], 100.0 * stats.of_tol_f64[dt]);
+           "%.2e (%.0f%%); nearest its tolerance: TPLA_FUZZ_SEED=%" PRIu64 "\n", dt_name(dt),
+           stats.vs_one[dt], 100.0 * stats.of_tol_one[dt], stats.vs_f64[dt],
+           100.0 * stats.of_tol_f64[dt], stats.worst_case[dt]);
   }
   ASSERT_EQ_INT(failures, 0);
 }
