@@ -37,9 +37,11 @@
  *   - Enumerations only grow at the end; struct arguments carry their size
  *     and must be initialized with their *_INIT macro.
  *
- * Threading: a context is used by one thread at a time. Different contexts
- * (and so different ranks of a host group, each on its own thread) may be
- * used concurrently.
+ * Threading: a context is used by one thread at a time, and creating or
+ * destroying one of its plans counts as using it (a plan of a workspace or
+ * window group changes the group's state). Different contexts (and so
+ * different ranks of a host group, each on its own thread) may be used
+ * concurrently.
  */
 #ifndef TPLA_H
 #define TPLA_H
