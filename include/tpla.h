@@ -828,7 +828,9 @@ typedef struct {
  *              the group's next call. A group holds plans of one mode and
  *              one transport (INVALID_ARGUMENT otherwise, on every rank
  *              whose group still holds such a plan, REMOTE on the others:
- *              destroying plans is not collective).
+ *              destroying plans is not collective); once a call of a
+ *              member failed after it started, it refuses new members
+ *              (INVALID_USAGE, REMOTE on the others).
  *              Must agree. A descriptor whose size field ends before
  *              window_group (a caller built before it) has group 0. */
 

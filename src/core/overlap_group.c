@@ -40,7 +40,45 @@ struct ovl_group {
 };
 
 static const char *xkind_name(ovl_xport_kind_t k) {
-  return k == OVL_XPORT_PEER ? "PEER" : k == OVL_XPORT_SENDRECV ? "SENDRECV" : "no";
+  return k == OVL_XPORT_PEER ? "the PEER transport" : k == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
+                                                                       : "an automatic transport";
+}
+
+/* What one rank knows of the group, exchanged when a member joins: plans
+ * are destroyed rank by rank, so a rank may hold the group and another
+ * not, and the buffers every rank creates must agree (kind, flag count). */
+typedef struct {
+  int32_t grow;   /* needs new buffers: no group here, or larger ones */
+  int32_t holds;  /* holds the group */
+  int32_t xkind;  /* its transport's kind (if it holds it) */
+  int32_t nflags; /* flags the group or the new plan needs, the larger */
+} join_view_t;
+
+/* The view every rank acts on: grows if any rank must; the kind of the
+ * ranks that hold the group (they must agree), else the plan's; the most
+ * flags any rank needs. REMOTE-free: the same verdict on every rank. */
+static tpla_status_t agree_view(tpla_ctx_t ctx, int id, const char *fn, join_view_t *v) {
+  join_view_t *all = calloc((size_t)ctx->nranks, sizeof *all);
+  if (all == NULL)
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  tpla_status_t st = ovl_exchange(ctx, fn, all, v, sizeof *v);
+  int holder = -1;
+  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) {
+    v->grow |= all[r].grow;
+    v->nflags = all[r].nflags > v->nflags ? all[r].nflags : v->nflags;
+    if (!all[r].holds)
+      continue;
+    if (holder >= 0 && all[r].xkind != all[holder].xkind)
+      st = tpla_fail(TPLA_ERROR_INTERNAL, fn, "window_group %d holds %s on rank %d and %s on "
+                     "rank %d", id, xkind_name((ovl_xport_kind_t)all[holder].xkind), holder,
+                     xkind_name((ovl_xport_kind_t)all[r].xkind), r);
+    else if (holder < 0)
+      holder = r;
+  }
+  if (st == TPLA_SUCCESS && holder >= 0)
+    v->xkind = all[holder].xkind;
+  free(all);
+  return st;
 }
 
 static void release(tpla_ctx_t ctx, const struct tpla_xport_ops *ops, tpla_xport_t *xp,
@@ -64,42 +102,44 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
    * rank's have finished, so the window can be zeroed (the rehearsal) or freed (a larger
    * one). */
   tpla_status_t mine = TPLA_SUCCESS;
-  if (g != NULL && (g->mode != p->mode || (g->mode == TPLA_OVERLAP_OVERLAP &&
-                                           xd->kind != OVL_XPORT_AUTO && xd->kind != g->xkind)))
+  if (g != NULL && g->mode != p->mode)
     mine = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': window_group %d holds "
-                     "%s plans over the %s transport; this plan asks for %s", id,
-                     g->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP", xkind_name(g->xkind),
-                     p->mode == TPLA_OVERLAP_SERIAL         ? "SERIAL"
-                     : xd->kind == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
-                                                            : "the PEER transport");
+                     "%s plans; this plan is %s", id,
+                     g->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP",
+                     p->mode == TPLA_OVERLAP_SERIAL ? "SERIAL" : "OVERLAP");
+  else if (g != NULL && g->mode == TPLA_OVERLAP_OVERLAP && xd->kind != OVL_XPORT_AUTO &&
+           xd->kind != g->xkind)
+    mine = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "argument 'desc': window_group %d holds "
+                     "OVERLAP plans over %s; this plan asks for %s", id, xkind_name(g->xkind),
+                     xkind_name(xd->kind));
+  else if (g != NULL && g->broken) /* every rank learns it here, not at the first call */
+    mine = tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "window_group %d: a call of one of its plans "
+                     "failed after it started; destroy the group's plans", id);
   else if (g != NULL)
     mine = p->ops->quiesce(g->xp);
   TPLA_TRY(ovl_agree(ctx, fn, mine, "join its window group"));
-  int32_t grow = g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
-                 p->staging_bytes > g->staging_bytes;
-  int32_t *all = calloc((size_t)ctx->nranks, sizeof *all);
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = ovl_exchange(ctx, fn, all, &grow, sizeof grow);
-  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) /* ranks' windows may differ */
-    grow |= all[r];
-  free(all);
-  TPLA_TRY(st);
-  if (!grow) {
+  join_view_t view = {g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
+                          p->staging_bytes > g->staging_bytes,
+                      g != NULL, g != NULL ? (int32_t)g->xkind : (int32_t)xd->kind,
+                      g != NULL && g->nflags > xd->nflags ? g->nflags : xd->nflags};
+  TPLA_TRY(agree_view(ctx, id, fn, &view)); /* ranks' windows may differ in size */
+  if (!view.grow) {
     g->users++;
   } else { /* new buffers on every rank, or none: the old ones stay until all have them */
     ovl_xport_desc_t bigger = *xd;
     size_t staging_bytes = p->staging_bytes;
+    if (p->mode == TPLA_OVERLAP_OVERLAP) { /* as every rank: a holder's kind, the most flags */
+      bigger.kind = (ovl_xport_kind_t)view.xkind;
+      bigger.nflags = view.nflags;
+    }
     if (g != NULL) {
-      bigger.kind = g->mode == TPLA_OVERLAP_OVERLAP ? g->xkind : OVL_XPORT_LOCAL;
       bigger.window_bytes = g->window_bytes > xd->window_bytes ? g->window_bytes
                                                                 : xd->window_bytes;
-      bigger.nflags = g->nflags > xd->nflags ? g->nflags : xd->nflags;
       staging_bytes = g->staging_bytes > staging_bytes ? g->staging_bytes : staging_bytes;
     }
     void *staging = NULL;
     ovl_group_t *fresh = g == NULL ? calloc(1, sizeof *fresh) : NULL;
-    st = g == NULL && fresh == NULL
+    tpla_status_t st = g == NULL && fresh == NULL
              ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
              : ctx->backend->mem_alloc(ctx, staging_bytes, &staging);
     st = ovl_agree(ctx, fn, st, "allocate its window group's staging");

@@ -325,7 +325,11 @@ static void test_group_refusals(void) {
  * before and by rank 1 after a GEMM+RS member joins; the new member's calls must be numbered
  * alike (rank 1 once kept counting from 3: TIMEOUT and wrong values). Case 1: a SERIAL member
  * left on rank 0 only, and an OVERLAP one joins: rank 0 refuses it, rank 1 hears so at once
- * (it once waited in the plan's exchanges). */
+ * (it once waited in the plan's exchanges). Case 2: a SENDRECV member with 4 chunks left on
+ * rank 0 only, and a member with an automatic transport and 2 chunks joins: both ranks' new
+ * buffers are SENDRECV with the larger flag count (rank 1 once made PEER buffers with fewer
+ * flags: a double free at destruction, flags addressed past the peer's). st[3 + rank]: the
+ * new member's transport. */
 static int uneven_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_status_t *st = arg;
   enum { M = 8, K = 4, N = 4 };
@@ -340,6 +344,8 @@ static int uneven_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
   tpla_ag_gemm_plan_t x = NULL;
   if (st[2] == 1)
     xd.mode = TPLA_OVERLAP_SERIAL;
+  if (st[2] == 2)
+    xd.transport = TPLA_TRANSPORT_SENDRECV, xd.chunks = 4;
   if (tpla_ag_gemm_plan_create(&x, ctx, &xd) != TPLA_SUCCESS)
     return 1;
   int bad = 0;
@@ -353,6 +359,9 @@ static int uneven_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
   zd.m = M, zd.k = K, zd.n = N, zd.window_group = 1, zd.chunks = 2;
   tpla_gemm_rs_plan_t z = NULL;
   st[rank] = tpla_gemm_rs_plan_create(&z, ctx, &zd);
+  tpla_overlap_info_t info = TPLA_OVERLAP_INFO_INIT;
+  if (z != NULL && tpla_gemm_rs_plan_get_info(z, &info) == TPLA_SUCCESS)
+    st[3 + rank] = (tpla_status_t)info.transport;
   if (st[2] == 1 && !strstr(tpla_last_error(), rank == 0 ? "holds SERIAL plans"
                                                          : "rank 0 could not join"))
     bad = 1, fprintf(stderr, "  rank %d: %s\n", rank, tpla_last_error());
@@ -374,11 +383,15 @@ static int uneven_destroy_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
 }
 
 static void test_group_emptied_on_one_rank(void) {
-  for (int id = 0; id < 2; id++) {
-    tpla_status_t st[3] = {TPLA_ERROR_INTERNAL, TPLA_ERROR_INTERNAL, (tpla_status_t)id};
+  for (int id = 0; id < 3; id++) {
+    tpla_status_t st[5] = {TPLA_ERROR_INTERNAL, TPLA_ERROR_INTERNAL, (tpla_status_t)id, -1, -1};
     ASSERT_EQ_INT(run_host_ranks(2, uneven_destroy_body, st), 0);
-    ASSERT_EQ_INT(st[0], id == 0 ? TPLA_SUCCESS : TPLA_ERROR_INVALID_ARGUMENT);
-    ASSERT_EQ_INT(st[1], id == 0 ? TPLA_SUCCESS : TPLA_ERROR_REMOTE);
+    ASSERT_EQ_INT(st[0], id != 1 ? TPLA_SUCCESS : TPLA_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(st[1], id != 1 ? TPLA_SUCCESS : TPLA_ERROR_REMOTE);
+    if (id == 2) { /* the holder's transport on both ranks */
+      ASSERT_EQ_INT(st[3], TPLA_TRANSPORT_SENDRECV);
+      ASSERT_EQ_INT(st[4], TPLA_TRANSPORT_SENDRECV);
+    }
   }
 }
 
