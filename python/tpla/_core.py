@@ -28,8 +28,14 @@ def check(status):
 
 
 def config(timeout_s=None, gemm_workspace_bytes=0):
+    """timeout_s: None or 0 for the library's default, else seconds > 0 (at least 1 ms)."""
     cfg = _lib.Config.new()
-    cfg.timeout_ms = 0 if timeout_s is None else max(1, int(round(timeout_s * 1000)))
+    if timeout_s is not None and (isinstance(timeout_s, bool) or
+                                  not isinstance(timeout_s, (int, float)) or
+                                  not 0 <= timeout_s < float("inf")):
+        raise InvalidArgumentError("timeout %r must be None or a finite number of seconds "
+                                   ">= 0 (0: the library's default)" % (timeout_s,))
+    cfg.timeout_ms = 0 if not timeout_s else min(2**62, max(1, int(round(timeout_s * 1000))))
     cfg.gemm_workspace_bytes = int(gemm_workspace_bytes)
     return cfg
 

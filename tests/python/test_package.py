@@ -622,3 +622,63 @@ def test_pip_install_bundles_the_library():
         assert out.stdout.startswith(os.path.join(d, "tpla", "libtpla.so")), out.stdout
     shutil.rmtree(os.path.join(REPO, "python", "build"), ignore_errors=True)
     shutil.rmtree(os.path.join(REPO, "python", "tpla.egg-info"), ignore_errors=True)
+
+
+def test_ints_timeouts_and_beta_are_checked_before_ctypes():
+    """Values a C int cannot hold and floats for ints are refused (ctypes would run
+    2**32 + 4 chunks as 4 and 2.9 as 2), beta without out= too (it would scale
+    uninitialized memory), and a timeout of 0 is the library's default, not 1 ms."""
+    comm = tt.local_communicator(torch.device("cpu"))
+    a, w = torch.randn(4, 8), torch.randn(6, 8)
+    for bad in (2**32 + 4, 2.9, -1):
+        with pytest.raises(tpla.InvalidArgumentError, match="chunks"):
+            tt.ag_gemm(a, w, comm, chunks=bad)
+    with pytest.raises(tpla.InvalidArgumentError, match="local_rows"):
+        tt.gemm_rs(a, w, comm, local_rows=2**64 - 1)
+    with pytest.raises(tpla.InvalidArgumentError, match="'m'"):
+        tt.ag_gemm(a, w, comm, m=4.5)
+    with pytest.raises(tpla.InvalidArgumentError, match="steps"):
+        tt.newton_schulz(torch.randn(4, 6), comm, steps=2**32 + 5)
+    for op in (tt.ag_gemm, tt.gemm_rs, tt.gemm_ar):
+        with pytest.raises(tpla.InvalidArgumentError, match="beta"):
+            op(a, w, comm, beta=1.0)
+    out = torch.ones(4, 6)
+    tt.gemm_ar(a, w, comm, out=out, beta=1.0)
+    assert torch.allclose(out, a @ w.t() + 1, atol=1e-5)
+    assert _core.config(0).timeout_ms == 0 and _core.config(None).timeout_ms == 0
+    assert _core.config(0.0002).timeout_ms == 1 and _core.config(1e300).timeout_ms == 2**62
+    for bad in (-1, float("inf"), float("nan"), "5", True):
+        with pytest.raises(tpla.InvalidArgumentError, match="timeout"):
+            _core.config(bad)
+
+
+def test_muon_checks_its_settings_before_a_step_moves_anything():
+    """Groups given as params keep "use_muon": False; settings a step would refuse are
+    refused by the constructor; and a step whose plan cannot be made leaves the momentum
+    as it was (the plan is made before the momentum moves)."""
+    w = torch.nn.Parameter(torch.randn(8, 4))
+    e, b = torch.nn.Parameter(torch.randn(6, 4)), torch.nn.Parameter(torch.randn(4))
+    opt = tt.Muon([{"params": [w]}, {"params": [e, b], "use_muon": False, "lr": 1e-3}])
+    assert [g["use_muon"] for g in opt.param_groups] == [True, False]
+    for kwargs, match in ((dict(ns_dtype=torch.float64), "ns_dtype"),
+                          (dict(ns_steps=0), "ns_steps"), (dict(ns_steps=5.5), "ns_steps"),
+                          (dict(coefficients=[(3.4, -4.7, 2.0)] * 3), "coefficients"),
+                          (dict(scale="orignal"), "scale")):
+        with pytest.raises(tpla.InvalidArgumentError, match=match):
+            tt.Muon([w], **kwargs)
+    opt = tt.Muon([w], ns_steps=7)  # a new plan key: the plan is made at the first step
+    w.grad = torch.randn(8, 4)
+    before = w.detach().clone()
+
+    def refuse(*args, **kwargs):
+        raise tpla.OutOfMemoryError("refused by the test")
+    real = _core.NsBatchPlan
+    _core.NsBatchPlan = refuse
+    try:
+        with pytest.raises(tpla.OutOfMemoryError):
+            opt.step()
+    finally:
+        _core.NsBatchPlan = real
+    assert "momentum_buffer" not in opt.state[w] and torch.equal(w.detach(), before)
+    opt.step()
+    assert torch.equal(opt.state[w]["momentum_buffer"], w.grad * (1 - 0.95))

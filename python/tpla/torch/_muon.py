@@ -29,6 +29,7 @@ torch.optim.AdamW(capturable=True)); otherwise such a step is refused.
 """
 import collections
 import itertools
+import math
 
 import torch
 
@@ -36,8 +37,8 @@ from .. import _core, _lib
 from .._errors import InvalidArgumentError, InvalidUsageError
 from ._comm import local_communicator
 from ._layers import even_split
-from ._ns import coefficient_spec, muon_scale, ns_desc
-from ._tensors import capturing, matrix, refuse_capture, tpla_dtype
+from ._ns import NS_MAX_STEPS, coefficient_spec, muon_scale, ns_desc
+from ._tensors import c_int, capturing, matrix, refuse_capture, tpla_dtype
 
 
 _tokens = itertools.count()  # per optimizer, for plan cache keys (id() may be reused)
@@ -91,6 +92,8 @@ def split_params(model, adamw_names=("embed", "lm_head", "head", "wte", "wpe")):
 
 
 def _groups(params, use_muon, **extra):
+    """use_muon True: Muon groups unless one says "use_muon": False (as add_param_group);
+    False: AdamW groups, whatever they say."""
     params = list(params)
     if not params:
         return []
@@ -98,7 +101,10 @@ def _groups(params, use_muon, **extra):
     out = []
     for g in groups:
         g = dict(g)
-        g["use_muon"] = use_muon
+        if use_muon:
+            g.setdefault("use_muon", True)
+        else:
+            g["use_muon"] = False
         for k, v in extra.items():
             g.setdefault(k, v)
         out.append(g)
@@ -138,12 +144,18 @@ class Muon(torch.optim.Optimizer):
         _check_hyper(fn, "Muon", "momentum", momentum)
         if not 0.0 <= momentum < 1.0:
             raise InvalidArgumentError("%s: momentum %r is not in [0, 1)" % (fn, momentum))
-        tpla_dtype(ns_dtype, fn, "ns_dtype")
+        if ns_dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            raise InvalidArgumentError("%s: argument 'ns_dtype': %s is not torch.float32, "
+                                       "torch.float16 or torch.bfloat16" % (fn, ns_dtype))
         if ns_gram_dtype not in (torch.float32, ns_dtype):
             raise InvalidArgumentError("%s: argument 'ns_gram_dtype': %s is neither torch.float32 "
                                        "nor ns_dtype (%s)" % (fn, ns_gram_dtype, ns_dtype))
         self.ns_gram = tpla_dtype(ns_gram_dtype, fn, "ns_gram_dtype")
         self.coef = coefficient_spec(coefficients, fn)
+        c_int(ns_steps, fn, "ns_steps", 1, NS_MAX_STEPS)
+        if self.coef[1] is not None and len(self.coef[1]) != 3 * ns_steps:
+            raise InvalidArgumentError("%s: argument 'coefficients': %d triples for ns_steps=%d"
+                                       % (fn, len(self.coef[1]) // 3, ns_steps))
         if ns_iteration not in _lib.NS_ITERATION:
             raise InvalidArgumentError("%s: argument 'ns_iteration': %r is not one of %s"
                                        % (fn, ns_iteration, ", ".join(_lib.NS_ITERATION)))
@@ -169,6 +181,13 @@ class Muon(torch.optim.Optimizer):
         for key in ("lr", "weight_decay", "momentum"):
             _check_hyper(fn, "Muon group's" if group["use_muon"] else "AdamW group's", key,
                          group.get(key))
+        if group["use_muon"]:
+            try:  # at its first step it would be too late: the momentum has moved
+                muon_scale(2, 1, group.get("scale"))
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(
+                    "%s: a Muon group's scale %r is not \"original\", \"match_rms_adamw\", a "
+                    "number or None" % (fn, group.get("scale"))) from None
         for p in group["params"]:
             self._index[p] = len(self._index)
             if group["use_muon"] and p.dim() < 2:
@@ -402,31 +421,39 @@ class Muon(torch.optim.Optimizer):
         comm = self._communicator(items[0][1].device)
         P, rank = comm.world_size, comm.rank
         dt = tpla_dtype(self.ns_dtype, "tpla.torch.Muon", "ns_dtype")
+        # the layouts follow from the gradients' shapes, so the plan (whose creation may fail)
+        # is made before the momentum moves: a refused step changes nothing
+        layouts = []  # (shard, split, global rows, cols, local rows, local cols)
+        for _, p, g in items:
+            rows, cols = g.shape[0], math.prod(g.shape[1:])
+            tp_dim = getattr(p, "tpla_tp_dim", None) if P > 1 else None  # checked above
+            if tp_dim is not None:
+                sizes = p.tpla_tp_sizes
+                layouts.append((tp_dim, None, sum(sizes) if tp_dim == 0 else rows,
+                                cols if tp_dim == 0 else sum(sizes), rows, cols))
+            else:
+                split = even_split(rows, P)
+                layouts.append((0, split, rows, cols, split[rank], cols))
+
+        def create(ctx):  # only for a new key: the descriptors follow from it
+            descs = [ns_desc(shard, lr, lc, dt, self.ns_steps, self.coef, 1e-7, None,
+                             self.ns_gram, "auto", "tpla.torch.Muon", self.ns_iteration)
+                     for shard, _, _, _, lr, lc in layouts]
+            return _core.NsBatchPlan(ctx, [desc for desc, _ in descs])
+        plan = comm.plan(self._plan_key(items), create)
         entries = []
-        for (group, p, g), (u, fresh) in zip(items, self._momentum(items)):
+        for (group, p, g), (u, fresh), (shard, split, rows, cols, _, _) in zip(
+                items, self._momentum(items), layouts):
             if fresh and u.dtype == self.ns_dtype and u.is_contiguous():
                 x = u  # the Nesterov blend is a new tensor: orthogonalized in place
             else:
                 x = torch.empty(u.shape, dtype=self.ns_dtype, device=u.device)
                 x.copy_(u)
-            tp_dim = getattr(p, "tpla_tp_dim", None) if P > 1 else None  # checked above
-            rows, cols = x.shape
-            if tp_dim is not None:
-                sizes = p.tpla_tp_sizes
-                shard, view, split = tp_dim, x, None
-                rows, cols = (sum(sizes), cols) if tp_dim == 0 else (rows, sum(sizes))
-            else:
-                split = even_split(rows, P)
+            view = x
+            if split is not None:
                 off = sum(split[:rank])
-                shard, view = 0, x[off:off + split[rank]]
+                view = x[off:off + split[rank]]
             entries.append(_Entry(group, p, x, view, split, rows, cols, shard))
-
-        def create(ctx):  # only for a new key: the descriptors follow from it
-            descs = [ns_desc(e.shard, e.view.shape[0], e.view.shape[1], dt, self.ns_steps,
-                             self.coef, 1e-7, None, self.ns_gram, "auto", "tpla.torch.Muon",
-                             self.ns_iteration) for e in entries]
-            return _core.NsBatchPlan(ctx, [desc for desc, _ in descs])
-        plan = comm.plan(self._plan_key(items), create)
         stream = comm.stream()
         plan.execute([matrix(e.view, "tpla.torch.Muon", "update") for e in entries], stream)
         updates = {}  # p -= lr * scale * x: one multi-tensor op per group and scale

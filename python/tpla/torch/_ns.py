@@ -15,8 +15,10 @@ import torch
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
 from ._comm import local_communicator
-from ._tensors import (check_tensor, group_number, matrix, not_differentiable, same_view,
+from ._tensors import (c_int, check_tensor, group_number, matrix, not_differentiable, same_view,
                        tpla_dtype, written)
+
+NS_MAX_STEPS = 1000  # the library's bound on steps (src/core/ns.h)
 
 PRESETS = {
     "muon": _lib.NS_MUON,
@@ -141,8 +143,7 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     xms = [matrix(x[i], fn, "x") for i in batch]
     shard = shard_of(shard_dim, fn)
     coef = coefficient_spec(coefficients, fn)
-    if isinstance(steps, bool) or not isinstance(steps, int):
-        raise InvalidArgumentError("%s: argument 'steps' must be an int, not %r" % (fn, steps))
+    c_int(steps, fn, "steps", -2**31)  # its range is the library's to check
     gram = _lib.FLOAT32 if gram_dtype is None else tpla_dtype(gram_dtype, fn, "gram_dtype")
     rows, cols = x.shape[-2:]
     local = (rows, cols)[shard]

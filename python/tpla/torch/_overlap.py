@@ -47,8 +47,8 @@ import torch
 
 from .. import _core, _lib
 from .._errors import InvalidArgumentError
-from ._tensors import (check_tensor, group_number, matrix, not_differentiable, tensor_from_matrix,
-                       tpla_dtype, written)
+from ._tensors import (c_int, check_tensor, group_number, matrix, not_differentiable,
+                       tensor_from_matrix, tpla_dtype, written)
 
 _FP8 = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
 _UINT64_LIMIT = 1 << 64
@@ -56,8 +56,9 @@ _UINT64_LIMIT = 1 << 64
 
 def _options(mode, transport, chunks, window_group, fn):
     group_number(window_group, fn, "window_group")
+    c_int(chunks, fn, "chunks")
     try:
-        return _lib.OVERLAP_MODE[mode], _lib.TRANSPORT[transport], int(chunks)
+        return _lib.OVERLAP_MODE[mode], _lib.TRANSPORT[transport], chunks
     except KeyError:
         raise InvalidArgumentError("%s: mode must be one of %s and transport one of %s" % (
             fn, list(_lib.OVERLAP_MODE), list(_lib.TRANSPORT))) from None
@@ -142,7 +143,10 @@ def _fp8_args(fp8, scale_a, scale_b, use_fast_accum, b_version, comm, fn):
     return scaling, version
 
 
-def _common(a, b, comm, transpose_b, out_dtype, fn):
+def _common(a, b, comm, transpose_b, out_dtype, out, beta, fn):
+    if out is None and beta != 0:  # D = ... + beta * D would read uninitialized memory
+        raise InvalidArgumentError("%s: argument 'beta' is %r, but no 'out' is given for it to "
+                                   "scale" % (fn, beta))
     check_tensor(a, fn, "a", comm.device)
     check_tensor(b, fn, "b", comm.device)
     not_differentiable(fn, a=a, b=b)
@@ -168,13 +172,13 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
     module's docstring. Returns D, or (D, gathered) with return_gathered,
     (D, gathered, scales) for FP8 inputs."""
     fn = "tpla.torch.ag_gemm"
-    dt, d_dtype, ddt, n, kb = _common(a_local, b, comm, transpose_b, out_dtype, fn)
+    dt, d_dtype, ddt, n, kb = _common(a_local, b, comm, transpose_b, out_dtype, out, beta, fn)
     fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
                                fn)
     lr, k = a_local.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
     key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
-           m_mode, m_xport, chunks, None if m is None else int(m), int(window_group))
+           m_mode, m_xport, chunks, None if m is None else c_int(m, fn, "m", 0, 2**63 - 1), window_group)
 
     def make(ctx):
         desc = _lib.AgGemmDesc.new(local_rows=lr, k=k, n=n,
@@ -230,11 +234,11 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     evenly, the first m % P ranks one row more). FP8: scale_a, scale_b
     (this rank's), use_fast_accum, b_version as in the module's docstring."""
     fn = "tpla.torch.gemm_rs"
-    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, out, beta, fn)
     fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
                                fn)
     m, k = a.shape
-    lr = -1 if local_rows is None else int(local_rows)
+    lr = -1 if local_rows is None else c_int(local_rows, fn, "local_rows", 0, 2**63 - 1)
     m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
     key = ("rs", m, lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
            m_mode, m_xport, chunks, int(window_group))
@@ -263,7 +267,7 @@ def gemm_ar(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     FP8: scale_a, scale_b (this rank's), use_fast_accum, b_version as in the
     module's docstring."""
     fn = "tpla.torch.gemm_ar"
-    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, fn)
+    dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, out, beta, fn)
     fp8, b_version = _fp8_args(dt in _FP8, scale_a, scale_b, use_fast_accum, b_version, comm,
                                fn)
     m, k = a.shape

@@ -57,13 +57,18 @@ def check_tensor(t, fn, arg, device, ndim=2):
                                    % (fn, arg))
 
 
-def group_number(value, fn, arg):
-    """A plan group's number (workspace_group, window_group): an int in [0, 2^31 - 1], the
-    range of the C int it goes into (ctypes would wrap a larger one silently)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
-        raise InvalidArgumentError("%s: argument '%s': %r must be an int in [0, 2^31 - 1]"
-                                   % (fn, arg, value))
+def c_int(value, fn, arg, lo=0, hi=2**31 - 1):
+    """An integer argument bound for a C int (or int64_t: hi = 2^63 - 1), checked here:
+    ctypes would wrap a larger one silently and truncate a float."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InvalidArgumentError("%s: argument '%s': %r must be an int in [%d, %d]"
+                                   % (fn, arg, value, lo, hi))
     return value
+
+
+def group_number(value, fn, arg):
+    """A plan group's number (workspace_group, window_group): an int in [0, 2^31 - 1]."""
+    return c_int(value, fn, arg)
 
 
 def not_differentiable(fn, **tensors):
