@@ -650,6 +650,13 @@ def test_ints_timeouts_and_beta_are_checked_before_ctypes():
     for bad in (-1, float("inf"), float("nan"), "5", True):
         with pytest.raises(tpla.InvalidArgumentError, match="timeout"):
             _core.config(bad)
+    with pytest.raises(tpla.InvalidArgumentError, match="safety"):  # once a plan per call
+        tt.newton_schulz(torch.randn(4, 6), comm, safety=torch.tensor(1.1))
+    leaf = torch.zeros(4, 6, requires_grad=True)
+    for op in (tt.ag_gemm, tt.gemm_rs, tt.gemm_ar):  # as torch's out= and newton_schulz
+        with pytest.raises(tpla.InvalidArgumentError, match="'out' requires grad"):
+            op(a, w, comm, out=leaf)
+    assert torch.equal(leaf.detach(), torch.zeros(4, 6))
 
 
 def test_muon_checks_its_settings_before_a_step_moves_anything():

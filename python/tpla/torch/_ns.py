@@ -144,6 +144,9 @@ def newton_schulz(x, comm=None, steps=5, coefficients="muon", shard_dim=0, out=N
     shard = shard_of(shard_dim, fn)
     coef = coefficient_spec(coefficients, fn)
     c_int(steps, fn, "steps", -2**31)  # its range is the library's to check
+    for arg, v in (("eps", eps), ("safety", safety)):  # numbers: a tensor would miss the cache
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise InvalidArgumentError("%s: argument '%s': %r must be a number" % (fn, arg, v))
     gram = _lib.FLOAT32 if gram_dtype is None else tpla_dtype(gram_dtype, fn, "gram_dtype")
     rows, cols = x.shape[-2:]
     local = (rows, cols)[shard]

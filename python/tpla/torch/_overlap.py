@@ -149,7 +149,7 @@ def _common(a, b, comm, transpose_b, out_dtype, out, beta, fn):
                                    "scale" % (fn, beta))
     check_tensor(a, fn, "a", comm.device)
     check_tensor(b, fn, "b", comm.device)
-    not_differentiable(fn, a=a, b=b)
+    not_differentiable(fn, a=a, b=b, out=out)
     dt = tpla_dtype(a.dtype, fn, "a")
     if out_dtype is not None:
         d_dtype = out_dtype
@@ -296,7 +296,7 @@ def allgather_rows(a_local, comm, *, rows=None, out=None):
     rows: every rank's row count (default: all equal to a_local's)."""
     fn = "tpla.torch.allgather_rows"
     check_tensor(a_local, fn, "a_local", comm.device)
-    not_differentiable(fn, a_local=a_local)
+    not_differentiable(fn, a_local=a_local, out=out)
     tpla_dtype(a_local.dtype, fn, "a_local")
     lr, k = a_local.shape
     if rows is None:
