@@ -40,8 +40,9 @@ struct ovl_group {
 };
 
 static const char *xkind_name(ovl_xport_kind_t k) {
-  return k == OVL_XPORT_PEER ? "the PEER transport" : k == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
-                                                                       : "an automatic transport";
+  return k == OVL_XPORT_PEER       ? "the PEER transport"
+         : k == OVL_XPORT_SENDRECV ? "the SENDRECV transport"
+                                   : "an automatic transport";
 }
 
 /* What one rank knows of the group, exchanged when a member joins: plans
@@ -56,7 +57,7 @@ typedef struct {
 
 /* The view every rank acts on: grows if any rank must; the kind of the
  * ranks that hold the group (they must agree), else the plan's; the most
- * flags any rank needs. REMOTE-free: the same verdict on every rank. */
+ * flags any rank needs. Every rank reaches the same verdict. */
 static tpla_status_t agree_view(tpla_ctx_t ctx, int id, const char *fn, join_view_t *v) {
   join_view_t *all = calloc((size_t)ctx->nranks, sizeof *all);
   if (all == NULL)

@@ -177,8 +177,9 @@ def ag_gemm(a_local, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.
                                fn)
     lr, k = a_local.shape
     m_mode, m_xport, chunks = _options(mode, transport, chunks, window_group, fn)
+    m = None if m is None else c_int(m, fn, "m", 0, 2**63 - 1)
     key = ("ag", lr, k, n, bool(transpose_b), dt, ddt, bias is not None, bool(allow_tf32),
-           m_mode, m_xport, chunks, None if m is None else c_int(m, fn, "m", 0, 2**63 - 1), window_group)
+           m_mode, m_xport, chunks, m, window_group)
 
     def make(ctx):
         desc = _lib.AgGemmDesc.new(local_rows=lr, k=k, n=n,
