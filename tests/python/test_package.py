@@ -689,3 +689,29 @@ def test_muon_checks_its_settings_before_a_step_moves_anything():
     assert "momentum_buffer" not in opt.state[w] and torch.equal(w.detach(), before)
     opt.step()
     assert torch.equal(opt.state[w]["momentum_buffer"], w.grad * (1 - 0.95))
+
+
+def test_layers_first_derivatives_under_create_graph_and_muon_buffer_dtypes():
+    """The layers' backward is once differentiable: first derivatives with create_graph=True
+    work (they once raised tpla's not-differentiable error); and a bf16 gradient updates an
+    fp32 momentum buffer loaded from a main-grad checkpoint (it once raised torch's dtype
+    error)."""
+    comm = tt.local_communicator(torch.device("cpu"))
+    layer = tt.ColumnParallelLinear(8, 6, comm)
+    x = torch.randn(5, 2, 8, requires_grad=True)
+    (g,) = torch.autograd.grad((layer(x) ** 2).sum(), x, create_graph=True)
+    ref = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    (g_ref,) = torch.autograd.grad((ref ** 2).sum(), x)
+    assert torch.allclose(g.detach(), g_ref, atol=1e-5)
+    w = torch.nn.Parameter(torch.randn(8, 4, dtype=torch.bfloat16))
+    saver = tt.Muon([w], use_main_grad=True)
+    w.main_grad = torch.randn(8, 4)
+    saver.step()
+    state = copy.deepcopy(saver.state_dict())
+    assert state["state"][0]["momentum_buffer"].dtype == torch.float32
+    opt = tt.Muon([w])
+    opt.load_state_dict(state)
+    w.grad = torch.randn(8, 4, dtype=torch.bfloat16)
+    opt.step()
+    want = state["state"][0]["momentum_buffer"].lerp(w.grad.float(), 1 - 0.95)
+    assert torch.equal(opt.state[w]["momentum_buffer"], want)

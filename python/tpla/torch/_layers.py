@@ -21,6 +21,7 @@ import math
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from .._errors import InvalidArgumentError
 from ._overlap import ag_gemm, allgather_rows, gemm_rs, local_gemm
@@ -74,6 +75,7 @@ class _ColumnParallelFn(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable  # tpla's GEMMs build no graph: a second derivative is torch's error
     def backward(ctx, dy):
         x2, weight = ctx.saved_tensors
         layer, rows = ctx.layer, ctx.rows
@@ -105,6 +107,7 @@ class _RowParallelFn(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable  # tpla's GEMMs build no graph: a second derivative is torch's error
     def backward(ctx, dy):
         x2, weight = ctx.saved_tensors
         layer, rows = ctx.layer, ctx.rows

@@ -489,6 +489,8 @@ class Muon(torch.optim.Optimizer):
             buf = st.get("momentum_buffer")
             if buf is None:
                 buf = st["momentum_buffer"] = torch.zeros_like(g2)
+            elif buf.dtype != g2.dtype:  # e.g. an fp32 buffer saved with main grads, bf16 grads
+                g2 = g2.to(buf.dtype)
             member = groups.setdefault(id(group), (group, [], [], []))
             member[1].append(i)
             member[2].append(buf)
