@@ -823,10 +823,10 @@ typedef struct {
  *              the same order, each after the group's previous call in
  *              stream order (one stream, or the caller orders them).
  *              Creating a member waits for the group's calls enqueued so
- *              far (it may replace the buffers with larger ones, which
- *              stay even if the creation then fails). A gathered view
- *              (and an FP8 plan's staged B^T) lasts until the group's
- *              next call or the creation of a member. A group holds plans of one mode and
+ *              far (it may replace the buffers with larger ones; a
+ *              creation that fails leaves the group's as they were). A
+ *              gathered view (and an FP8 plan's staged B^T) lasts until
+ *              the group's next call or the creation of a member. A group holds plans of one mode and
  *              one transport (INVALID_ARGUMENT otherwise, on every rank
  *              whose group still holds such a plan, REMOTE on the others:
  *              destroying plans is not collective); once a call of a

@@ -232,6 +232,7 @@ typedef struct {
   tpla_fp8_scaling_t cur_fp8;
   uint32_t seq;               /* calls issued (in a window group: the group's calls) */
   struct ovl_group *group;    /* window_group > 0: the shared buffers (overlap_group.c) */
+  bool group_joined;          /* a member; false while its creation may still fail */
   bool fence_peers;           /* this call follows another member's: wait for the peers first */
   bool has_gathered;          /* AG: the window holds the last call's gathered A */
   bool broken;                /* an execute failed after it started: unusable */
@@ -272,8 +273,12 @@ size_t ovl_plan_bytes(const ovl_plan_t *p);
 
 /* overlap_group.c: window groups (plans sharing their buffers).
  * join: collective; the plan (p->mode, p->staging_bytes and p->ops set, `xd` its
- * transport's needs) takes the group's buffers, which are created or replaced
- * with larger ones first; p->xp, p->staging and p->seq are then the group's.
+ * transport's needs) takes the group's buffers, or larger ones made for it
+ * (every rank, or none); p->xp, p->staging and p->seq are then those.
+ * commit: once the plan's creation has succeeded, it becomes a member, and
+ * larger buffers made for it replace the group's; a plan that leaves
+ * without it (its creation failed) frees what was made for it, and the
+ * group is as it was but for a zeroed window (the rehearsal's).
  * leave: the last member releases the buffers. enter/exit bracket a call:
  * enter fails (INVALID_USAGE) once a call of the group failed, and forgets
  * what another member's call overwrote (gathered view, staged B^T); exit
@@ -283,6 +288,7 @@ size_t ovl_plan_bytes(const ovl_plan_t *p);
  * call will use (the group's, for a member). */
 typedef struct ovl_group ovl_group_t;
 tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd, const char *fn);
+void ovl_group_commit(ovl_plan_t *p);
 void ovl_group_leave(ovl_plan_t *p);
 tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn);
 void ovl_group_exit(ovl_plan_t *p, bool failed);

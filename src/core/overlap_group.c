@@ -21,6 +21,7 @@
 #include "overlap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct ovl_group {
   int id;
@@ -36,6 +37,15 @@ struct ovl_group {
   const ovl_plan_t *last;    /* the member whose call last used the buffers (NULL: none since
                                 a member joined) */
   bool broken;               /* a call failed after it started: every member is unusable */
+  bool listed;               /* in the context's list: since its first member's creation */
+  struct {                   /* larger buffers made for the plan being created (`by`): the
+                                group's once its creation succeeds (ovl_group_commit) */
+    const ovl_plan_t *by;
+    tpla_xport_t *xp;
+    void *staging;
+    size_t staging_bytes, window_bytes;
+    int nflags;
+  } grown;
   struct ovl_group *next;
 };
 
@@ -124,9 +134,7 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
                       g != NULL, g != NULL ? (int32_t)g->xkind : (int32_t)xd->kind,
                       g != NULL && g->nflags > xd->nflags ? g->nflags : xd->nflags};
   TPLA_TRY(agree_view(ctx, id, fn, &view)); /* ranks' windows may differ in size */
-  if (!view.grow) {
-    g->users++;
-  } else { /* new buffers on every rank, or none: the old ones stay until all have them */
+  if (view.grow) { /* new buffers on every rank, or none: the old ones stay until all have them */
     ovl_xport_desc_t bigger = *xd;
     size_t staging_bytes = p->staging_bytes;
     if (p->mode == TPLA_OVERLAP_OVERLAP) { /* as every rank: a holder's kind, the most flags */
@@ -141,8 +149,8 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
     void *staging = NULL;
     ovl_group_t *fresh = g == NULL ? calloc(1, sizeof *fresh) : NULL;
     tpla_status_t st = g == NULL && fresh == NULL
-             ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
-             : ctx->backend->mem_alloc(ctx, staging_bytes, &staging);
+                           ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
+                           : ctx->backend->mem_alloc(ctx, staging_bytes, &staging);
     st = ovl_agree(ctx, fn, st, "allocate its window group's staging");
     tpla_xport_t *xp = NULL;
     if (st == TPLA_SUCCESS)
@@ -157,27 +165,51 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
       g = fresh;
       g->id = id;
       g->mode = p->mode;
-      g->next = ctx->ovl_groups;
-      ctx->ovl_groups = g;
-    } else {
-      release(ctx, p->ops, g->xp, g->staging);
     }
-    g->users++;
-    g->xp = xp;
-    g->xkind = p->ops->kind(xp);
-    g->window_bytes = bigger.window_bytes;
-    g->nflags = bigger.nflags;
-    g->staging = staging;
-    g->staging_bytes = staging_bytes;
-    g->seq = 0; /* fresh flags on every rank, whatever calls this rank's group counted */
+    g->grown.by = p;
+    g->grown.xp = xp;
+    g->grown.staging = staging;
+    g->grown.staging_bytes = staging_bytes;
+    g->grown.window_bytes = bigger.window_bytes;
+    g->grown.nflags = bigger.nflags;
+    p->xp = xp; /* the members keep the group's buffers until the commit */
+    p->staging = staging;
+    p->seq = 0; /* fresh flags on every rank, whatever calls this rank's group counted */
+  } else {
+    p->xp = g->xp;
+    p->staging = g->staging;
+    p->seq = g->seq;
+    g->last = NULL; /* the rehearsal that follows zeroes the window: every member's next
+                       call starts afresh, and fenced */
   }
   p->group = g;
-  p->xp = g->xp;
-  p->staging = g->staging;
-  p->seq = g->seq;
-  g->last = NULL; /* the rehearsal that follows zeroes the window: every member's next
-                     call starts afresh, and fenced */
+  p->group_joined = false;
   return TPLA_SUCCESS;
+}
+
+void ovl_group_commit(ovl_plan_t *p) {
+  ovl_group_t *g = p->group;
+  tpla_ctx_t ctx = p->ctx;
+  if (g->grown.by == p) {
+    if (g->xp != NULL)
+      release(ctx, p->ops, g->xp, g->staging);
+    g->xp = g->grown.xp;
+    g->xkind = p->ops->kind(g->xp);
+    g->staging = g->grown.staging;
+    g->staging_bytes = g->grown.staging_bytes;
+    g->window_bytes = g->grown.window_bytes;
+    g->nflags = g->grown.nflags;
+    g->seq = 0;
+    g->last = NULL; /* every member's next call starts afresh on the new buffers */
+    memset(&g->grown, 0, sizeof g->grown);
+  }
+  if (!g->listed) {
+    g->next = ctx->ovl_groups;
+    ctx->ovl_groups = g;
+    g->listed = true;
+  }
+  g->users++;
+  p->group_joined = true;
 }
 
 void ovl_group_leave(ovl_plan_t *p) {
@@ -185,6 +217,15 @@ void ovl_group_leave(ovl_plan_t *p) {
   p->group = NULL;
   p->xp = NULL;
   p->staging = NULL;
+  if (g != NULL && !p->group_joined) { /* its creation failed: the group as it was */
+    if (g->grown.by == p) {
+      release(p->ctx, p->ops, g->grown.xp, g->grown.staging);
+      memset(&g->grown, 0, sizeof g->grown);
+    }
+    if (!g->listed)
+      free(g);
+    return;
+  }
   if (g == NULL || --g->users > 0) {
     if (g != NULL && g->last == p)
       g->last = NULL;

@@ -383,7 +383,10 @@ static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *
     else
       st = rehearse(p, fn);
   }
-  return ovl_agree(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
+  st = ovl_agree(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
+  if (st == TPLA_SUCCESS && p->group != NULL)
+    ovl_group_commit(p); /* a member only now: a failure above left the group as it was */
+  return st;
 }
 
 /* The common create: validate (summary already filled, status in st),

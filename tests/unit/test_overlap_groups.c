@@ -8,7 +8,8 @@
  * the plans alone; a gathered view lasts exactly until the group's next
  * call; a member destroyed early leaves the others working; ranks that
  * disagree on the group fail alike, and a group refuses a plan of another
- * mode or transport while its members keep working.
+ * mode or transport while its members keep working; a creation that fails
+ * after buffers were grown for it leaves the group as it was.
  *
  *   ./test_overlap_groups     (CTest: test_overlap_groups, and with lazy pulls)
  */
@@ -395,6 +396,69 @@ static void test_group_emptied_on_one_rank(void) {
   }
 }
 
+/* A creation that fails after the group's buffers were grown for it (the last rank's
+ * executor refuses the rehearsal's GEMMs): the member made before it keeps its buffers, its
+ * bytes and its gathered view on every rank, and its calls still compute the right values
+ * (the larger buffers once stayed, and the view was lost). */
+static const tpla_backend_t *real_backend;
+static tpla_status_t refusing_gemm(tpla_ctx_t ctx, const tpla_gemm_call_t *call, void *stream) {
+  (void)ctx, (void)call, (void)stream;
+  return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "test", "refused");
+}
+
+static int failed_growth_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)arg;
+  enum { ROWS = 16, K = 4, N = 4, K_BIG = 64 };
+  float a[ROWS * K_BIG], b[K_BIG * N], d[ROWS * 8 * N];
+  for (int i = 0; i < ROWS * K_BIG; i++)
+    a[i] = 1.0f;
+  for (int i = 0; i < K_BIG * N; i++)
+    b[i] = 1.0f;
+  tpla_ag_gemm_desc_t small = TPLA_AG_GEMM_DESC_INIT, big;
+  small.local_rows = ROWS, small.k = K, small.n = N, small.window_group = 1;
+  big = small;
+  big.k = K_BIG;
+  tpla_ag_gemm_plan_t member = NULL, larger = (tpla_ag_gemm_plan_t)(uintptr_t)1;
+  if (tpla_ag_gemm_plan_create(&member, ctx, &small) != TPLA_SUCCESS)
+    return 1;
+  tpla_matrix_t dm = {d, ROWS * nranks, N, N, TPLA_FLOAT32}, am = {a, ROWS, K, K, TPLA_FLOAT32};
+  tpla_matrix_t bm = {b, K, N, N, TPLA_FLOAT32};
+  int bad = tpla_ag_gemm(member, dm, am, bm, NULL, NULL) != TPLA_SUCCESS;
+  size_t before = 0, after = 0;
+  int held = 0, still = 0;
+  tpla_ag_gemm_plan_workspace_bytes(member, &before);
+  tpla_ag_gemm_plan_has_gathered(member, &held);
+  tpla_backend_t refusing;
+  if (rank == nranks - 1) {
+    real_backend = ctx->backend;
+    refusing = *real_backend;
+    refusing.gemm = refusing_gemm;
+    ctx->backend = &refusing;
+  }
+  tpla_status_t s = tpla_ag_gemm_plan_create(&larger, ctx, &big);
+  if (rank == nranks - 1)
+    ctx->backend = real_backend;
+  tpla_ag_gemm_plan_workspace_bytes(member, &after);
+  tpla_ag_gemm_plan_has_gathered(member, &still);
+  if (s != (rank == nranks - 1 ? TPLA_ERROR_OUT_OF_MEMORY : TPLA_ERROR_REMOTE) ||
+      larger != NULL || after != before || !held || !still)
+    bad = 1, fprintf(stderr, "  rank %d: %s (%s); bytes %zu -> %zu; gathered view %d -> %d\n",
+                     rank, tpla_status_string(s), tpla_last_error(), before, after, held, still);
+  for (int i = 0; i < ROWS * nranks * N; i++)
+    d[i] = -1.0f;
+  bad |= tpla_ag_gemm(member, dm, am, bm, NULL, NULL) != TPLA_SUCCESS;
+  for (int i = 0; i < ROWS * nranks * N; i++)
+    bad |= d[i] != (float)K;
+  tpla_barrier(ctx, NULL);
+  tpla_ag_gemm_plan_destroy(member);
+  return bad;
+}
+
+static void test_group_failed_growth_leaves_it_as_it_was(void) {
+  ASSERT_EQ_INT(run_host_ranks(2, failed_growth_body, NULL), 0);
+  ASSERT_EQ_INT(run_host_ranks(3, failed_growth_body, NULL), 0);
+}
+
 /* A member that needs more staging than the group holds, but no larger window and no more
  * flags: an AG member (window 8 x 32 floats, no staging), then a GEMM+RS member (n = 64:
  * a 4 x 64 receive slot in the window, a 4 x 64 send slot in the staging). The group's
@@ -508,6 +572,7 @@ int main(void) {
   TEST(test_group_refusals);
   TEST(test_group_emptied_on_one_rank);
   TEST(test_group_grows_for_staging);
+  TEST(test_group_failed_growth_leaves_it_as_it_was);
   TEST(test_descriptor_sizes);
   return test_summary();
 }
