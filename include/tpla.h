@@ -386,7 +386,8 @@ TPLA_API tpla_status_t tpla_barrier(tpla_ctx_t ctx, void *stream);
  * a_scale and b_scale dequantize the stored inputs (NULL: 1). d_scale
  * quantizes an FP8 output (NULL: 1; only for an FP8 D). d_amax, if not
  * NULL, receives max |alpha a_scale b_scale op(A) op(B) + beta D| before
- * d_scale (the amax recipes track; 0 for an empty D). On the CUDA executor
+ * d_scale (the amax recipes track; 0 for an empty D; for a bf16/fp16/fp32 D
+ * on CUDA taken over the stored D, after its rounding). On the CUDA executor
  * the four pointers must be 16-byte aligned (cuBLASLt rejects others; a
  * float array of scales needs a stride of TPLA_FP8_SCALE_STRIDE floats, as
  * below).
@@ -435,7 +436,8 @@ typedef struct {
  * leading dimension. A and B have the same dtype (fp32, fp16 or bf16); D
  * has that dtype or fp32. Products accumulate in fp32. FP8: A and B are
  * E4M3/E5M2 (mixed allowed, not both E5M2), D is bf16, fp16, fp32, E4M3
- * or E5M2, scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
+ * or E5M2 (E5M2 only with an E5M2 input: cuBLASLt has no E4M3 x E4M3 ->
+ * E5M2, NOT_SUPPORTED on every executor), scaled as args->fp8 says; any op_a/op_b (Hopper's FP8 tensor
  * cores take only K-contiguous operands: the library transposes the others
  * into its grow-only scratch, no caller copy needed; the scratch cannot
  * grow while `stream` is captured, INVALID_USAGE then). A captured call's

@@ -157,6 +157,7 @@ cudaError_t launch_amax(float *amax, const void *x, int64_t rows, int64_t cols, 
   bx = bx < 64 ? bx : 64;
   int64_t by = kAmaxBlocks / bx;
   dim3 grid((unsigned)bx, (unsigned)(rows < by ? rows : by));
+  (void)cudaGetLastError(); /* an earlier error is not this launch's */
   amax_kernel<T><<<grid, kAmaxThreads, 0, stream>>>(reinterpret_cast<unsigned int *>(amax),
                                                    static_cast<const T *>(x), rows, cols, ld);
   return cudaGetLastError();
@@ -171,6 +172,7 @@ namespace {
 cudaError_t transpose_fast(uint8_t *dst, int64_t dst_ld, const uint8_t *src, int64_t src_ld,
                            int64_t rows, int64_t cols, cudaStream_t stream) {
   const int64_t rt = rows / kTile128 * kTile128, ct = cols / kTile128 * kTile128;
+  (void)cudaGetLastError(); /* an earlier error is not these launches' */
   if (rt > 0 && ct > 0) {
     int64_t tr = rt / kTile128, tc = ct / kTile128;
     dim3 grid((unsigned)(tc < kMaxGrid ? tc : kMaxGrid), (unsigned)(tr < kMaxGrid ? tr : kMaxGrid));
@@ -212,6 +214,7 @@ extern "C" cudaError_t tpla_cuda_stage_bytes(void *dst, int64_t dst_ld, int64_t 
   dim3 block(kTile, kTileRows);
   uint8_t *d = static_cast<uint8_t *>(dst);
   const uint8_t *s = static_cast<const uint8_t *>(src);
+  (void)cudaGetLastError(); /* an earlier error is not this launch's */
   if (transpose)
     stage_kernel<true><<<grid, block, 0, stream>>>(d, dst_ld, dst_rows, dst_cols, s, src_ld, rows,
                                                    cols);

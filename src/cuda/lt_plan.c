@@ -327,6 +327,8 @@ tpla_status_t tpla_lt_plan_tune(tpla_lt_plan_t *p, cublasLtHandle_t lt, size_t w
         s = tpla_cuda_status(cudaEventElapsedTime(&ms[i], ev[0], ev[1]), fn,
                              "cudaEventElapsedTime (tuning)");
     }
+    if (!ran)
+      (void)cudaGetLastError(); /* its launch error must not surface in a later call */
     if (!ran || s != TPLA_SUCCESS)
       continue; /* an algorithm that cannot run here is skipped, not an error */
     qsort(ms, ITERS, sizeof ms[0], by_time);

@@ -37,6 +37,7 @@ cudaError_t launch(void *d, int64_t rows, int64_t cols, int64_t ld, float beta,
   const int threads = 256;
   int64_t bx = (cols + threads - 1) / threads;
   dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)(rows < 65535 ? rows : 65535));
+  (void)cudaGetLastError(); /* an earlier error is not this launch's */
   scale_kernel<T><<<grid, threads, 0, stream>>>(static_cast<T *>(d), rows, cols, ld, beta);
   return cudaGetLastError();
 }

@@ -119,6 +119,7 @@ template <typename T> cudaError_t launch(const FoldArgs &a, cudaStream_t stream)
   int v = vec ? kVec : 1;
   int64_t bx = (a.cols / v + kThreads - 1) / kThreads;
   dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)(a.rows < 65535 ? a.rows : 65535));
+  (void)cudaGetLastError(); /* an earlier error is not this launch's */
   if (vec)
     fold_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(a);
   else

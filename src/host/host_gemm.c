@@ -185,9 +185,13 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) 
   float alpha = (float)((double)c->alpha * scales);
   bool use_blas = false;
 #ifdef TPLA_HAVE_BLAS
-  /* BLAS takes 32-bit sizes; huge leading dimensions take the C loop. */
+  /* BLAS takes 32-bit sizes; huge leading dimensions take the C loop. A
+   * zero alpha from nonzero alpha and FP8 scales (a zero scale, an fp32
+   * underflow) takes it too: sgemm would skip the product, and on CUDA the
+   * scales, read on the device, cannot skip it, so NaN and infinity in A or
+   * B still reach D (0 * inf) and the amax. */
   use_blas = c->k > 0 && (wide_in || (fits_int(c->a.ld) && fits_int(c->b.ld))) &&
-             (wide_d || fits_int(c->d.ld));
+             (wide_d || fits_int(c->d.ld)) && (alpha != 0.0f || c->alpha == 0.0f);
 #endif
   /* Scratch layout in floats: [A copy][B copy][D copy][packed panel]. */
   size_t a_off = 0, b_off = 0, d_off = 0, panel_off = 0, total = 0;
@@ -226,7 +230,7 @@ tpla_status_t host_gemm_run(host_scratch_t *scratch, const tpla_gemm_call_t *c) 
   }
 
   scale_rows(d.p, d.ld, c->m, c->n, c->beta); /* beta = 0: D (or C) is never read */
-  if (c->k > 0 && alpha != 0.0f) {
+  if (c->k > 0 && c->alpha != 0.0f) {
 #ifdef TPLA_HAVE_BLAS
     if (use_blas) {
       int m = (int)c->m, n = (int)c->n, k = (int)c->k;

@@ -3,10 +3,12 @@
  * the dequantized inputs: E4M3 x E4M3, E5M2 x E4M3 and E4M3 x E5M2, all four
  * op_a/op_b (the library stages every layout but A m x k, B n x k), outputs
  * bf16, fp16, fp32 and E4M3 (with a d_scale; compared after decoding, one
- * FP8 ulp allowed), E5M2 where cuBLASLt offers it, per-tensor scales, the
+ * FP8 ulp allowed), E5M2 from an E5M2 input (from two E4M3 inputs
+ * refused), per-tensor scales, the
  * amax, split and fast accumulation (split at least as accurate), beta = 1
  * into fp32, m, n, k not multiples of 16, odd leading dimensions and
- * misaligned pointers, k = 0, and two streams sharing the staging scratch.
+ * misaligned pointers, k = 0, saturation, infinity and NaN in an FP8 D,
+ * and two streams sharing the staging scratch.
  * test_gpu_fp8_kernels.c has the plan cache, the memory loop and the
  * staging and amax kernels on their own.
  *
@@ -457,8 +459,8 @@ static void test_fp8_misaligned_scale(void) {
   cudaFree(a), cudaFree(b), cudaFree(d);
 }
 
-/* An E5M2 output: right where cuBLASLt has it, else NOT_SUPPORTED naming
- * the shape (printed either way). */
+/* An E5M2 output: right from E4M3 x E5M2; E4M3 x E4M3 -> E5M2 (no cuBLASLt
+ * kernel on Hopper) refused up front, NOT_SUPPORTED naming argument 'd'. */
 static void test_fp8_e5m2_output(void) {
   NEED_FP8();
   gpu_rng_t rng;
@@ -468,8 +470,9 @@ static void test_fp8_e5m2_output(void) {
     fp8_case_t c = {64, 32, 64, E4M3, p ? E5M2 : E4M3, E5M2, TPLA_OP_N, TPLA_OP_T, 0, 0, 0,
                     0, 0, 0, 1.0f, 0.0f, TPLA_FP8_ACCUM_SPLIT, 0.5f, 0, 1, 1};
     ASSERT_EQ_INT(run_case(&c, &rng, &r, 1), 0);
-    if (r.not_supported)
-      ASSERT_CONTAINS(tpla_last_error(), "m=64 n=32 k=64");
+    ASSERT_EQ_INT(r.not_supported, p == 0);
+    if (p == 0)
+      ASSERT_CONTAINS(tpla_last_error(), "argument 'd': an e5m2 D needs an e5m2 input");
   }
 }
 
@@ -488,6 +491,65 @@ static void test_fp8_k_zero(void) {
   ASSERT_EQ_INT(run_case(&c, &rng, &r, 0), 0);
   c.td = TPLA_BFLOAT16;
   ASSERT_EQ_INT(run_case(&c, &rng, &r, 0), 0);
+}
+
+/* One small FP8 GEMM from host bytes: D (m x n) = A (m x k) B (k x n), no
+ * scales, d_amax into g_scalars[12]; D's bytes and the amax come back. */
+static int tiny_fp8_gemm(const uint8_t *a, tpla_dtype_t ta, const uint8_t *b, tpla_dtype_t tb,
+                         uint8_t *d, tpla_dtype_t td, int m, int n, int k, float *amax) {
+  uint8_t *dev = NULL;
+  float minus_one = -1.0f;
+  if (CUDA_FAILED(cudaMalloc((void **)&dev, 3 * 64)) ||
+      CUDA_FAILED(cudaMemcpy(dev, a, (size_t)(m * k), cudaMemcpyHostToDevice)) ||
+      CUDA_FAILED(cudaMemcpy(dev + 64, b, (size_t)(k * n), cudaMemcpyHostToDevice)) ||
+      CUDA_FAILED(cudaMemcpy(g_scalars + 12, &minus_one, sizeof(float), cudaMemcpyHostToDevice))) {
+    cudaFree(dev);
+    return 1;
+  }
+  tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
+  args.fp8.d_amax = g_scalars + 12;
+  tpla_matrix_t av = {dev, m, k, k, ta}, bv = {dev + 64, k, n, n, tb}, dv = {dev + 128, m, n, n, td};
+  tpla_status_t st = tpla_gemm(g_ctx, dv, av, TPLA_OP_N, bv, TPLA_OP_N, &args, g_stream);
+  int bad = st != TPLA_SUCCESS;
+  if (bad)
+    fprintf(stderr, "  tpla_gemm: %s: %s\n", tpla_status_string(st), tpla_last_error());
+  bad = bad || CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
+        CUDA_FAILED(cudaMemcpy(d, dev + 128, (size_t)(m * n), cudaMemcpyDeviceToHost)) ||
+        CUDA_FAILED(cudaMemcpy(amax, g_scalars + 12, sizeof(float), cudaMemcpyDeviceToHost));
+  cudaFree(dev);
+  return bad;
+}
+
+/* An FP8 D as docs/API.md says, the host executor's test_saturation_and_nan
+ * on cuBLASLt: finite overflow saturates to the largest finite value (E4M3
+ * 448, E5M2 57344), E5M2 keeps an infinity, a NaN input gives NaN, and the
+ * amax is of the unrounded values (NaN and infinity included). */
+static void test_fp8_saturation_inf_nan(void) {
+  NEED_FP8();
+  const uint8_t a[4] = {0x7e, 0xfe, 0x38, 0x7f};  /* E4M3 448, -448, 1, NaN (1 x k) */
+  const uint8_t b3[3 * 2] = {0x7e, 0x38, 0x00, 0x38, 0x00, 0x38};      /* k = 3 rows of 2 */
+  const uint8_t b4[4 * 2] = {0x7e, 0x38, 0x00, 0x38, 0x00, 0x38, 0x38, 0x38};
+  uint8_t d[2];
+  float amax;
+  /* D = [448 * 448 = 200704 -> 448, 448 - 448 + 1 = 1] */
+  ASSERT_EQ_INT(tiny_fp8_gemm(a, E4M3, b3, E4M3, d, E4M3, 1, 2, 3, &amax), 0);
+  printf("# E4M3 overflow: D bytes 0x%02x 0x%02x, amax %g\n", d[0], d[1], (double)amax);
+  ASSERT_EQ_INT(d[0], 0x7e);
+  ASSERT_EQ_INT(d[1], 0x38);
+  ASSERT_TRUE(amax == 200704.0f);
+  /* the NaN joins both columns */
+  ASSERT_EQ_INT(tiny_fp8_gemm(a, E4M3, b4, E4M3, d, E4M3, 1, 2, 4, &amax), 0);
+  printf("# E4M3 NaN input: D bytes 0x%02x 0x%02x, amax %g\n", d[0], d[1], (double)amax);
+  ASSERT_TRUE(isnan(fp8_value(d[0], E4M3)) && isnan(fp8_value(d[1], E4M3)));
+  ASSERT_TRUE(isnan(amax));
+  /* E5M2 A [[inf, 0], [57344, 57344]] x E4M3 B [[1], [448]]: [inf, 25.7e6 -> 57344] */
+  const uint8_t a5[4] = {0x7c, 0x00, 0x7b, 0x7b}, b5[2] = {0x38, 0x7e};
+  ASSERT_EQ_INT(tiny_fp8_gemm(a5, E5M2, b5, E4M3, d, E5M2, 2, 1, 2, &amax), 0);
+  printf("# E5M2 infinity and overflow: D bytes 0x%02x 0x%02x, amax %g\n", d[0], d[1],
+         (double)amax);
+  ASSERT_EQ_INT(d[0], 0x7c);
+  ASSERT_EQ_INT(d[1], 0x7b);
+  ASSERT_TRUE(isinf(amax) && amax > 0);
 }
 
 /* Staged calls alternating two streams share the scratch safely. */
@@ -543,6 +605,7 @@ int main(void) {
   TEST(test_fp8_misaligned_scale);
   TEST(test_fp8_e5m2_output);
   TEST(test_fp8_k_zero);
+  TEST(test_fp8_saturation_inf_nan);
   TEST(test_fp8_two_streams);
   if (close_single_ctx(g_comm, g_ctx) != 0)
     test_failed_++;
