@@ -461,7 +461,9 @@ TPLA_API tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t 
  * zeros, as with eps > 0), then each step applies
  *   X <- a X + b (X X^T) X + c (X X^T)^2 X
  * with one (a, b, c) triple per step; internally the Gram matrix of the
- * SHORT dimension is used (X X^T when m <= n, X^T X otherwise). Each step
+ * SHORT dimension is used (X X^T when m <= n, X^T X otherwise), but for a
+ * forced GRAM_ALLREDUCE, whose Gram is the non-sharded dimension's even
+ * where that is the long side (the same map, at that side's cost). Each step
  * maps every singular value sigma to a sigma + b sigma^3 + c sigma^5.
  * Inputs are fp32, fp16 or bf16; products accumulate in fp32.
  * See docs/ALGORITHMS.md for the algorithms and the cost model. */
@@ -485,7 +487,9 @@ typedef enum {
 typedef enum {
   TPLA_NS_ALGO_AUTO = 0,           /* chosen by the cost model                */
   TPLA_NS_ALGO_GRAM_ALLREDUCE = 1, /* sum of local Grams of the non-sharded
-                                      dimension, one all-reduce per step      */
+                                      dimension, one all-reduce per step
+                                      (AUTO takes it only where that is the
+                                      short side)                             */
   TPLA_NS_ALGO_REDISTRIBUTE = 2,   /* all-to-all to the other sharding, Gram
                                       all-reduce there, all-to-all back       */
   TPLA_NS_ALGO_GATHER = 3,         /* gather X on every rank, NS redundantly,
@@ -609,10 +613,14 @@ typedef struct tpla_ns_plan *tpla_ns_plan_t;
  *   REMOTE            another rank rejected its arguments, or the ranks
  *                     disagree (shard dimension, non-sharded size, dtype,
  *                     gram_dtype, steps, coefficients, eps, safety,
- *                     algorithm); every rank gets the same message naming
- *                     the first disagreeing rank and field.
- *   OUT_OF_MEMORY     the workspace could not be allocated (a group's
- *                     stays as it was).
+ *                     iteration, algorithm); every rank gets the same
+ *                     message naming the first disagreeing rank and field;
+ *                     or another rank failed below.
+ *   NOT_SUPPORTED     a shard side or the global sharded size above
+ *                     2^31 - 1, or the matrix above 2^60 bytes.
+ *   OUT_OF_MEMORY     the workspace or host memory could not be allocated
+ *                     (a group's workspace stays as it was); the other
+ *                     ranks get REMOTE, none is left waiting.
  *   TIMEOUT/NCCL/...  the exchange failed. */
 TPLA_API tpla_status_t tpla_ns_plan_create(tpla_ns_plan_t *plan, tpla_ctx_t ctx,
                                            const tpla_ns_desc_t *desc);
@@ -639,8 +647,10 @@ TPLA_API tpla_status_t tpla_ns_plan_iteration(tpla_ns_plan_t plan,
  * allocated. A rank that rejects its arguments does not join the
  * collective, so the other ranks' calls then fail with TIMEOUT or REMOTE.
  * Errors: INVALID_ARGUMENT (NULL plan, x not a valid view, wrong shape or
- * dtype; x untouched), REMOTE/TIMEOUT/CUDA/NCCL/CUBLAS from the executor
- * (x then holds unspecified values). */
+ * dtype; x untouched), INVALID_USAGE (a plan that sums by pulls, called on
+ * a stream being captured, or after an earlier call's exchange failed:
+ * destroy it; x untouched), REMOTE/TIMEOUT/CUDA/NCCL/CUBLAS from the
+ * executor (x then holds unspecified values). */
 TPLA_API tpla_status_t tpla_ns_execute(tpla_ns_plan_t plan, tpla_matrix_t x, void *stream);
 /* Same, but writes the result to `out` (same shape and dtype as x, any
  * ld >= cols) and leaves x unchanged. out may be x itself (same data and

@@ -244,6 +244,22 @@ void tpla_appendf(char *out, size_t size, const char *fmt, ...)
 /* words[0..n) as runs of equal values: "0-3: 204, 4-7: 205, 8: 0". */
 void tpla_append_word_runs(char *out, size_t size, const uint32_t *words, int n);
 
+/* ---- plan-time agreement (plan_agree.c) ---------------------------------- */
+
+/* The executor's plan-time all-gather of `bytes` of host memory from every
+ * rank into recv (collective, blocking; NOT_SUPPORTED without one). */
+tpla_status_t tpla_plan_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
+                                 size_t bytes);
+/* After a local step that may fail on some ranks (collective; allocates
+ * nothing, so an out-of-memory rank takes part): every rank learns every
+ * status; returns this rank's own failure with its message, or REMOTE
+ * naming the first other rank that could not do `what`. */
+tpla_status_t tpla_plan_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
+                              const char *what);
+/* The same for the host memory a plan creation needs before its first
+ * exchange of summaries (without it a rank could not take part in that). */
+tpla_status_t tpla_plan_agree_memory(tpla_ctx_t ctx, const char *fn, bool allocated);
+
 /* ---- failure of a context (ctx_fail.c) ----------------------------------- */
 
 /* Record the context's failure and abort its work (backend->abort). The

@@ -389,6 +389,9 @@ tpla_status_t ns_pull_gram(tpla_ctx_t ctx, ns_pull_t *p, tpla_matrix_t g, ns_opm
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream);
 void *ns_pull_window(const ns_pull_t *p);
 void *ns_pull_lane(const ns_pull_t *p, int lane);
+/* INVALID_USAGE once an exchange of the plan has failed (the ranks' calls
+ * may be out of step): checked before a call writes anything. */
+tpla_status_t ns_pull_check(tpla_ctx_t ctx, const ns_pull_t *p, const char *fn);
 /* Whether `stream` is being captured into a CUDA graph, which the pulls
  * cannot be replayed from (their flags carry each call's number). */
 bool ns_pull_cannot_capture(const ns_pull_t *p, void *stream);
@@ -464,14 +467,6 @@ struct tpla_ns_plan {
  * out == NULL takes part in the agreement as a failure. */
 tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns_desc_t *desc,
                               const char *fn, const char *where, bool in_batch, bool pulls);
-/* The backend's plan-time exchange (host memory, blocking). */
-tpla_status_t ns_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
-                          size_t bytes);
-/* After a local step that may fail on some ranks (allocation): every rank
- * learns every status; returns this rank's own failure, or REMOTE naming
- * the first rank that could not `what`. */
-tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
-                              const char *what);
 /* Bind the workspace base (the plan does not own it). */
 void ns_plan_bind(tpla_ns_plan_t p, void *base);
 /* Free the plan's host memory, and its workspace if owned. */
@@ -497,9 +492,10 @@ size_t ns_share_bytes(const struct ns_share *g);
 tpla_status_t ns_check_x(const char *fn, const char *arg, tpla_ns_plan_t p,
                          const tpla_matrix_t *x);
 
-/* INVALID_USAGE when `stream` is captured into a CUDA graph and the plan
- * exchanges by pulls. */
-tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream);
+/* INVALID_USAGE, before the call writes anything, when the plan exchanges
+ * by pulls and `stream` is captured into a CUDA graph or an earlier call's
+ * exchange failed. */
+tpla_status_t ns_check_call(const char *fn, tpla_ns_plan_t p, void *stream);
 
 /* Normalize x into out and run the plan's algorithm on out (validated). */
 tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, void *stream);

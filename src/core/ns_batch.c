@@ -252,9 +252,9 @@ static tpla_status_t agree_header(tpla_ctx_t ctx, const char *fn, tpla_ns_batch_
   else if (descs == NULL)
     snprintf(mine.message, sizeof mine.message, "argument 'descs' is NULL");
   mine.status = mine.message[0] ? TPLA_ERROR_INVALID_ARGUMENT : 0;
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = ns_exchange(ctx, fn, all, &mine, sizeof mine);
+  tpla_status_t st = tpla_plan_agree_memory(ctx, fn, all != NULL);
+  if (st == TPLA_SUCCESS)
+    st = tpla_plan_exchange(ctx, fn, all, &mine, sizeof mine);
   if (st == TPLA_SUCCESS && mine.status)
     st = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn, "%s", mine.message);
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) {
@@ -277,7 +277,7 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
   int P = ctx->nranks;
   struct tpla_ns_batch_plan *b = calloc(1, sizeof *b);
   if (b == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+    return tpla_plan_agree_memory(ctx, fn, false);
   b->ctx = ctx;
   b->count = count;
   b->plans = calloc((size_t)count, sizeof *b->plans);
@@ -292,18 +292,22 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
   if (!b->plans || !b->owner || !b->send_off || !b->full_off || !b->iters || !b->a2a ||
       !b->spans || !b->whole)
     st = tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  /* Every rank takes part in every matrix's agreement (an allocation
-   * failure above is the one case that breaks this; the others time out). */
+  /* Every rank takes part in every exchange: each step's failures are
+   * agreed (a matrix's inside ns_plan_prepare) before the next exchange. */
+  st = tpla_plan_agree(ctx, fn, st, "allocate its batch tables");
   char arg[48];
   for (int i = 0; st == TPLA_SUCCESS && i < count; i++) {
     snprintf(arg, sizeof arg, "argument 'descs[%d]'", i);
     st = ns_plan_prepare(&b->plans[i], ctx, &descs[i], fn, arg, true, false);
   }
+  bool prepared = st == TPLA_SUCCESS; /* else every rank failed at the same matrix */
   if (st == TPLA_SUCCESS)
     st = decide(b);
   if (st == TPLA_SUCCESS)
     st = make_groups(b, fn);
+  const char *what = "assign its matrices"; /* decide, make_groups: host memory */
   if (st == TPLA_SUCCESS) {
+    what = "allocate its workspace";
     ns_layout_t owners = {0};
     layout_owners(b, &owners);
     b->off_groups = ns_layout_take(&owners, ns_groups_bytes(b->groups));
@@ -315,8 +319,9 @@ static tpla_status_t create_batch(tpla_ns_batch_plan_t *plan, tpla_ctx_t ctx, in
              ? tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the batch's workspace on rank %d "
                          "exceeds the address space", ctx->rank)
              : ctx->backend->mem_alloc(ctx, b->ws_bytes, &b->ws);
-    st = ns_agree_status(ctx, fn, st, "allocate its workspace");
   }
+  if (prepared)
+    st = tpla_plan_agree(ctx, fn, st, what);
   if (st != TPLA_SUCCESS) {
     batch_free(b);
     return st;
@@ -490,7 +495,7 @@ tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tpla_matrix
   for (int i = 0; i < plan->count; i++) {
     snprintf(arg, sizeof arg, "xs[%d]", i);
     TPLA_TRY(ns_check_x(fn, arg, plan->plans[i], &xs[i]));
-    TPLA_TRY(ns_check_stream(fn, plan->plans[i], stream));
+    TPLA_TRY(ns_check_call(fn, plan->plans[i], stream));
   }
   TPLA_TRY(check_overlaps(fn, plan, xs));
   TPLA_TRY(tpla_call_begin(plan->ctx, fn, true, stream));

@@ -180,18 +180,11 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   return true;
 }
 
-tpla_status_t ns_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
-                          size_t bytes) {
-  if (ctx->backend->exchange != NULL)
-    return ctx->backend->exchange(ctx, recv, send, bytes);
-  return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no plan-time exchange",
-                   ctx->backend->name);
-}
-
-/* Exchange summaries; on success all[] holds every rank's. */
-static tpla_status_t agree(tpla_ctx_t ctx, const char *fn, const summary_t *mine,
+/* Exchange summaries; on success all[] holds every rank's. A disagreement
+ * names `arg`, the descriptor ("descs[3]" in a batch). */
+static tpla_status_t agree(tpla_ctx_t ctx, const char *fn, const char *arg, const summary_t *mine,
                            summary_t *all) {
-  TPLA_TRY(ns_exchange(ctx, fn, all, mine, sizeof *mine));
+  TPLA_TRY(tpla_plan_exchange(ctx, fn, all, mine, sizeof *mine));
   if (mine->status != 0)
     return tpla_fail((tpla_status_t)mine->status, fn, "%s", mine->message);
   for (int r = 0; r < ctx->nranks; r++)
@@ -201,27 +194,8 @@ static tpla_status_t agree(tpla_ctx_t ctx, const char *fn, const summary_t *mine
   char msg[MSG_LEN];
   for (int r = 1; r < ctx->nranks; r++)
     if (differs(msg, &all[0], &all[r], r))
-      return tpla_fail(TPLA_ERROR_REMOTE, fn, "%s", msg);
+      return tpla_fail(TPLA_ERROR_REMOTE, fn, "%s: %s", arg, msg);
   return TPLA_SUCCESS;
-}
-
-tpla_status_t ns_agree_status(tpla_ctx_t ctx, const char *fn, tpla_status_t mine,
-                              const char *what) {
-  int32_t *all = calloc((size_t)ctx->nranks, sizeof *all);
-  int32_t me = (int32_t)mine;
-  char msg[MSG_LEN];
-  snprintf(msg, sizeof msg, "%s", tpla_last_error());
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = ns_exchange(ctx, fn, all, &me, sizeof me);
-  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
-    if (all[r] != 0 && r != ctx->rank)
-      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
-                     tpla_status_string((tpla_status_t)all[r]));
-  free(all);
-  if (mine != TPLA_SUCCESS) /* own failure first, with its own message */
-    return tpla_fail(mine, fn, "%s", msg);
-  return st;
 }
 
 /* Shapes, partition and algorithm from the agreed summaries. */
@@ -287,11 +261,14 @@ tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns
   memset(&mine, 0, sizeof mine);
   tpla_ns_plan_t p = calloc(1, sizeof *p);
   summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
-  tpla_status_t st = out == NULL ? bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT,
-                                       "argument 'plan' is NULL")
-                                 : check_desc(mine.message, arg, desc, ctx->nranks, in_batch);
-  if (st == TPLA_SUCCESS && (p == NULL || all == NULL))
-    st = bad(mine.message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
+  tpla_status_t st = tpla_plan_agree_memory(ctx, fn, p && all);
+  if (st != TPLA_SUCCESS) {
+    free(all);
+    free(p);
+    return st;
+  }
+  st = out == NULL ? bad(mine.message, TPLA_ERROR_INVALID_ARGUMENT, "argument 'plan' is NULL")
+                   : check_desc(mine.message, arg, desc, ctx->nranks, in_batch);
   if (st == TPLA_SUCCESS) {
     p->table = malloc(sizeof(float) * 3 * (size_t)desc->steps);
     p->offs = malloc(sizeof(int64_t) * (size_t)(ctx->nranks + 1));
@@ -310,11 +287,7 @@ tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns
   if (st == TPLA_SUCCESS)
     fill_summary(&mine, desc, p->table);
   mine.status = (int32_t)st;
-  if (all == NULL) { /* cannot even take part: the others will time out */
-    ns_plan_free(p);
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  }
-  st = agree(ctx, fn, &mine, all);
+  st = agree(ctx, fn, arg, &mine, all);
   if (st == TPLA_SUCCESS) {
     p->ctx = ctx;
     p->rank = ctx->rank;
@@ -325,6 +298,9 @@ tpla_status_t ns_plan_prepare(tpla_ns_plan_t *out, tpla_ctx_t ctx, const tpla_ns
     p->safety = ns_effective_safety(desc);
     p->eps = desc->eps;
     st = plan_shapes(p, all, fn, arg, in_batch, pulls);
+    /* its host allocations can fail on one rank alone: the others must not
+     * go on into the next exchange */
+    st = tpla_plan_agree(ctx, fn, st, "set up its plan");
   }
   free(all);
   if (st != TPLA_SUCCESS) {
@@ -382,7 +358,7 @@ static tpla_status_t create_plan(tpla_ns_plan_t *plan, tpla_ctx_t ctx, const tpl
       ctx->backend->mem_free(ctx, ws);
     }
   }
-  st = ns_agree_status(ctx, fn, st, desc->workspace_group > 0 ? "join its workspace group"
+  st = tpla_plan_agree(ctx, fn, st, desc->workspace_group > 0 ? "join its workspace group"
                                                                : "allocate its workspace");
   if (st != TPLA_SUCCESS) {
     ns_plan_free(p);
@@ -500,8 +476,11 @@ tpla_status_t ns_plan_run(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x, 
   return st != TPLA_SUCCESS ? st : joined;
 }
 
-tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream) {
-  if (p->iter.pull == NULL || !ns_pull_cannot_capture(p->iter.pull, stream))
+tpla_status_t ns_check_call(const char *fn, tpla_ns_plan_t p, void *stream) {
+  if (p->iter.pull == NULL)
+    return TPLA_SUCCESS;
+  TPLA_TRY(ns_pull_check(p->ctx, p->iter.pull, fn));
+  if (!ns_pull_cannot_capture(p->iter.pull, stream))
     return TPLA_SUCCESS;
   return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                    "argument 'stream' is being captured into a CUDA graph, but the plan sums "
@@ -513,7 +492,7 @@ tpla_status_t ns_check_stream(const char *fn, tpla_ns_plan_t p, void *stream) {
 /* A public call: inside the context's call bracket (ctx_fail.c). */
 static tpla_status_t ns_plan_run_public(tpla_ns_plan_t p, tpla_matrix_t out, tpla_matrix_t x,
                                         void *stream, const char *fn) {
-  TPLA_TRY(ns_check_stream(fn, p, stream));
+  TPLA_TRY(ns_check_call(fn, p, stream));
   TPLA_TRY(tpla_call_begin(p->ctx, fn, true, stream));
   tpla_status_t st = ns_plan_run(p, out, x, stream);
   tpla_call_end(p->ctx, true, stream);

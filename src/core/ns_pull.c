@@ -110,7 +110,7 @@ tpla_status_t ns_pull_create(tpla_ctx_t ctx, const ns_iter_t *it, int windows, c
   tpla_status_t st = x->create(ctx, &desc, &xp); /* collective: every rank calls it */
   if (st == TPLA_SUCCESS && p == NULL)
     st = tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  st = ns_agree_status(ctx, fn, st, "set up the Gram's peer transport");
+  st = tpla_plan_agree(ctx, fn, st, "set up the Gram's peer transport");
   if (st != TPLA_SUCCESS || x->kind(xp) != OVL_XPORT_PEER) { /* the same verdict everywhere */
     x->destroy(xp);
     free(p);
@@ -184,7 +184,7 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   size_t bytes = (size_t)(d->local_rows * ld) * es + 16;
   void *scratch = NULL;
   tpla_status_t st = x->rehearse_begin(p->xp, bytes, &scratch);
-  st = ns_agree_status(plan->ctx, fn, st, "start the plan-time rehearsal");
+  st = tpla_plan_agree(plan->ctx, fn, st, "start the plan-time rehearsal");
   uint32_t seq = p->seq;
   void *stream = x->stream(p->xp, OVL_LANE_COMPUTE0);
   for (size_t off = es; st == TPLA_SUCCESS && off <= 32; off *= 2) {
@@ -198,7 +198,7 @@ tpla_status_t ns_pull_rehearse(tpla_ns_plan_t plan, const char *fn) {
   }
   p->seq = seq; /* no call: the peer counts from the same start */
   tpla_status_t ended = x->rehearse_end(p->xp, scratch);
-  return ns_agree_status(plan->ctx, fn, st != TPLA_SUCCESS ? st : ended,
+  return tpla_plan_agree(plan->ctx, fn, st != TPLA_SUCCESS ? st : ended,
                          "rehearse an execute");
 }
 
@@ -218,12 +218,17 @@ bool ns_pull_cannot_capture(const ns_pull_t *p, void *stream) {
   return p->x->cannot_capture != NULL && p->x->cannot_capture(p->xp, stream);
 }
 
+tpla_status_t ns_pull_check(tpla_ctx_t ctx, const ns_pull_t *p, const char *fn) {
+  if (!p->broken)
+    return TPLA_SUCCESS;
+  return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
+                   "the plan's exchange by pulls failed in an earlier call (rank %d, call %" PRIu32
+                   "); destroy the plan on every rank and create a new one",
+                   ctx->rank, p->seq);
+}
+
 tpla_status_t ns_pull_begin(tpla_ctx_t ctx, ns_pull_t *p, void *stream) {
-  if (p->broken)
-    return tpla_fail(TPLA_ERROR_INVALID_USAGE, k_fn,
-                     "the plan's exchange by pulls failed in an earlier call (rank %d, call %" PRIu32
-                     "); destroy the plan on every rank and create a new one",
-                     ctx->rank, p->seq);
+  TPLA_TRY(ns_pull_check(ctx, p, k_fn));
   p->seq++;
   p->pulled = false;
   p->closed = false;

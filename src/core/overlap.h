@@ -260,13 +260,6 @@ static inline int ovl_flag(const ovl_plan_t *p, int phase, int i, int c) {
 }
 
 /* overlap_plan.c */
-/* The executor's plan-time all-gather of `bytes` from every rank (collective). */
-tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
-                           size_t bytes);
-/* After a local step that may fail on some ranks (collective): every rank
- * learns every status; returns this rank's failure, or REMOTE naming the
- * first other that could not do `what`. */
-tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, const char *what);
 void ovl_plan_free(ovl_plan_t *p);
 void ovl_plan_info(const ovl_plan_t *p, tpla_overlap_info_t *info);
 size_t ovl_plan_bytes(const ovl_plan_t *p);

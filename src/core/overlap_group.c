@@ -69,10 +69,8 @@ typedef struct {
  * ranks that hold the group (they must agree), else the plan's; the most
  * flags any rank needs. Every rank reaches the same verdict. */
 static tpla_status_t agree_view(tpla_ctx_t ctx, int id, const char *fn, join_view_t *v) {
-  join_view_t *all = calloc((size_t)ctx->nranks, sizeof *all);
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = ovl_exchange(ctx, fn, all, v, sizeof *v);
+  join_view_t all[TPLA_MAX_RANKS]; /* 16 KiB, not allocated: every rank takes part */
+  tpla_status_t st = tpla_plan_exchange(ctx, fn, all, v, sizeof *v);
   int holder = -1;
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) {
     v->grow |= all[r].grow;
@@ -88,7 +86,6 @@ static tpla_status_t agree_view(tpla_ctx_t ctx, int id, const char *fn, join_vie
   }
   if (st == TPLA_SUCCESS && holder >= 0)
     v->xkind = all[holder].xkind;
-  free(all);
   return st;
 }
 
@@ -128,7 +125,7 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
                      "failed after it started; destroy the group's plans", id);
   else if (g != NULL)
     mine = p->ops->quiesce(g->xp);
-  TPLA_TRY(ovl_agree(ctx, fn, mine, "join its window group"));
+  TPLA_TRY(tpla_plan_agree(ctx, fn, mine, "join its window group"));
   join_view_t view = {g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
                           p->staging_bytes > g->staging_bytes,
                       g != NULL, g != NULL ? (int32_t)g->xkind : (int32_t)xd->kind,
@@ -151,7 +148,7 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
     tpla_status_t st = g == NULL && fresh == NULL
                            ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
                            : ctx->backend->mem_alloc(ctx, staging_bytes, &staging);
-    st = ovl_agree(ctx, fn, st, "allocate its window group's staging");
+    st = tpla_plan_agree(ctx, fn, st, "allocate its window group's staging");
     tpla_xport_t *xp = NULL;
     if (st == TPLA_SUCCESS)
       st = p->ops->create(ctx, &bigger, &xp); /* collective, one verdict */

@@ -23,14 +23,6 @@
 
 /* ---- agreement ---------------------------------------------------------------- */
 
-tpla_status_t ovl_exchange(tpla_ctx_t ctx, const char *fn, void *recv, const void *send,
-                           size_t bytes) {
-  if (ctx->backend->exchange == NULL)
-    return tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "the %s executor has no plan-time exchange",
-                     ctx->backend->name);
-  return ctx->backend->exchange(ctx, recv, send, bytes);
-}
-
 /* Row slices from the agreed summaries into p->offs; REMOTE if they do
  * not add up. */
 static tpla_status_t slices(ovl_plan_t *p, const ovl_summary_t *all, const char *fn) {
@@ -171,27 +163,6 @@ static void layout(ovl_plan_t *p) {
     p->bt_off = align_up(p->staging_bytes);
     p->staging_bytes = p->bt_off + align_up((size_t)p->n * (size_t)p->k);
   }
-}
-
-tpla_status_t ovl_agree(tpla_ctx_t ctx, const char *fn, tpla_status_t mine, const char *what) {
-  char saved[OVL_MSG_LEN];
-  snprintf(saved, sizeof saved, "%s", tpla_last_error());
-  int32_t me = (int32_t)mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  tpla_status_t st = ovl_exchange(ctx, fn, all, &me, sizeof me);
-  for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)
-    if (all[r] != 0 && r != ctx->rank)
-      st = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s (%s)", r, what,
-                     tpla_status_string((tpla_status_t)all[r]));
-  free(all);
-  if (mine == TPLA_SUCCESS)
-    return st;
-  size_t len = strlen(fn); /* the saved message already names the function */
-  const char *text = strncmp(saved, fn, len) == 0 && strncmp(saved + len, ": ", 2) == 0
-                         ? saved + len + 2
-                         : saved;
-  return tpla_fail(mine, fn, "%s", text);
 }
 
 void ovl_plan_free(ovl_plan_t *p) {
@@ -383,7 +354,7 @@ static tpla_status_t build(ovl_plan_t *p, const ovl_summary_t *all, const char *
     else
       st = rehearse(p, fn);
   }
-  st = ovl_agree(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
+  st = tpla_plan_agree(p->ctx, fn, st, "allocate its staging buffers and load its kernels");
   if (st == TPLA_SUCCESS && p->group != NULL)
     ovl_group_commit(p); /* a member only now: a failure above left the group as it was */
   return st;
@@ -398,21 +369,22 @@ static tpla_status_t create(ovl_plan_t **out, tpla_ctx_t ctx, ovl_kind_t kind,
                      ctx->backend->name);
   ovl_plan_t *p = calloc(1, sizeof *p);
   ovl_summary_t *all = calloc((size_t)ctx->nranks, sizeof *all);
-  if (st == TPLA_SUCCESS && p != NULL) {
+  tpla_status_t got = tpla_plan_agree_memory(ctx, fn, p && all);
+  if (got != TPLA_SUCCESS) {
+    free(all);
+    free(p);
+    return got;
+  }
+  if (st == TPLA_SUCCESS) {
     p->offs = calloc((size_t)ctx->nranks + 1, sizeof *p->offs);
     p->stage_off = calloc((size_t)ctx->nranks, sizeof *p->stage_off);
     p->counts = calloc((size_t)ctx->nranks, sizeof *p->counts);
   }
-  if (st == TPLA_SUCCESS &&
-      (p == NULL || p->offs == NULL || p->stage_off == NULL || p->counts == NULL))
+  if (st == TPLA_SUCCESS && (p->offs == NULL || p->stage_off == NULL || p->counts == NULL))
     st = ovl_bad(mine->message, TPLA_ERROR_OUT_OF_MEMORY, "out of host memory");
   mine->status = (int32_t)st;
   mine->kind = (int32_t)kind;
-  if (all == NULL) { /* cannot take part: the others will time out */
-    ovl_plan_free(p);
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
-  }
-  st = ovl_exchange(ctx, fn, all, mine, sizeof *mine);
+  st = tpla_plan_exchange(ctx, fn, all, mine, sizeof *mine);
   if (st == TPLA_SUCCESS && mine->status != 0)
     st = tpla_fail((tpla_status_t)mine->status, fn, "%s", mine->message);
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++)

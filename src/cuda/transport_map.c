@@ -359,21 +359,18 @@ static void unmap_peers(tpla_xport_t *xp) {
 }
 
 /* One agreement round on a status: own failure first, else REMOTE naming
- * the first failed rank, with its message when it sent one. */
-static tpla_status_t agree(tpla_xport_t *xp, tpla_status_t mine, const char *what,
+ * the first failed rank, with its message when it sent one. all: room for
+ * every rank's record (its contents are replaced). */
+static tpla_status_t agree(tpla_xport_t *xp, tpla_status_t mine, rec_t *all, const char *what,
                            const char *fn) {
-  size_t n = xp->nranks > 0 ? (size_t)xp->nranks : 1;
-  rec_t r, *all = calloc(n, sizeof *all);
+  rec_t r;
   memset(&r, 0, sizeof r);
   r.status = (int32_t)mine;
   snprintf(r.message, sizeof r.message, "%s", mine ? tpla_last_error() : "");
-  if (all == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   tpla_status_t s = xp->ctx->backend->exchange(xp->ctx, all, &r, sizeof r);
   for (int q = 0; s == TPLA_SUCCESS && q < xp->nranks; q++)
     if (all[q].status != 0 && q != xp->rank)
       s = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not %s: %s", q, what, all[q].message);
-  free(all);
   if (mine != TPLA_SUCCESS)
     return tpla_fail(mine, fn, "%s", r.message);
   return s;
@@ -383,8 +380,15 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
   const char *fn = desc->fn;
   *out = NULL;
   tpla_xport_t *xp = calloc(1, sizeof *xp);
-  if (xp == NULL) /* cannot take part: the others time out */
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  rec_t mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
+  verdict_t *vs = calloc((size_t)ctx->nranks, sizeof *vs);
+  tpla_status_t r = tpla_plan_agree_memory(ctx, fn, xp && all && vs);
+  if (r != TPLA_SUCCESS) { /* every rank knows: none goes on into round 1 */
+    free(xp);
+    free(all);
+    free(vs);
+    return r;
+  }
   xp->ctx = ctx;
   xp->impl = tpla_cuda_impl(ctx);
   xp->kind = desc->kind;
@@ -397,19 +401,16 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
   xp->ncopy = ctx->nranks - 1 < XP_COPY_STREAMS ? ctx->nranks - 1 : XP_COPY_STREAMS;
   xp->ncopy = xp->ncopy < 1 ? 1 : xp->ncopy;
   tpla_device_guard_t guard;
-  TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
+  tpla_status_t s = tpla_device_guard_enter(&guard, ctx->device, fn);
   bool maybe_peer = desc->kind == OVL_XPORT_AUTO || desc->kind == OVL_XPORT_PEER;
-  rec_t mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
   memset(&mine, 0, sizeof mine);
   fill_identity(&mine, ctx->device);
-  tpla_status_t s = all == NULL ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
-                                : create_local(xp, maybe_peer, &mine, fn);
+  if (s == TPLA_SUCCESS)
+    s = create_local(xp, maybe_peer, &mine, fn);
   mine.status = (int32_t)s;
   if (s != TPLA_SUCCESS)
     snprintf(mine.message, sizeof mine.message, "%s", tpla_last_error());
-  tpla_status_t r = TPLA_SUCCESS;
-  if (all != NULL) /* round 1 */
-    r = ctx->backend->exchange(ctx, all, &mine, sizeof mine);
+  r = ctx->backend->exchange(ctx, all, &mine, sizeof mine); /* round 1 */
   if (s != TPLA_SUCCESS)
     r = tpla_fail(s, fn, "%s", mine.message);
   for (int q = 0; r == TPLA_SUCCESS && q < ctx->nranks; q++)
@@ -417,11 +418,10 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
       r = tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d could not set up its transport: %s", q,
                     all[q].message);
   if (r == TPLA_SUCCESS && maybe_peer) { /* round 2: PEER or not */
-    verdict_t v, *vs = calloc((size_t)ctx->nranks, sizeof *vs);
+    verdict_t v;
     memset(&v, 0, sizeof v);
     judge(xp, all, &v);
-    r = vs == NULL ? tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory")
-                   : ctx->backend->exchange(ctx, vs, &v, sizeof v);
+    r = ctx->backend->exchange(ctx, vs, &v, sizeof v);
     int bad = -1;
     for (int q = 0; r == TPLA_SUCCESS && q < ctx->nranks && bad < 0; q++)
       bad = vs[q].ok ? -1 : q;
@@ -430,9 +430,9 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
     if (r == TPLA_SUCCESS && bad >= 0 && desc->kind == OVL_XPORT_PEER)
       r = tpla_fail(TPLA_ERROR_NOT_SUPPORTED, fn, "transport PEER is not possible: %s (use "
                     "TPLA_TRANSPORT_AUTO or SENDRECV)", vs[bad].why);
-    free(vs);
     if (r == TPLA_SUCCESS && xp->kind == OVL_XPORT_PEER) { /* round 3: map */
-      r = agree(xp, map_peers(xp, all, fn), "map its peers' transfer windows", fn);
+      tpla_status_t mapped = map_peers(xp, all, fn); /* done with all[]: agree's room */
+      r = agree(xp, mapped, all, "map its peers' transfer windows", fn);
       if (r != TPLA_SUCCESS && r != TPLA_ERROR_TIMEOUT && desc->kind == OVL_XPORT_AUTO &&
           !xp->impl->comm_aborted) { /* every rank got the same verdict: fall back together */
         unmap_peers(xp);
@@ -443,7 +443,8 @@ tpla_status_t xp_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc, tpla_xport
     }
   }
   free(all);
-  tpla_device_guard_exit(&guard);
+  free(vs);
+  tpla_device_guard_exit(&guard); /* also right after a failed enter */
   if (r != TPLA_SUCCESS) {
     char saved[512];
     snprintf(saved, sizeof saved, "%s", tpla_last_error());

@@ -9,14 +9,9 @@
 #include <stdlib.h>
 
 tpla_status_t tpla_host_exchange(tpla_ctx_t ctx, void *recv, const void *send, size_t bytes) {
-  size_t *counts = malloc(sizeof(size_t) * (size_t)ctx->nranks);
-  if (counts == NULL)
-    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, "tpla_host_exchange", "out of host memory");
+  size_t counts[TPLA_MAX_RANKS]; /* not allocated: out of memory, a rank still takes part */
   for (int q = 0; q < ctx->nranks; q++)
     counts[q] = bytes;
-  tpla_status_t st = TPLA_SUCCESS;
-  if (bytes > 0)
-    st = ctx->backend->allgatherv(ctx, recv, send, counts, TPLA_UINT8, NULL);
-  free(counts);
-  return st;
+  return bytes > 0 ? ctx->backend->allgatherv(ctx, recv, send, counts, TPLA_UINT8, NULL)
+                   : TPLA_SUCCESS;
 }

@@ -160,28 +160,24 @@ static tpla_status_t host_create(tpla_ctx_t ctx, const ovl_xport_desc_t *desc,
   tpla_xport_t *xp = calloc(1, sizeof *xp);
   host_record_t mine, *all = calloc((size_t)ctx->nranks, sizeof *all);
   memset(&mine, 0, sizeof mine);
-  tpla_status_t st = TPLA_SUCCESS;
-  if (xp == NULL || all == NULL) {
-    snprintf(mine.message, sizeof mine.message, "out of host memory");
-    st = TPLA_ERROR_OUT_OF_MEMORY;
-  } else {
-    xp->ctx = ctx;
-    /* every rank shares this process's memory: PEER is always possible */
-    xp->kind = desc->kind == OVL_XPORT_AUTO ? OVL_XPORT_PEER : desc->kind;
-    xp->rank = ctx->rank;
-    xp->nranks = ctx->nranks;
-    xp->nflags = desc->nflags;
-    xp->window_bytes = desc->window_bytes;
-    xp->fn = fn;
-    const char *lazy = getenv("TPLA_HOST_LAZY_PULLS");
-    xp->lazy = lazy != NULL && strcmp(lazy, "1") == 0;
-    st = create_local(xp, &mine);
+  tpla_status_t st = tpla_plan_agree_memory(ctx, fn, xp && all);
+  if (st != TPLA_SUCCESS) {
+    free(xp);
+    free(all);
+    return st;
   }
+  xp->ctx = ctx;
+  /* every rank shares this process's memory: PEER is always possible */
+  xp->kind = desc->kind == OVL_XPORT_AUTO ? OVL_XPORT_PEER : desc->kind;
+  xp->rank = ctx->rank;
+  xp->nranks = ctx->nranks;
+  xp->nflags = desc->nflags;
+  xp->window_bytes = desc->window_bytes;
+  xp->fn = fn;
+  const char *lazy = getenv("TPLA_HOST_LAZY_PULLS");
+  xp->lazy = lazy != NULL && strcmp(lazy, "1") == 0;
+  st = create_local(xp, &mine);
   mine.status = (int32_t)st;
-  if (all == NULL) { /* cannot take part in the exchange */
-    host_destroy(xp);
-    return tpla_fail(st, fn, "%s", mine.message);
-  }
   tpla_status_t ex = ctx->backend->exchange(ctx, all, &mine, sizeof mine);
   if (ex == TPLA_SUCCESS && st != TPLA_SUCCESS)
     ex = tpla_fail(st, fn, "%s", mine.message);

@@ -55,8 +55,12 @@ int single_host_ctx(tpla_host_group_t *group, tpla_ctx_t *ctx) {
 }
 
 int run_host_ranks(int nranks, rank_fn_t fn, void *arg) {
+  return run_host_ranks_timeout(nranks, TEST_GROUP_TIMEOUT_MS, fn, arg);
+}
+
+int run_host_ranks_timeout(int nranks, int64_t timeout_ms, rank_fn_t fn, void *arg) {
   tpla_config_t cfg = TPLA_CONFIG_INIT;
-  cfg.timeout_ms = TEST_GROUP_TIMEOUT_MS;
+  cfg.timeout_ms = timeout_ms;
   tpla_host_group_t group = NULL;
   if (tpla_host_group_create(&group, nranks, &cfg) != TPLA_SUCCESS) {
     fprintf(stderr, "  run_host_ranks: tpla_host_group_create(%d): %s\n", nranks,

@@ -16,6 +16,8 @@ typedef int (*rank_fn_t)(tpla_ctx_t ctx, int rank, int nranks, void *arg);
  * each, and returns the number of ranks whose fn failed (or -1 if setup
  * failed). */
 int run_host_ranks(int nranks, rank_fn_t fn, void *arg);
+/* The same with the group's timeout (ms) instead of the tests' 30 s. */
+int run_host_ranks_timeout(int nranks, int64_t timeout_ms, rank_fn_t fn, void *arg);
 
 /* A one-rank host group and its context, for tests that call the executor
  * directly; 0 on success, else prints why and returns 1 (main's status). */

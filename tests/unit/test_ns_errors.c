@@ -346,7 +346,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     break;
   case 2: d[1].steps = 0, needle = "argument 'descs[1]': steps 0"; break;
   case 3: d[2].local_cols = rank == 0 ? 8 : 6, want = TPLA_ERROR_REMOTE,
-          needle = "rank 1 has local_cols"; break;
+          needle = "argument 'descs[2]': ranks disagree: rank 1 has local_cols"; break;
   case 4: d[1].workspace_group = 2, needle = "argument 'descs[1]': workspace_group 2 in a batch";
     break;
   }
