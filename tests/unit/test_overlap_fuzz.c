@@ -600,7 +600,7 @@ int main(void) {
     replay = true;
     replay_seed = strtoull(s, NULL, 0);
   } else {
-    base_seed = fresh_seed("test_overlap_fuzz");
+    base_seed = mix64(fresh_seed("test_overlap_fuzz")); /* seeds s and s + 1: other cases */
   }
   const char *b = getenv("TPLA_FUZZ_SECONDS");
   if (b != NULL && *b != '\0')
