@@ -141,6 +141,9 @@ void shm_wait_bell(shm_group_t *g, const shm_wait_t *w);
 tpla_status_t shm_check_wait(shm_group_t *g, const shm_wait_t *w, int peer, const char *what,
                              bool check_deadline, bool report);
 
+/* With the lock held: break the group for every rank (the first reason is
+ * kept) and ring the bell. */
+void shm_break_locked(shm_group_t *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* With the lock held: why rank q has left the group or died, or NULL. */
 const char *shm_peer_gone(shm_group_t *g, int q);
 

@@ -69,14 +69,19 @@ typedef struct {
   shm_slot_t slots[];
 } shm_header_t;
 
+/* What this process knows of a peer's process. */
+typedef struct {
+  bool pid_visible;   /* its pid names it here (one pid namespace) */
+  int64_t last_check; /* ms: when its liveness was last probed */
+} peer_watch_t;
+
 struct shm_group {
   shm_header_t *hdr;
   size_t map_bytes;
   int rank, nranks;
   char path[SHM_NAME_MAX + 2];
-  bool unlinked;
-  bool check_pids;        /* every peer's pid is visible from here */
-  int64_t last_pid_check; /* ms */
+  bool unlinked; /* or never ours to unlink */
+  peer_watch_t peers[];
 };
 
 static int64_t now_ms(void) {
@@ -120,9 +125,7 @@ static bool process_gone(int32_t pid) {
 
 /* ---- lock, bell, broken --------------------------------------------------------- */
 
-static void break_locked(shm_group_t *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void break_locked(shm_group_t *g, const char *fmt, ...) {
+void shm_break_locked(shm_group_t *g, const char *fmt, ...) {
   shm_header_t *h = g->hdr;
   if (!h->broken) {
     va_list ap;
@@ -138,7 +141,7 @@ void shm_lock(shm_group_t *g) {
   int rc = pthread_mutex_lock(&g->hdr->mu);
   if (rc == EOWNERDEAD) {
     pthread_mutex_consistent(&g->hdr->mu);
-    break_locked(g, "a process died while holding the group's lock");
+    shm_break_locked(g, "a process died while holding the group's lock");
   }
 }
 
@@ -166,7 +169,7 @@ void shm_wait_bell(shm_group_t *g, const shm_wait_t *w) {
 
 tpla_status_t shm_group_break(shm_group_t *g, const char *why) {
   shm_lock(g); /* waiters drop it while they sleep on the bell */
-  break_locked(g, "%s", why);
+  shm_break_locked(g, "%s", why);
   shm_unlock(g);
   return TPLA_SUCCESS;
 }
@@ -188,7 +191,7 @@ const char *shm_peer_gone(shm_group_t *g, int q) {
   const shm_slot_t *s = &g->hdr->slots[q];
   if (s->departed)
     return "left the group (destroyed its context)";
-  if (g->check_pids && s->attached && process_gone(s->pid))
+  if (g->peers[q].pid_visible && s->attached && process_gone(s->pid))
     return "exited or died";
   return NULL;
 }
@@ -199,7 +202,6 @@ tpla_status_t shm_check_wait(shm_group_t *g, const shm_wait_t *w, int peer, cons
   if (h->broken)
     return report ? fail_broken(g, w->fn) : TPLA_ERROR_REMOTE;
   int64_t now = now_ms();
-  bool look = now - g->last_pid_check >= SHM_POLL_MS;
   uint64_t mine = h->slots[g->rank].arrivals;
   char missing[96] = "";
   size_t used = 0;
@@ -207,19 +209,22 @@ tpla_status_t shm_check_wait(shm_group_t *g, const shm_wait_t *w, int peer, cons
     bool awaited = peer >= 0 ? q == peer : q != g->rank && h->slots[q].arrivals < mine;
     if (!awaited)
       continue;
+    /* each peer's process probed every 50 ms (a throttle per peer: a
+     * sendrecv waits on two, and one must not use up the other's turn) */
+    bool look = now - g->peers[q].last_check >= SHM_POLL_MS;
+    if (look)
+      g->peers[q].last_check = now;
     const char *why = h->slots[q].departed || look ? shm_peer_gone(g, q) : NULL;
     if (why != NULL) {
-      break_locked(g, "rank %d %s while rank %d waited for it %s in %s", q, why, g->rank, what,
+      shm_break_locked(g, "rank %d %s while rank %d waited for it %s in %s", q, why, g->rank, what,
                    w->fn);
       return report ? fail_broken(g, w->fn) : TPLA_ERROR_REMOTE;
     }
     if (used + 16 < sizeof missing)
       used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", q);
   }
-  if (look)
-    g->last_pid_check = now;
   if (check_deadline && now >= w->deadline_ms) {
-    break_locked(g, "rank %d timed out after %lld ms in %s waiting for rank(s) %s %s", g->rank,
+    shm_break_locked(g, "rank %d timed out after %lld ms in %s waiting for rank(s) %s %s", g->rank,
                  (long long)w->timeout_ms, w->fn, missing, what);
     if (!report)
       return TPLA_ERROR_TIMEOUT;
@@ -369,6 +374,7 @@ static tpla_status_t check_leftover(const char *path, const char *fn) {
 }
 
 static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
+  g->unlinked = true; /* the name is not ours to unlink before our O_EXCL open succeeds */
   int fd = shm_open(g->path, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0 && errno == EEXIST) {
     TPLA_TRY(check_leftover(g->path, fn));
@@ -377,6 +383,7 @@ static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
   if (fd < 0)
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "shm_open(\"%s\") failed: %s", g->path,
                      strerror(errno));
+  g->unlinked = false;
   size_t staging = staging_size(g->nranks);
   size_t offset = align_up(sizeof(shm_header_t) + (size_t)g->nranks * sizeof(shm_slot_t), 64);
   size_t total = offset + (size_t)g->nranks * staging;
@@ -385,6 +392,7 @@ static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
   close(fd);
   if (p == MAP_FAILED) {
     shm_unlink(g->path);
+    g->unlinked = true;
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn,
                      "cannot reserve a %zu-byte shared segment \"%s\" (%s); is /dev/shm full?",
                      total, g->path, strerror(rc ? rc : errno));
@@ -404,6 +412,7 @@ static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
     munmap(p, total);
     g->hdr = NULL;
     shm_unlink(g->path);
+    g->unlinked = true;
     return tpla_fail(TPLA_ERROR_INTERNAL, fn, "cannot create a process-shared robust mutex");
   }
   h->version = TPLA_VERSION;
@@ -420,8 +429,12 @@ static tpla_status_t create_segment(shm_group_t *g, const char *fn) {
   return TPLA_SUCCESS;
 }
 
-/* Ranks > 0: open the segment rank 0 creates, retrying until the deadline. */
+/* Ranks > 0: open the segment rank 0 creates, retrying until the deadline.
+ * A segment of another tpla build may be a crashed run's leftover, which
+ * rank 0, perhaps not started yet, replaces: it is an error only if it is
+ * still there at the deadline. */
 static tpla_status_t open_segment(shm_group_t *g, const shm_wait_t *w) {
+  bool other_build = false;
   for (;;) {
     int fd = shm_open(g->path, O_RDWR, 0);
     if (fd < 0 && errno != ENOENT)
@@ -435,14 +448,8 @@ static tpla_status_t open_segment(shm_group_t *g, const shm_wait_t *w) {
       fd = -1;
       if (h != MAP_FAILED) {
         bool ready = atomic_load_explicit(&h->magic, memory_order_acquire) == SHM_MAGIC;
-        if (ready && !layout_matches(h)) {
-          munmap(h, size);
-          return tpla_fail(TPLA_ERROR_INVALID_USAGE, w->fn,
-                           "the group \"%s\" was created by another tpla build (version or "
-                           "layout differs)",
-                           g->path + 1);
-        }
-        if (ready && h->total_bytes == size &&
+        other_build = ready && !layout_matches(h);
+        if (ready && !other_build && h->total_bytes == size &&
             (h->creator_pidns != pid_namespace() || !process_gone(h->creator_pid))) {
           g->hdr = h;
           g->map_bytes = size;
@@ -453,6 +460,11 @@ static tpla_status_t open_segment(shm_group_t *g, const shm_wait_t *w) {
     }
     if (fd >= 0)
       close(fd);
+    if (now_ms() >= w->deadline_ms && other_build)
+      return tpla_fail(TPLA_ERROR_INVALID_USAGE, w->fn,
+                       "the group \"%s\" was created by another tpla build (version or layout "
+                       "differs) and no rank 0 of this one replaced it within %lld ms",
+                       g->path + 1, (long long)w->timeout_ms);
     if (now_ms() >= w->deadline_ms)
       return tpla_fail(TPLA_ERROR_TIMEOUT, w->fn,
                        "rank %d timed out after %lld ms waiting for rank 0 to create the group "
@@ -463,7 +475,7 @@ static tpla_status_t open_segment(shm_group_t *g, const shm_wait_t *w) {
 }
 
 static void unmap(shm_group_t *g) {
-  if (g->rank == 0 && !g->unlinked)
+  if (g->rank == 0 && !g->unlinked) /* a name it created */
     shm_unlink(g->path);
   g->unlinked = true;
   if (g->hdr != NULL)
@@ -477,7 +489,7 @@ static tpla_status_t attach(shm_group_t *g, const shm_wait_t *w) {
   shm_lock(g);
   if (h->nranks != g->nranks) {
     int theirs = h->nranks;
-    break_locked(g, "rank %d passed nranks %d but rank 0 created the group with %d", g->rank,
+    shm_break_locked(g, "rank %d passed nranks %d but rank 0 created the group with %d", g->rank,
                  g->nranks, theirs);
     shm_unlock(g);
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, w->fn,
@@ -508,7 +520,7 @@ static tpla_status_t attach(shm_group_t *g, const shm_wait_t *w) {
         if (!h->slots[q].attached && used + 16 < sizeof missing)
           used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
                                    used ? ", " : "", q);
-      break_locked(g, "rank %d timed out after %lld ms waiting for rank(s) %s to join \"%s\"",
+      shm_break_locked(g, "rank %d timed out after %lld ms waiting for rank(s) %s to join \"%s\"",
                    g->rank, (long long)w->timeout_ms, missing, g->path + 1);
       s = tpla_fail(TPLA_ERROR_TIMEOUT, w->fn,
                     "timed out after %lld ms waiting for rank(s) %s to join \"%s\"",
@@ -517,6 +529,8 @@ static tpla_status_t attach(shm_group_t *g, const shm_wait_t *w) {
       shm_wait_bell(g, w);
     }
   }
+  if (s == TPLA_SUCCESS && h->broken) /* the last to come, after another gave up */
+    s = fail_broken(g, w->fn);
   if (s != TPLA_SUCCESS)
     own->departed = 1;
   shm_unlock(g);
@@ -525,7 +539,7 @@ static tpla_status_t attach(shm_group_t *g, const shm_wait_t *w) {
 
 tpla_status_t shm_group_open(shm_group_t **out, const char *name, int nranks, int rank,
                              const tpla_config_t *conf, const char *fn) {
-  shm_group_t *g = calloc(1, sizeof *g);
+  shm_group_t *g = calloc(1, sizeof *g + (size_t)nranks * sizeof(peer_watch_t));
   if (g == NULL)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   g->rank = rank;
@@ -544,13 +558,10 @@ tpla_status_t shm_group_open(shm_group_t **out, const char *name, int nranks, in
     shm_unlink(g->path);
     g->unlinked = true;
   }
-  /* Liveness checks need every peer's pid to mean that peer here (one pid namespace);
-   * otherwise departures and the timeouts alone tell. */
-  g->check_pids = true;
+  /* A liveness check needs the peer's pid to mean that peer here (one pid
+   * namespace); for the others departures and the timeouts alone tell. */
   for (int q = 0; q < nranks; q++)
-    if (g->hdr->slots[q].pidns != pid_namespace() ||
-        (kill((pid_t)g->hdr->slots[q].pid, 0) != 0 && errno == ESRCH))
-      g->check_pids = false;
+    g->peers[q].pid_visible = g->hdr->slots[q].pidns == pid_namespace();
   *out = g;
   return TPLA_SUCCESS;
 }

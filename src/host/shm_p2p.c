@@ -160,7 +160,8 @@ tpla_status_t shm_sendrecv(shm_group_t *g, int64_t timeout_ms, const char *fn,
      * for the copy (even in a broken group) unless the reader is gone. */
     if (!x.send_done && shm_mail(g, x.rank)->state == SHM_MAIL_CLAIMED) {
       const char *why = shm_peer_gone(g, dst);
-      if (why != NULL) {
+      if (why != NULL) { /* as every dead peer: the group breaks for every rank */
+        shm_break_locked(g, "rank %d %s while copying a chunk of rank %d", dst, why, x.rank);
         set_status(&x, tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d %s while copying a chunk", dst,
                                  why));
         break;

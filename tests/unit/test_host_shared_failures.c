@@ -3,9 +3,12 @@
  * (tpla_host_group_create_shared) failing cleanly: fork()ed processes as ranks.
  *   - failures: disagreement and local rejection (REMOTE everywhere, group
  *     still usable), a sendrecv count mismatch, a peer that exits without
- *     cleaning up, a peer that never comes (TIMEOUT), a peer that leaves;
+ *     cleaning up (also the receiver of a sendrecv that waits on another
+ *     sender too), a peer that never comes (TIMEOUT), a peer that leaves;
  *   - creation: bad arguments, attach timeouts, a taken rank, an nranks
- *     mismatch, a name in use, a leftover segment, context rules;
+ *     mismatch, a name in use (the refusal leaves it to its group), a
+ *     leftover segment (of another build too, seen first by rank 1),
+ *     context rules;
  *   - nothing is left in /dev/shm after any of it.
  * Correct results (collectives, NS, overlap): test_host_shared_group.c.
  * Run: ./test_host_shared_failures
@@ -79,9 +82,32 @@ static int body_peer_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return 0;
 }
 
+/* Rank 1 exits; rank 0 waits in one sendrecv to send to it and to receive
+ * from rank 2, which is alive but slow: rank 1's death must show within
+ * ~50 ms all the same (the wait for rank 2 must not use up its checks). */
+static int body_receiver_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  if (rank == 1) {
+    sleep_ms(100);
+    _exit(0);
+  }
+  if (rank == 2) {
+    sleep_ms(3000);
+    RCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE);
+    return 0;
+  }
+  float send[4] = {1, 2, 3, 4}, recv[4];
+  double t0 = now_s();
+  RCHECK_STATUS(tpla_sendrecv(ctx, send, 4, 1, recv, 4, 2, TPLA_FLOAT32, NULL),
+                TPLA_ERROR_REMOTE);
+  RCHECK(now_s() - t0 < 1.5, "noticed after %.1f s", now_s() - t0);
+  RCHECK(strstr(tpla_last_error(), "rank 1 exited or died") != NULL, "%s", tpla_last_error());
+  return 0;
+}
+
 static void test_peer_exits(void) {
   proc_opts_t o = {60000, 0};
   ASSERT_EQ_INT(run_procs(2, body_peer_exits, NULL, &o), 0);
+  ASSERT_EQ_INT(run_procs(3, body_receiver_exits, NULL, &o), 0);
 }
 
 /* Rank 1 comes late: rank 0 times out, rank 1 then finds the group broken. */
@@ -283,29 +309,58 @@ static void test_name_in_use_and_leftovers(void) {
   pid_t pid = spawn_join(&j, &st[0]);
   char path[128];
   snprintf(path, sizeof path, "/%s", j.name);
-  for (int i = 0; i < 500; i++) { /* until it exists */
-    int fd = shm_open(path, O_RDONLY, 0);
-    if (fd >= 0) {
-      close(fd);
-      break;
-    }
-    sleep_ms(2);
+  int fd = -1;
+  for (int i = 0; i < 500 && fd < 0; i++) { /* until it exists */
+    fd = shm_open(path, O_RDONLY, 0);
+    if (fd < 0)
+      sleep_ms(2);
   }
+  close(fd);
   sleep_ms(20);
   tpla_host_group_t g = NULL;
   ASSERT_STATUS(tpla_host_group_create_shared(&g, j.name, 2, 0, NULL), TPLA_ERROR_INVALID_USAGE);
   ASSERT_CONTAINS(tpla_last_error(), "in use");
+  /* the refusal leaves the live group's name alone: its rank 1 still finds it */
+  fd = shm_open(path, O_RDONLY, 0);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  join_t j1 = j;
+  j1.rank = 1;
+  pid_t pid1 = spawn_join(&j1, &st[1]);
   waitpid(pid, NULL, 0);
-  ASSERT_EQ_INT(st[0], TPLA_ERROR_TIMEOUT);
+  waitpid(pid1, NULL, 0);
+  ASSERT_EQ_INT(st[0], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[1], TPLA_SUCCESS);
   ASSERT_TRUE(!segment_exists(j.name));
   /* a leftover (here: garbage) under the name is replaced */
-  int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
   ASSERT_TRUE(fd >= 0);
   ASSERT_TRUE(ftruncate(fd, 100) == 0);
   close(fd);
   ASSERT_OK(tpla_host_group_create_shared(&g, path, 1, 0, NULL)); /* leading '/' allowed */
   ASSERT_TRUE(!segment_exists(j.name));
   ASSERT_OK(tpla_host_group_destroy(g));
+  /* a leftover of another tpla build (magic "tpla", then version 1: the
+   * header's first two words), found by rank 1 before rank 0 replaces it */
+  fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_TRUE(fd >= 0);
+  ASSERT_TRUE(ftruncate(fd, 1 << 16) == 0);
+  uint32_t *words = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_TRUE(words != MAP_FAILED);
+  words[0] = 0x74706c61u, words[1] = 1;
+  munmap(words, 1 << 16);
+  close(fd);
+  join_t late0 = {"", 2, 0, 3000, 0}, early1 = {"", 2, 1, 3000, 0};
+  snprintf(late0.name, sizeof late0.name, "%s", j.name);
+  snprintf(early1.name, sizeof early1.name, "%s", j.name);
+  pid_t first = spawn_join(&early1, &st[1]);
+  sleep_ms(300);
+  pid_t second = spawn_join(&late0, &st[0]);
+  waitpid(first, NULL, 0);
+  waitpid(second, NULL, 0);
+  ASSERT_EQ_INT(st[0], TPLA_SUCCESS);
+  ASSERT_EQ_INT(st[1], TPLA_SUCCESS);
+  ASSERT_TRUE(!segment_exists(j.name));
   munmap(st, 2 * sizeof(tpla_status_t));
 }
 
