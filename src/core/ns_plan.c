@@ -163,8 +163,8 @@ static bool differs(char *msg, const summary_t *s0, const summary_t *s, int r) {
   } else if (s->eps != s0->eps || s->safety != s0->safety) {
     bool e = s->eps != s0->eps;
     what = e ? "eps" : "safety";
-    snprintf(v, sizeof v, "%g", (double)(e ? s->eps : s->safety));
-    snprintf(v0, sizeof v0, "%g", (double)(e ? s0->eps : s0->safety));
+    snprintf(v, sizeof v, "%.9g", (double)(e ? s->eps : s->safety)); /* every float apart */
+    snprintf(v0, sizeof v0, "%.9g", (double)(e ? s0->eps : s0->safety));
   } else if (s->iteration != s0->iteration) {
     what = "iteration";
     snprintf(v, sizeof v, "%s", ns_iteration_name((tpla_ns_iteration_t)s->iteration));
