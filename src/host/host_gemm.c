@@ -25,6 +25,7 @@
  */
 #include "host.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -117,14 +118,17 @@ static void widen(float *dst, const tpla_matrix_t *m) {
 }
 
 /* Round contiguous fp32 (ld = cols) into a half or FP8 view; FP8 values are
- * multiplied by `scale` (d_scale) in fp32 first. */
+ * multiplied by `scale` (d_scale) in fp32 first and saturate as cuBLASLt's
+ * do: infinities too become the largest finite value, in E5M2 as well. */
 static void narrow(tpla_matrix_t *m, const float *src, float scale) {
   for (int64_t i = 0; i < m->rows; i++) {
     const float *in = src + i * m->cols;
     if (is_fp8(m->dtype)) {
       uint8_t *row = (uint8_t *)m->data + i * m->ld;
-      for (int64_t j = 0; j < m->cols; j++)
-        row[j] = tpla_double_to_fp8(scale * in[j], m->dtype);
+      for (int64_t j = 0; j < m->cols; j++) {
+        float v = scale * in[j];
+        row[j] = tpla_double_to_fp8(isinf(v) ? copysign(DBL_MAX, v) : v, m->dtype);
+      }
       continue;
     }
     uint16_t *row = (uint16_t *)m->data + i * m->ld;

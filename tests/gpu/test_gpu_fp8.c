@@ -493,37 +493,42 @@ static void test_fp8_k_zero(void) {
   ASSERT_EQ_INT(run_case(&c, &rng, &r, 0), 0);
 }
 
-/* One small FP8 GEMM from host bytes: D (m x n) = A (m x k) B (k x n), no
- * scales, d_amax into g_scalars[12]; D's bytes and the amax come back. */
+/* One small FP8 GEMM from host bytes: D (m x n) = A (m x k) B (k x n), each
+ * at most 256 bytes, no scales, d_amax into g_scalars[12]; D's bytes and
+ * the amax come back. */
 static int tiny_fp8_gemm(const uint8_t *a, tpla_dtype_t ta, const uint8_t *b, tpla_dtype_t tb,
                          uint8_t *d, tpla_dtype_t td, int m, int n, int k, float *amax) {
   uint8_t *dev = NULL;
   float minus_one = -1.0f;
-  if (CUDA_FAILED(cudaMalloc((void **)&dev, 3 * 64)) ||
+  if (m * k > 256 || k * n > 256 || m * n > 256 ||
+      CUDA_FAILED(cudaMalloc((void **)&dev, 3 * 256)) ||
       CUDA_FAILED(cudaMemcpy(dev, a, (size_t)(m * k), cudaMemcpyHostToDevice)) ||
-      CUDA_FAILED(cudaMemcpy(dev + 64, b, (size_t)(k * n), cudaMemcpyHostToDevice)) ||
+      CUDA_FAILED(cudaMemcpy(dev + 256, b, (size_t)(k * n), cudaMemcpyHostToDevice)) ||
       CUDA_FAILED(cudaMemcpy(g_scalars + 12, &minus_one, sizeof(float), cudaMemcpyHostToDevice))) {
     cudaFree(dev);
     return 1;
   }
   tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
   args.fp8.d_amax = g_scalars + 12;
-  tpla_matrix_t av = {dev, m, k, k, ta}, bv = {dev + 64, k, n, n, tb}, dv = {dev + 128, m, n, n, td};
+  tpla_matrix_t av = {dev, m, k, k, ta}, bv = {dev + 256, k, n, n, tb};
+  tpla_matrix_t dv = {dev + 512, m, n, n, td};
   tpla_status_t st = tpla_gemm(g_ctx, dv, av, TPLA_OP_N, bv, TPLA_OP_N, &args, g_stream);
   int bad = st != TPLA_SUCCESS;
   if (bad)
     fprintf(stderr, "  tpla_gemm: %s: %s\n", tpla_status_string(st), tpla_last_error());
   bad = bad || CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
-        CUDA_FAILED(cudaMemcpy(d, dev + 128, (size_t)(m * n), cudaMemcpyDeviceToHost)) ||
+        CUDA_FAILED(cudaMemcpy(d, dev + 512, (size_t)(m * n), cudaMemcpyDeviceToHost)) ||
         CUDA_FAILED(cudaMemcpy(amax, g_scalars + 12, sizeof(float), cudaMemcpyDeviceToHost));
   cudaFree(dev);
   return bad;
 }
 
 /* An FP8 D as docs/API.md says, the host executor's test_saturation_and_nan
- * on cuBLASLt: finite overflow saturates to the largest finite value (E4M3
- * 448, E5M2 57344), E5M2 keeps an infinity, a NaN input gives NaN, and the
- * amax is of the unrounded values (NaN and infinity included). */
+ * on cuBLASLt: overflow saturates to the largest finite value (E4M3 448,
+ * E5M2 57344), an infinite product too (run 205: cuBLASLt's conversion is
+ * saturating), a NaN input gives NaN, and the amax is of the unrounded
+ * values: NaN, or not finite for an infinite product (NaN where the product
+ * meets a padding zero of the staged copies, as here). */
 static void test_fp8_saturation_inf_nan(void) {
   NEED_FP8();
   const uint8_t a[4] = {0x7e, 0xfe, 0x38, 0x7f};  /* E4M3 448, -448, 1, NaN (1 x k) */
@@ -547,8 +552,18 @@ static void test_fp8_saturation_inf_nan(void) {
   ASSERT_EQ_INT(tiny_fp8_gemm(a5, E5M2, b5, E4M3, d, E5M2, 2, 1, 2, &amax), 0);
   printf("# E5M2 infinity and overflow: D bytes 0x%02x 0x%02x, amax %g\n", d[0], d[1],
          (double)amax);
-  ASSERT_EQ_INT(d[0], 0x7c);
+  ASSERT_EQ_INT(d[0], 0x7b);
   ASSERT_EQ_INT(d[1], 0x7b);
+  ASSERT_TRUE(!isfinite(amax));
+  /* unpadded (16 x 16 x 16): A's first row [inf, 0, ...], B's first row all 1: D's first
+   * row infinite (stored 57344), the others 0, and the amax of cuBLASLt itself infinite */
+  uint8_t a16[16 * 16] = {0x7c}, b16[16 * 16] = {0}, d16[16 * 16];
+  memset(b16, 0x38, 16);
+  ASSERT_EQ_INT(tiny_fp8_gemm(a16, E5M2, b16, E4M3, d16, E5M2, 16, 16, 16, &amax), 0);
+  printf("# E5M2 infinity, 16 x 16 x 16: D[0][0] 0x%02x, D[1][0] 0x%02x, amax %g\n", d16[0],
+         d16[16], (double)amax);
+  ASSERT_EQ_INT(d16[0], 0x7b);
+  ASSERT_EQ_INT(d16[16], 0x00);
   ASSERT_TRUE(isinf(amax) && amax > 0);
 }
 

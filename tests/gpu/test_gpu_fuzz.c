@@ -10,7 +10,7 @@
  *         when beta = 0), against a float64 GEMM of the rounded inputs;
  *   fp8   tpla_gemm of E4M3/E5M2 inputs (never E5M2 x E5M2), D bf16, fp16,
  *         fp32, E4M3 (with or without d_scale: saturating) or E5M2
- *         (NOT_SUPPORTED accepted), random device scales, split and fast
+ *         (NOT_SUPPORTED required from E4M3 x E4M3), random device scales, split and fast
  *         accumulation, d_amax, against the dequantized inputs;
  *   ns1   Newton-Schulz on one GPU: m, n in 1..600, fp32/fp16/bf16, fp32 or
  *         input-dtype Gram, every preset (and user tables; Polar Express not
@@ -470,7 +470,7 @@ static void print_phase(const phase_t *ph) {
   printf("# %s: %d cases in %.1f s, %d failed", kind_names[ph->kind], ph->cases, ph->seconds,
          ph->failed_cases);
   if (ph->kind == K_GEMM || ph->kind == K_FP8)
-    printf(", %d rejected calls checked, %d NOT_SUPPORTED (e5m2 D)", ph->rejected,
+    printf(", %d rejected calls checked, %d NOT_SUPPORTED (e4m3 x e4m3 -> e5m2)", ph->rejected,
            ph->not_supported);
   if (ph->cast_cases > 0)
     printf(", %d above test_gpu_ns.c's tolerance within the cast allowance (worst %.2fx; "

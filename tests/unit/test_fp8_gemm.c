@@ -251,8 +251,9 @@ static void test_empty_output_amax_is_zero(void) {
   ASSERT_TRUE(amax == 0.0f);
 }
 
-/* Large products saturate an FP8 D at +-448; a NaN input gives NaN (and a
- * NaN amax); the saturated values count in amax unscaled. */
+/* Large products saturate an FP8 D at +-448 (an infinite E5M2 one at
+ * 57344); a NaN input gives NaN (and a NaN amax); the saturated values
+ * count in amax unscaled. */
 static void test_saturation_and_nan(void) {
   uint8_t a[4] = {0x7e, 0xfe, 0x38, 0x7f}; /* 448, -448, 1, NaN (1 x 4, k = 4) */
   uint8_t b[4 * 2] = {0x7e, 0x38, 0x00, 0x38, 0x00, 0x38, 0x38, 0x38}; /* 4 x 2 */
@@ -272,6 +273,13 @@ static void test_saturation_and_nan(void) {
   ASSERT_TRUE(isnan(ref_fp8_value(d[0], TPLA_FLOAT8_E4M3)));
   ASSERT_TRUE(isnan(ref_fp8_value(d[1], TPLA_FLOAT8_E4M3)));
   ASSERT_TRUE(isnan(amax));
+  /* an infinite product saturates too, in E5M2 (cuBLASLt's conversion; run 205) */
+  uint8_t a5[2] = {0x7c, 0x00}, b5[2] = {0x38, 0x7e}, d5 = 0; /* E5M2 [inf, 0] x E4M3 [1; 448] */
+  tpla_matrix_t a5v = {a5, 1, 2, 2, TPLA_FLOAT8_E5M2}, b5v = {b5, 2, 1, 1, TPLA_FLOAT8_E4M3};
+  tpla_matrix_t d5v = {&d5, 1, 1, 1, TPLA_FLOAT8_E5M2};
+  ASSERT_OK(tpla_gemm(ctx, d5v, a5v, TPLA_OP_N, b5v, TPLA_OP_N, &args, NULL));
+  ASSERT_EQ_INT(d5, 0x7b); /* 57344, not 0x7c (inf) */
+  ASSERT_TRUE(isinf(amax) && amax > 0);
   /* a zero scale does not skip the product (CUDA reads the scales on the
    * device and cannot): 0 * NaN is NaN, in an fp32 D and its amax too */
   _Alignas(16) float zero[4] = {0.0f};
