@@ -280,7 +280,8 @@ TPLA_API tpla_status_t tpla_ctx_get_info(tpla_ctx_t ctx, int *rank, int *nranks,
                                          tpla_executor_t *executor, int *device);
 
 /* Device (or, on the host executor, host) workspace bytes the context holds
- * now: the GEMM workspace plus any grow-only scratch. */
+ * now: the GEMM workspace plus any grow-only scratch, including earlier
+ * scratch kept for captured CUDA graphs until the context is destroyed. */
 TPLA_API tpla_status_t tpla_ctx_workspace_bytes(tpla_ctx_t ctx, size_t *bytes);
 
 /* Abort the context, so that a job whose peer died or hangs reports an

@@ -377,7 +377,7 @@ static tpla_status_t nccl_destroy(tpla_ctx_t ctx) {
 
 static size_t nccl_workspace_bytes(tpla_ctx_t ctx) {
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
-  return impl->gemm_ws_bytes + impl->scratch.bytes +
+  return impl->gemm_ws_bytes + impl->scratch.bytes + impl->scratch.kept_bytes +
          (impl->ops_state ? tpla_cuda_ops_state_bytes() : 0);
 }
 

@@ -27,6 +27,7 @@ static tpla_status_t keep_for_graphs(tpla_cuda_workspace_t *ws, const char *fn) 
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
   ws->kept = grown;
   ws->kept[ws->nkept++] = ws->ptr;
+  ws->kept_bytes += ws->bytes;
   ws->ptr = NULL;
   ws->bytes = 0;
   ws->captured = false;
@@ -80,6 +81,7 @@ tpla_status_t tpla_cuda_workspace_release(tpla_cuda_workspace_t *ws, cudaStream_
   free(ws->kept);
   ws->kept = NULL;
   ws->nkept = 0;
+  ws->kept_bytes = 0;
   tpla_status_t current = free_current(ws, stream, fn);
   return first != TPLA_SUCCESS ? first : current;
 }

@@ -30,6 +30,7 @@ typedef struct {
   bool captured; /* a captured call used ptr */
   void **kept;   /* earlier buffers that captured calls used, freed by release */
   int nkept;
+  size_t kept_bytes; /* their sizes, summed: memory the context still holds */
 } tpla_cuda_workspace_t;
 
 /* Make `ws` hold at least `bytes` bytes, growing it on `stream` if needed,

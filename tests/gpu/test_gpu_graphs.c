@@ -8,7 +8,8 @@
  *     stream than the context's last GEMM (run 151: the capture was
  *     invalidated), the FP8 GEMM again on a stream forked into the capture;
  *     uncaptured GEMMs on a third stream afterwards, and two that grow the
- *     FP8 scratch past what the graph captured (kept for the graph);
+ *     FP8 scratch past what the graph captured (kept for the graph, and
+ *     counted by tpla_ctx_workspace_bytes);
  *   - tpla_ns_execute_out (2 GPUs: a plan with gram_sum COLLECTIVE);
  *   - tpla_ag_gemm, tpla_gemm_rs and tpla_gemm_ar (2 GPUs: transport
  *     SENDRECV).
@@ -243,10 +244,17 @@ static int gemm_body(rank_env_t *e, void *arg) {
       failures += captured_calls(e->ctx, &g, cap, third, fork, join);
       failed = capture_end(cap, &exec) || failures > 0;
     }
-    /* an uncaptured GEMM after the capture, on a third stream */
+    /* an uncaptured GEMM after the capture, on a third stream; then the growths, the
+     * captured buffer still counted in the context's bytes after the first */
+    size_t before = 0, after = 0;
     failed = failed || TPLA_FAILED(gemm_pair(e->ctx, &g, g.de, g.de8, third)) ||
              sync_stream_timeout(third, TEAM_DRAIN_S, "third stream") || team_drain(e, "first") ||
-             grow_scratch(e, 2048) || grow_scratch(e, 3072); /* 2 MiB captured, then 4, 9 */
+             TPLA_FAILED(tpla_ctx_workspace_bytes(e->ctx, &before)) || grow_scratch(e, 2048) ||
+             TPLA_FAILED(tpla_ctx_workspace_bytes(e->ctx, &after)) ||
+             grow_scratch(e, 3072); /* 2 MiB captured, then 4, 9 */
+    CHECK(&failures, failed || after >= before + (size_t)2048 * 2048,
+          "rank %d: tpla_ctx_workspace_bytes %zu after the scratch grew past a captured buffer, "
+          "%zu before", r, after, before);
   }
   for (int round = 1; round <= ROUNDS && !failed; round++) {
     failed = upload_rows(g.a, TPLA_BFLOAT16, GM, GK, 0, round, 1 + r, a) ||
