@@ -253,10 +253,10 @@ tpla_status_t tpla_cuda_zero(tpla_ctx_t ctx, tpla_matrix_t y, void *stream) {
   size_t es = tpla_dtype_size(y.dtype);
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = cudaMemset2DAsync(y.data, (size_t)y.ld * es, 0, (size_t)y.cols * es,
+  cudaError_t e = tpla_cuda_zero_2d(y.data, (size_t)y.ld * es, (size_t)y.cols * es,
                                     (size_t)y.rows, (cudaStream_t)stream);
   tpla_device_guard_exit(&guard);
-  return tpla_cuda_status(e, fn, "cudaMemset2DAsync");
+  return tpla_cuda_status(e, fn, "tpla_cuda_zero_2d");
 }
 
 tpla_status_t tpla_cuda_mirror_upper(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,

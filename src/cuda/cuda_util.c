@@ -96,3 +96,27 @@ ncclDataType_t tpla_nccl_datatype(tpla_dtype_t dtype) {
   }
   return ncclUint8; /* unreachable: dtypes are validated before dispatch */
 }
+
+#define MAX_2D_PITCH ((size_t)INT32_MAX)
+
+cudaError_t tpla_cuda_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t rows, cudaStream_t stream) {
+  if (dpitch <= MAX_2D_PITCH && spitch <= MAX_2D_PITCH)
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+                             stream);
+  cudaError_t e = cudaSuccess;
+  for (size_t i = 0; i < rows && e == cudaSuccess; i++)
+    e = cudaMemcpyAsync((char *)dst + i * dpitch, (const char *)src + i * spitch, width,
+                        cudaMemcpyDeviceToDevice, stream);
+  return e;
+}
+
+cudaError_t tpla_cuda_zero_2d(void *dst, size_t pitch, size_t width, size_t rows,
+                              cudaStream_t stream) {
+  if (pitch <= MAX_2D_PITCH)
+    return cudaMemset2DAsync(dst, pitch, 0, width, rows, stream);
+  cudaError_t e = cudaSuccess;
+  for (size_t i = 0; i < rows && e == cudaSuccess; i++)
+    e = cudaMemsetAsync((char *)dst + i * pitch, 0, width, stream);
+  return e;
+}

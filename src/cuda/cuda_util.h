@@ -58,6 +58,14 @@ int64_t tpla_now_ms(void);
  * polls made so far. */
 void tpla_poll_sleep(int round);
 
+/* cudaMemcpy2DAsync (device to device) and cudaMemset2DAsync (to 0), but
+ * row by row where a pitch is past what those take (2^31 - 1 bytes: a view
+ * inside rows of 2 GiB or more, which then has few rows). */
+cudaError_t tpla_cuda_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t rows, cudaStream_t stream);
+cudaError_t tpla_cuda_zero_2d(void *dst, size_t pitch, size_t width, size_t rows,
+                              cudaStream_t stream);
+
 /* cudaDataType of a tpla dtype (float types and u8). */
 cudaDataType_t tpla_cuda_datatype(tpla_dtype_t dtype);
 /* ncclDataType_t of a tpla dtype. */

@@ -115,7 +115,7 @@ static void describe_fp8(char *buf, size_t size, const void *arg) {
 /* k = 0: D = beta D (an FP8 D has beta 0: zeros), and its amax. */
 static tpla_status_t fp8_k0(const tpla_gemm_call_t *g, cudaStream_t stream, const char *fn) {
   if (tpla_lt_is_fp8(g->d.dtype))
-    CUDA_TRY(fn, cudaMemset2DAsync(g->d.data, (size_t)g->d.ld, 0, (size_t)g->n, (size_t)g->m,
+    CUDA_TRY(fn, tpla_cuda_zero_2d(g->d.data, (size_t)g->d.ld, (size_t)g->n, (size_t)g->m,
                                    stream));
   else if (g->beta != 1.0f)
     CUDA_TRY(fn, tpla_cuda_scale_matrix(g->d.data, g->d.dtype, g->m, g->n, g->d.ld, g->beta,
@@ -141,9 +141,8 @@ static tpla_status_t stage_inputs(const fp8_shape_t *s, cudaStream_t stream, con
   if (s->pad_d && c->beta != 0.0f) { /* C = D': D in its corner, zeros around it */
     size_t es = tpla_dtype_size(c->d.dtype);
     CUDA_TRY(fn, cudaMemsetAsync(r->d.data, 0, (size_t)(r->d.rows * r->d.ld) * es, stream));
-    CUDA_TRY(fn, cudaMemcpy2DAsync(r->d.data, (size_t)r->d.ld * es, c->d.data,
-                                   (size_t)c->d.ld * es, (size_t)c->n * es, (size_t)c->m,
-                                   cudaMemcpyDeviceToDevice, stream));
+    CUDA_TRY(fn, tpla_cuda_copy_2d(r->d.data, (size_t)r->d.ld * es, c->d.data,
+                                   (size_t)c->d.ld * es, (size_t)c->n * es, (size_t)c->m, stream));
   }
   return TPLA_SUCCESS;
 }
@@ -174,9 +173,9 @@ static tpla_status_t fp8_enqueue(tpla_cuda_ctx_t *impl, fp8_shape_t *s, tpla_lt_
   TPLA_TRY(tpla_lt_run_ctx(impl, p, &ops, stream, fn, what));
   if (s->pad_d) {
     size_t es = tpla_dtype_size(c->d.dtype);
-    CUDA_TRY(fn, cudaMemcpy2DAsync(c->d.data, (size_t)c->d.ld * es, s->run.d.data,
+    CUDA_TRY(fn, tpla_cuda_copy_2d(c->d.data, (size_t)c->d.ld * es, s->run.d.data,
                                    (size_t)s->run.d.ld * es, (size_t)c->n * es, (size_t)c->m,
-                                   cudaMemcpyDeviceToDevice, stream));
+                                   stream));
   }
   if (!fp8_out && c->fp8.d_amax != NULL)
     CUDA_TRY(fn, tpla_cuda_amax(c->fp8.d_amax, c->d.data, c->d.dtype, c->m, c->n, c->d.ld, 0,

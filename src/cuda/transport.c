@@ -175,8 +175,8 @@ static cudaError_t copy2d(void *dst, int64_t dst_ld, const void *src, int64_t sr
   size_t width = (size_t)cols * es;
   if ((dst_ld == cols && src_ld == cols) || rows == 1)
     return cudaMemcpyAsync(dst, src, width * (size_t)rows, cudaMemcpyDeviceToDevice, st);
-  return cudaMemcpy2DAsync(dst, (size_t)dst_ld * es, src, (size_t)src_ld * es, width,
-                           (size_t)rows, cudaMemcpyDeviceToDevice, st);
+  return tpla_cuda_copy_2d(dst, (size_t)dst_ld * es, src, (size_t)src_ld * es, width,
+                           (size_t)rows, st);
 }
 
 static tpla_status_t copy_status(cudaError_t e, const tpla_xport_t *xp, const char *what, int peer,

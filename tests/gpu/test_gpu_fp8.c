@@ -7,7 +7,8 @@
  * refused), per-tensor scales, the
  * amax, split and fast accumulation (split at least as accurate), beta = 1
  * into fp32, m, n, k not multiples of 16, odd leading dimensions and
- * misaligned pointers, k = 0, saturation, infinity and NaN in an FP8 D,
+ * misaligned pointers, k = 0, saturation, infinity and NaN in an FP8 D, D
+ * in rows more than 2 GiB apart,
  * and two streams sharing the staging scratch.
  * test_gpu_fp8_kernels.c has the plan cache, the memory loop and the
  * staging and amax kernels on their own.
@@ -567,6 +568,53 @@ static void test_fp8_saturation_inf_nan(void) {
   ASSERT_TRUE(!isfinite(amax));
 }
 
+/* D inside rows of more than 2 GiB (pitch past what cudaMemcpy2D and cudaMemset2D take):
+ * a bf16 D through the padded copy (n = 24), and an E4M3 D zeroed by k = 0. */
+static void test_fp8_huge_pitch(void) {
+  NEED_FP8();
+  const int64_t m = 2, n = 24, k = 32, ld = ((int64_t)1 << 30) + 64; /* bf16: 2^31 + 128 B */
+  uint8_t ones[32 * 24], *a = NULL, *b = NULL, *d = NULL;
+  memset(ones, 0x38, sizeof ones); /* E4M3 1.0 */
+  size_t dbytes = (size_t)((m - 1) * ld + n) * 2;
+  ASSERT_EQ_INT(cudaMalloc((void **)&a, 256 + 1024) == cudaSuccess &&
+                    cudaMalloc((void **)&d, dbytes) == cudaSuccess,
+                1);
+  b = a + 256;
+  ASSERT_EQ_INT(cudaMemcpy(a, ones, (size_t)(m * k), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ_INT(cudaMemcpy(b, ones, (size_t)(k * n), cudaMemcpyHostToDevice), cudaSuccess);
+  for (int64_t i = 0; i < m; i++)
+    ASSERT_EQ_INT(cudaMemset(d + (size_t)(i * ld) * 2, 0xff, (size_t)n * 2), cudaSuccess);
+  tpla_matrix_t av = {a, m, k, k, E4M3}, bv = {b, k, n, n, E4M3};
+  tpla_matrix_t dv = {d, m, n, ld, TPLA_BFLOAT16};
+  ASSERT_OK(tpla_gemm(g_ctx, dv, av, TPLA_OP_N, bv, TPLA_OP_N, NULL, g_stream));
+  ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+  uint16_t row[24];
+  for (int64_t i = 0; i < m; i++) {
+    ASSERT_EQ_INT(cudaMemcpy(row, d + (size_t)(i * ld) * 2, sizeof row, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+    for (int j = 0; j < 24; j++)
+      ASSERT_EQ_INT(row[j], 0x4200); /* bf16 32 */
+  }
+  /* k = 0 into an E4M3 D whose rows are 2^31 + 128 bytes apart: zeros */
+  const int64_t ld8 = ((int64_t)1 << 31) + 128;
+  cudaFree(d);
+  ASSERT_EQ_INT(cudaMalloc((void **)&d, (size_t)((m - 1) * ld8 + n)), cudaSuccess);
+  for (int64_t i = 0; i < m; i++)
+    ASSERT_EQ_INT(cudaMemset(d + (size_t)(i * ld8), 0x5a, (size_t)n), cudaSuccess);
+  tpla_matrix_t a0 = {a, m, 0, 1, E4M3}, b0 = {b, 0, n, n, E4M3}, d8 = {d, m, n, ld8, E4M3};
+  ASSERT_OK(tpla_gemm(g_ctx, d8, a0, TPLA_OP_N, b0, TPLA_OP_N, NULL, g_stream));
+  ASSERT_EQ_INT(cudaStreamSynchronize(g_stream), cudaSuccess);
+  for (int64_t i = 0; i < m; i++) {
+    uint8_t r8[24];
+    ASSERT_EQ_INT(cudaMemcpy(r8, d + (size_t)(i * ld8), sizeof r8, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+    for (int j = 0; j < 24; j++)
+      ASSERT_EQ_INT(r8[j], 0);
+  }
+  cudaFree(a);
+  cudaFree(d);
+}
+
 /* Staged calls alternating two streams share the scratch safely. */
 static void test_fp8_two_streams(void) {
   NEED_FP8();
@@ -621,6 +669,7 @@ int main(void) {
   TEST(test_fp8_e5m2_output);
   TEST(test_fp8_k_zero);
   TEST(test_fp8_saturation_inf_nan);
+  TEST(test_fp8_huge_pitch);
   TEST(test_fp8_two_streams);
   if (close_single_ctx(g_comm, g_ctx) != 0)
     test_failed_++;
