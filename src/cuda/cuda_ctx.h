@@ -86,6 +86,13 @@ tpla_status_t tpla_nccl_finish(ncclComm_t comm, ncclResult_t r, int64_t timeout_
 tpla_status_t tpla_nccl_wait_stream(ncclComm_t comm, cudaStream_t stream, int64_t timeout_ms,
                                     int *aborted, const char *fn, const char *what);
 
+/* tpla_nccl_finish on the context's communicator, inside one of its calls:
+ * where the wait aborted the communicator (a timeout, an NCCL error), the
+ * context fails too, as when the watchdog finds it (the peers see the
+ * abort marks, this rank's flag waits are released), with that message. */
+tpla_status_t tpla_cuda_nccl_finish(tpla_ctx_t ctx, ncclResult_t r, const char *fn,
+                                    const char *call);
+
 /* ncclCommAbort, remembering the pointer so that a later
  * tpla_nccl_comm_destroy of it is a harmless no-op instead of a use after
  * free. */

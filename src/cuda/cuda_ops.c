@@ -322,8 +322,7 @@ static tpla_status_t exchange_with_peers(tpla_ctx_t ctx, char *recv, const size_
   /* ncclInProgress (non-blocking communicator): poll with the context's
    * timeout; on timeout or an asynchronous error the communicator is
    * aborted, so no rank waits forever. */
-  return tpla_nccl_finish(comm, r, ctx->cfg.timeout_ms, &impl->comm_aborted, fn,
-                          "ncclGroupEnd (alltoallv send/recv group)");
+  return tpla_cuda_nccl_finish(ctx, r, fn, "ncclGroupEnd (alltoallv send/recv group)");
 }
 
 tpla_status_t tpla_cuda_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_counts,

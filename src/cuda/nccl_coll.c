@@ -35,8 +35,7 @@ static tpla_status_t finish(tpla_ctx_t ctx, ncclResult_t r, const char *fn, cons
   char what[160];
   snprintf(what, sizeof what, "%s (%zu %s elements, rank %d of %d)", call, count, type,
            ctx->rank, ctx->nranks);
-  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
-  return tpla_nccl_finish(impl->comm, r, ctx->cfg.timeout_ms, &impl->comm_aborted, fn, what);
+  return tpla_cuda_nccl_finish(ctx, r, fn, what);
 }
 
 /* Tracks the first failure inside an NCCL group; ncclGroupEnd must run

@@ -383,6 +383,18 @@ static size_t nccl_workspace_bytes(tpla_ctx_t ctx) {
 
 void *tpla_cuda_ctx_ops_state(tpla_ctx_t ctx) { return tpla_cuda_impl(ctx)->ops_state; }
 
+/* A wait of the calling thread that aborted the communicator fails the
+ * context (the watchdog would find it only later, or never: it stops
+ * watching an aborted communicator). */
+static tpla_status_t fail_if_aborted(tpla_ctx_t ctx, tpla_status_t st) {
+  if (st != TPLA_SUCCESS && tpla_cuda_impl(ctx)->comm_aborted && !tpla_ctx_failed(ctx)) {
+    char why[512]; /* the abort (watchdog.c) keeps this thread's last error */
+    snprintf(why, sizeof why, "%s", tpla_last_error());
+    (void)tpla_ctx_fail(ctx, st, "%s", why);
+  }
+  return st;
+}
+
 static tpla_status_t nccl_exchange(tpla_ctx_t ctx, void *recv, const void *send, size_t bytes) {
   static const char fn[] = "tpla (plan-time exchange)";
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
@@ -404,7 +416,14 @@ static tpla_status_t nccl_exchange(tpla_ctx_t ctx, void *recv, const void *send,
   tpla_status_t s = exchange_bytes(impl, ctx->rank, ctx->nranks, recv, send, bytes,
                                    ctx->cfg.timeout_ms, fn, "ncclAllGather (exchange)");
   tpla_device_guard_exit(&guard);
-  return s;
+  return fail_if_aborted(ctx, s);
+}
+
+tpla_status_t tpla_cuda_nccl_finish(tpla_ctx_t ctx, ncclResult_t r, const char *fn,
+                                    const char *call) {
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  return fail_if_aborted(ctx, tpla_nccl_finish(impl->comm, r, ctx->cfg.timeout_ms,
+                                               &impl->comm_aborted, fn, call));
 }
 
 /* Side streams and cross-stream order, for overlap inside one rank. One
@@ -426,6 +445,9 @@ static tpla_status_t nccl_stream_wait(tpla_ctx_t ctx, void *waiter, void *signal
 
 static tpla_status_t nccl_quiesce(tpla_ctx_t ctx) {
   static const char fn[] = "tpla (device synchronize)";
+  /* the watched calls first: a stuck one fails the context instead of
+   * holding cudaDeviceSynchronize (and the call lock the abort needs) */
+  TPLA_TRY(tpla_wd_wait_calls(ctx, fn));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
   cudaError_t e = cudaDeviceSynchronize();

@@ -224,7 +224,7 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
   char what[160];
   snprintf(what, sizeof what, "ncclGroupEnd (overlap step: %zu bytes to rank %d, %zu from %d)", sb,
            s->to, rb, s->from);
-  return tpla_nccl_finish(impl->comm, r, xp->ctx->cfg.timeout_ms, &impl->comm_aborted, fn, what);
+  return tpla_cuda_nccl_finish(xp->ctx, r, fn, what);
 }
 
 /* A pull by the SMs (the fold kernel with one slot: a copy) instead of the copy engine. With

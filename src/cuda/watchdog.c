@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WD_SLOTS 256            /* calls in flight that the watchdog follows; more go unwatched */
+#define WD_SLOTS 256            /* calls in flight that the watchdog follows; more wait */
 #define WD_RELEASE 0x40000000u  /* added to a transport's last call number: past every wait */
 /* A peer's abort matters only to a call that waits for it, so the marks are
  * read only once the oldest call has run this long (one small copy per
@@ -41,6 +41,41 @@ struct tpla_watchdog {
 
 /* ---- the call lock ---------------------------------------------------------------------- */
 
+/* With wd->mu held, by the thread that holds the call lock: retire the
+ * calls that have ended and wait while more than `most` remain in flight.
+ * Bounded: the oldest call ends, or the watchdog times it out and fails the
+ * context (whose abort waits for the call lock: so the wait gives up then,
+ * and the caller must let the lock go). False if the context failed. */
+static bool wait_in_flight_at_most(struct tpla_watchdog *wd, uint64_t most) {
+  for (int round = 0; wd->tail - wd->head > most; round++) {
+    cudaError_t e = cudaEventQuery(wd->calls[wd->head % WD_SLOTS].end);
+    if (e == cudaSuccess) {
+      wd->head++;
+      continue;
+    }
+    if (e != cudaErrorNotReady) { /* the watchdog reports it */
+      (void)cudaGetLastError();
+      return !tpla_ctx_failed(wd->ctx);
+    }
+    if (tpla_ctx_failed(wd->ctx))
+      return false;
+    pthread_mutex_unlock(&wd->mu);
+    tpla_poll_sleep(round);
+    pthread_mutex_lock(&wd->mu);
+  }
+  return true;
+}
+
+tpla_status_t tpla_wd_wait_calls(tpla_ctx_t ctx, const char *fn) {
+  struct tpla_watchdog *wd = tpla_cuda_impl(ctx)->wd;
+  if (wd == NULL)
+    return tpla_ctx_check(ctx, fn);
+  pthread_mutex_lock(&wd->mu);
+  bool ok = wait_in_flight_at_most(wd, 0);
+  pthread_mutex_unlock(&wd->mu);
+  return ok ? TPLA_SUCCESS : tpla_ctx_check(ctx, fn);
+}
+
 tpla_status_t tpla_wd_call_begin(tpla_ctx_t ctx, const char *fn, bool on_device, void *stream) {
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
   pthread_mutex_lock(&impl->call_mu);
@@ -59,6 +94,15 @@ tpla_status_t tpla_wd_call_begin(tpla_ctx_t ctx, const char *fn, bool on_device,
     return TPLA_SUCCESS;
   }
   pthread_mutex_lock(&wd->mu);
+  /* A full ring waits for its oldest call rather than leave this one
+   * unwatched: a stuck unwatched call would hide every later call from the
+   * watchdog (their start events never complete). */
+  if (!wait_in_flight_at_most(wd, WD_SLOTS - 1)) {
+    pthread_mutex_unlock(&wd->mu);
+    impl->call_depth--;
+    pthread_mutex_unlock(&impl->call_mu);
+    return tpla_ctx_check(ctx, fn);
+  }
   if (wd->tail - wd->head < WD_SLOTS) {
     int slot = (int)(wd->tail % WD_SLOTS);
     if (cudaEventRecord(wd->calls[slot].start, (cudaStream_t)stream) == cudaSuccess) {

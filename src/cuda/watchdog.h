@@ -38,10 +38,17 @@ tpla_status_t tpla_wd_create(tpla_ctx_t ctx, tpla_cuda_ctx_t *impl, const char *
 /* Stop the thread and release everything (any subset may exist). */
 void tpla_wd_destroy(tpla_cuda_ctx_t *impl);
 
-/* The backend's call_begin / call_end / abort (internal.h). */
+/* The backend's call_begin / call_end / abort (internal.h). call_begin
+ * waits while 256 watched calls are in flight (until the oldest ends, or
+ * the context fails: then its failure). */
 tpla_status_t tpla_wd_call_begin(tpla_ctx_t ctx, const char *fn, bool on_device, void *stream);
 void tpla_wd_call_end(tpla_ctx_t ctx, bool on_device, void *stream);
 void tpla_wd_abort(tpla_ctx_t ctx);
+/* With the call lock held: wait until every watched call has ended, or
+ * return the context's failure once the watchdog has failed it (so that
+ * its abort, which needs the call lock, can run). Before a device-wide
+ * synchronization, which could otherwise wait forever on a stuck call. */
+tpla_status_t tpla_wd_wait_calls(tpla_ctx_t ctx, const char *fn);
 
 /* The transports whose flags an abort releases and whose marks the
  * watchdog reads: added once created, removed before destruction. */
