@@ -47,23 +47,31 @@ struct tpla_watchdog {
  * context (whose abort waits for the call lock: so the wait gives up then,
  * and the caller must let the lock go). False if the context failed. */
 static bool wait_in_flight_at_most(struct tpla_watchdog *wd, uint64_t most) {
-  for (int round = 0; wd->tail - wd->head > most; round++) {
+  if (wd->tail - wd->head <= most)
+    return true;
+  /* event queries must not invalidate another thread's capture in global mode */
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  bool ok = true;
+  for (int round = 0; ok && wd->tail - wd->head > most; round++) {
     cudaError_t e = cudaEventQuery(wd->calls[wd->head % WD_SLOTS].end);
     if (e == cudaSuccess) {
       wd->head++;
       continue;
     }
+    ok = !tpla_ctx_failed(wd->ctx);
     if (e != cudaErrorNotReady) { /* the watchdog reports it */
       (void)cudaGetLastError();
-      return !tpla_ctx_failed(wd->ctx);
+      break;
     }
-    if (tpla_ctx_failed(wd->ctx))
-      return false;
-    pthread_mutex_unlock(&wd->mu);
-    tpla_poll_sleep(round);
-    pthread_mutex_lock(&wd->mu);
+    if (ok) {
+      pthread_mutex_unlock(&wd->mu);
+      tpla_poll_sleep(round);
+      pthread_mutex_lock(&wd->mu);
+    }
   }
-  return true;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  return ok;
 }
 
 tpla_status_t tpla_wd_wait_calls(tpla_ctx_t ctx, const char *fn) {
