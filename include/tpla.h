@@ -220,7 +220,12 @@ TPLA_API tpla_status_t tpla_nccl_comm_destroy(struct ncclComm *comm);
  * disagree (two ranks on one device, mismatched library versions). Must be
  * called with the communicator's device current. Creates the context's
  * side streams, events and cuBLASLt handle; nothing is created per call.
- * cfg may be NULL. */
+ * The timeouts (cfg->timeout_ms) bound host waits only on a non-blocking
+ * communicator (NCCL's config blocking = 0, as tpla_nccl_comm_create makes
+ * them): on a blocking one an NCCL call that waits for a missing peer
+ * blocks inside NCCL. A timeout or tpla_ctx_abort aborts the communicator
+ * (ncclCommAbort), so use it for nothing else while a context borrows it
+ * (an ncclCommSplit child serves other work). cfg may be NULL. */
 TPLA_API tpla_status_t tpla_ctx_create_nccl(tpla_ctx_t *ctx, struct ncclComm *comm,
                                             const tpla_config_t *cfg);
 
