@@ -1009,7 +1009,10 @@ TPLA_API tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d,
 /* *available = 1 when the plan's buffer holds the gathered A of its last
  * call (after a successful tpla_ag_gemm; both modes keep it), 0 before the
  * first call, after a failed one, and in a window group once another plan
- * of the group was called or created. A plain field read: never fails on a
+ * of the group was called or created, or its creation was attempted: one
+ * that fits the group's buffers rehearses in them, so even a failed one
+ * zeroes the view (one that made larger buffers and failed leaves it). A
+ * plain field read: never fails on a
  * valid plan and never synchronizes. INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ag_gemm_plan_has_gathered(tpla_ag_gemm_plan_t plan, int *available);
 /* *gathered = a dense view (m x k, ld k, the plan's dtype) of the gathered

@@ -233,7 +233,8 @@ typedef struct {
   uint32_t seq;               /* calls issued (in a window group: the group's calls) */
   struct ovl_group *group;    /* window_group > 0: the shared buffers (overlap_group.c) */
   bool group_joined;          /* a member; false while its creation may still fail */
-  bool fence_peers;           /* this call follows another member's: wait for the peers first */
+  bool fence_peers;           /* this call follows another member's: wait for the peers first
+                               * (set by the group, cleared after the call's schedule) */
   bool has_gathered;          /* AG: the window holds the last call's gathered A */
   bool broken;                /* an execute failed after it started: unusable */
 } ovl_plan_t;

@@ -164,7 +164,9 @@ static tpla_status_t ag_overlap(ovl_plan_t *p, const ovl_call_t *c) {
                        0,
                        0,
                        ovl_flag(p, 0, i, ci),
-                       peer ? -1 : OVL_LANE_COPY,
+                       /* after a fence its pushes follow it too: the streams of
+                        * pushes two or more ranks away are none of its lanes */
+                       peer && !p->fence_peers ? -1 : OVL_LANE_COPY,
                        NULL,
                        0,
                        NULL,
@@ -531,9 +533,8 @@ static tpla_status_t output_amax(ovl_plan_t *p, const ovl_call_t *c) {
 
 /* A window group's call that follows another member's: every lane waits until every peer
  * has begun this call, so none of them still reads what the other member left in this
- * rank's window (overlap_group.c). */
+ * rank's window (overlap_group.c); AG+GEMM's pushes follow the COPY lane then. */
 static tpla_status_t fence_peers(ovl_plan_t *p) {
-  p->fence_peers = false;
   for (int lane = 0; lane < OVL_LANES; lane++)
     for (int q = 0; q < p->nranks; q++)
       if (q != p->rank)
@@ -555,6 +556,7 @@ tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
     st = stage_b(p, c);
     if (st == TPLA_SUCCESS)
       st = schedules[p->kind][p->mode == TPLA_OVERLAP_SERIAL](p, c);
+    p->fence_peers = false; /* this call's alone */
     if (st == TPLA_SUCCESS)
       st = output_amax(p, c);
     /* join the lanes whatever happened, so the caller's stream stays ordered */
