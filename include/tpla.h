@@ -997,7 +997,8 @@ TPLA_API tpla_status_t tpla_gemm_ar_plan_get_info(tpla_gemm_ar_plan_t plan,
  * plan's dtypes with any ld >= cols; d must not overlap a_local or b.
  * a_local and b must stay unchanged, and d untouched, until the call
  * completes in stream order. Errors: INVALID_ARGUMENT (NULL plan, a bad
- * view, shapes or dtypes other than the plan's, overlapping d, a bias
+ * view, shapes or dtypes other than the plan's, overlapping d, a view
+ * inside the plan's (group's) own buffers, e.g. its gathered view, a bias
  * pointer missing or unexpected, a bad args size, non-finite alpha/beta;
  * nothing is written and the call does not count), INVALID_USAGE (the plan
  * failed in an earlier call), TIMEOUT/REMOTE (host: a peer did not make the

@@ -289,6 +289,9 @@ void ovl_group_exit(ovl_plan_t *p, bool failed);
 bool ovl_group_holds(const ovl_plan_t *p);
 size_t ovl_group_bytes(const ovl_plan_t *p);
 tpla_xport_t *ovl_group_xport(const ovl_plan_t *p);
+/* The memory the plan's calls write (its group's, in a group): this rank's
+ * transfer window and staging, as byte rows (0 rows where there is none). */
+void ovl_plan_memory(const ovl_plan_t *p, tpla_matrix_t *window, tpla_matrix_t *staging);
 
 /* overlap_exec.c: run a validated call (views checked against the plan). */
 typedef struct {

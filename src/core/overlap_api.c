@@ -144,6 +144,19 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
   if (p->bias && tpla_matrices_overlap(d, &bias))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'args': bias overlaps the output '%s'", d_name);
+  /* the plan's (group's) own buffers, which the call writes: a gathered
+   * view passed back in would be overwritten while it is read */
+  tpla_matrix_t own[2];
+  ovl_plan_memory(p, &own[0], &own[1]);
+  const tpla_matrix_t *views[4] = {d, a, b, p->bias ? &bias : NULL};
+  const char *names[4] = {d_name, a_name, "b", "args->bias"};
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2 && views[i] != NULL; j++)
+      if (tpla_matrices_overlap(views[i], &own[j]))
+        return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                         "argument '%s' lies in the plan's own %s (a gathered view, say), "
+                         "which this call overwrites: copy it out first",
+                         names[i], j == 0 ? "transfer window" : "staging memory");
   if (p->ops->cannot_capture != NULL && p->ops->cannot_capture(ovl_group_xport(p), stream))
     return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn,
                      "argument 'stream' is being captured into a CUDA graph, but the plan's "

@@ -270,6 +270,17 @@ tpla_xport_t *ovl_group_xport(const ovl_plan_t *p) {
   return p->group != NULL ? p->group->xp : p->xp;
 }
 
+void ovl_plan_memory(const ovl_plan_t *p, tpla_matrix_t *window, tpla_matrix_t *staging) {
+  const ovl_group_t *g = p->group;
+  tpla_xport_t *xp = ovl_group_xport(p);
+  size_t wb = g != NULL ? g->window_bytes : p->window_bytes;
+  size_t sb = g != NULL ? g->staging_bytes : p->staging_bytes;
+  void *w = xp != NULL && wb > 0 ? p->ops->window(xp) : NULL;
+  void *s = g != NULL ? g->staging : p->staging;
+  *window = (tpla_matrix_t){w, w != NULL, (int64_t)wb, (int64_t)(wb > 0 ? wb : 1), TPLA_UINT8};
+  *staging = (tpla_matrix_t){s, s != NULL, (int64_t)sb, (int64_t)(sb > 0 ? sb : 1), TPLA_UINT8};
+}
+
 size_t ovl_group_bytes(const ovl_plan_t *p) {
   const ovl_group_t *g = p->group;
   return g->staging_bytes + p->ops->bytes(g->xp);
