@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(tpla_unique_id_t) == sizeof(ncclUniqueId),
@@ -18,20 +19,30 @@ _Static_assert(sizeof(tpla_unique_id_t) == sizeof(ncclUniqueId),
 /* ---- communicators we aborted --------------------------------------------- */
 
 /* ncclCommAbort frees the communicator, but the caller still holds the
- * pointer and will pass it to tpla_nccl_comm_destroy. Remember the last few
- * aborted pointers so that destroy recognizes them. A pointer is forgotten
- * when tpla_nccl_comm_create hands out a new communicator at that address. */
-#define ABORTED_SLOTS 64
+ * pointer and will pass it to tpla_nccl_comm_destroy. Remember every
+ * aborted pointer so that destroy recognizes it (a bounded ring forgot the
+ * oldest: after 64 aborts, e.g. elastic restarts, destroy would finalize
+ * freed memory). A pointer is forgotten by that destroy, or when
+ * tpla_nccl_comm_create hands out a new communicator at its address. */
 static pthread_mutex_t aborted_lock = PTHREAD_MUTEX_INITIALIZER;
-static ncclComm_t aborted[ABORTED_SLOTS];
-static unsigned aborted_next;
+static ncclComm_t *aborted, fallback_slot; /* fallback_slot: where realloc fails */
+static size_t naborted, cap_aborted;
 
 void tpla_nccl_abort(ncclComm_t comm) {
   if (comm == NULL)
     return;
   (void)ncclCommAbort(comm);
   pthread_mutex_lock(&aborted_lock);
-  aborted[aborted_next++ % ABORTED_SLOTS] = comm;
+  if (naborted == cap_aborted) {
+    size_t cap = cap_aborted ? 2 * cap_aborted : 16;
+    ncclComm_t *grown = realloc(aborted, cap * sizeof *grown);
+    if (grown != NULL)
+      aborted = grown, cap_aborted = cap;
+  }
+  if (naborted < cap_aborted)
+    aborted[naborted++] = comm;
+  else
+    fallback_slot = comm; /* out of memory: the latest is still known */
   pthread_mutex_unlock(&aborted_lock);
 }
 
@@ -39,11 +50,17 @@ void tpla_nccl_abort(ncclComm_t comm) {
 static bool forget_aborted(ncclComm_t comm) {
   bool found = false;
   pthread_mutex_lock(&aborted_lock);
-  for (int i = 0; i < ABORTED_SLOTS; i++)
+  for (size_t i = 0; i < naborted;)
     if (aborted[i] == comm) {
-      aborted[i] = NULL;
+      aborted[i] = aborted[--naborted];
       found = true;
+    } else {
+      i++;
     }
+  if (fallback_slot == comm && comm != NULL) {
+    fallback_slot = NULL;
+    found = true;
+  }
   pthread_mutex_unlock(&aborted_lock);
   return found;
 }
