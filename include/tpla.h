@@ -276,7 +276,10 @@ TPLA_API tpla_status_t tpla_ctx_create_host(tpla_ctx_t *ctx, tpla_host_group_t g
                                             const tpla_config_t *cfg);
 
 /* Release a context and everything it owns. Synchronizes the context's own
- * streams (not the caller's). Accepts NULL. */
+ * streams (not the caller's). On the CUDA executor with 2 or more ranks it
+ * first waits for its calls in flight to end, at most until the watchdog
+ * times a stuck one out (cfg->timeout_ms) and aborts the context, so that
+ * a peer that never comes cannot hang it. Accepts NULL. */
 TPLA_API tpla_status_t tpla_ctx_destroy(tpla_ctx_t ctx);
 
 /* Rank, number of ranks, executor and CUDA device (-1 on the host) of a

@@ -368,6 +368,10 @@ static tpla_status_t nccl_destroy(tpla_ctx_t ctx) {
     return TPLA_SUCCESS;
   tpla_device_guard_t guard;
   tpla_status_t s = tpla_device_guard_enter(&guard, ctx->device, fn);
+  /* The watched calls end first, or the watchdog, still running, times a
+   * stuck one out and aborts the context: the synchronizations below then
+   * cannot wait forever on a peer. */
+  (void)tpla_wd_wait_calls(ctx, fn);
   tpla_wd_destroy(impl); /* before ctx->impl goes: an abort on its thread reads it */
   ctx->impl = NULL;
   tpla_status_t s2 = impl_release(impl, fn); /* never the borrowed communicator */
