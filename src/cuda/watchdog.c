@@ -41,8 +41,8 @@ struct tpla_watchdog {
 
 /* ---- the call lock ---------------------------------------------------------------------- */
 
-/* With wd->mu held, by the thread that holds the call lock: retire the
- * calls that have ended and wait while more than `most` remain in flight.
+/* With wd->mu held: retire the calls that have ended and wait while more
+ * than `most` remain in flight.
  * Bounded: the oldest call ends, or the watchdog times it out and fails the
  * context (whose abort waits for the call lock: so the wait gives up then,
  * and the caller must let the lock go). False if the context failed. */

@@ -44,10 +44,10 @@ void tpla_wd_destroy(tpla_cuda_ctx_t *impl);
 tpla_status_t tpla_wd_call_begin(tpla_ctx_t ctx, const char *fn, bool on_device, void *stream);
 void tpla_wd_call_end(tpla_ctx_t ctx, bool on_device, void *stream);
 void tpla_wd_abort(tpla_ctx_t ctx);
-/* With the call lock held: wait until every watched call has ended, or
- * return the context's failure once the watchdog has failed it (so that
- * its abort, which needs the call lock, can run). Before a device-wide
- * synchronization, which could otherwise wait forever on a stuck call. */
+/* Wait until every watched call has ended, or return the context's failure
+ * once the watchdog has failed it (a caller holding the call lock must then
+ * let it go: the abort needs it). Before a device-wide synchronization
+ * (quiesce, destroy), which could otherwise wait forever on a stuck call. */
 tpla_status_t tpla_wd_wait_calls(tpla_ctx_t ctx, const char *fn);
 
 /* The transports whose flags an abort releases and whose marks the
