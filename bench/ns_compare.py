@@ -115,6 +115,11 @@ def index_tpla(rows, checks):
     return out
 
 
+def tpla_ms(row):
+    """The slowest rank's median (tmax_ms; time_ms, rank 0's, in logs without it)."""
+    return num(row.get("tmax_ms", row.get("time_ms")))
+
+
 def index_torch(rows):
     return {(r["shape"], int(r["gpus"]), r["variant"]): r for r in rows}
 
@@ -128,7 +133,7 @@ def one_gpu_table(tpla, torch, shapes, summary, md):
         for (s, g, gram), t in fp32_first(tpla.items()):
             if s != shape or g != 1:
                 continue
-            tm, pm = num(t.get("time_ms")), num(p.get("time_ms")) if p else None
+            tm, pm = tpla_ms(t), num(p.get("time_ms")) if p else None
             ratio = tm / pm if tm is not None and pm else None
             metric, te, pe = error_pair(t, p)
             text = "-"
@@ -169,8 +174,8 @@ def multi_gpu_table(tpla, torch, shapes, P, summary, md):
         for (s, g, gram), t in fp32_first(tpla.items()):
             if s != shape or g != P:
                 continue
-            tm = num(t.get("time_ms"))
-            one = num(tpla.get((shape, 1, gram), {}).get("time_ms"))
+            tm = tpla_ms(t)
+            one = tpla_ms(tpla.get((shape, 1, gram), {}))
             ratio = tm / best if tm is not None and best else None
             speed = one / tm if tm and one is not None else None
             v1 = v2 = "-"

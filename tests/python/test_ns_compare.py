@@ -16,21 +16,23 @@ def write(path, rows):
             f.write(json.dumps(r) + "\n")
 
 
-def tpla_row(shape, gpus, ms, gram="bf16"):
+def tpla_row(shape, gpus, ms, gram="bf16", tmax_ms=None):
+    """time_ms is rank 0's median, tmax_ms (default: the same) the slowest rank's."""
     return dict(shape=shape, gpus=gpus, gram=gram, time_ms=ms, algorithm="GRAM_SHARDED",
-                iteration="x", orth_max=0.27, ws_bytes=1 << 20)
+                iteration="x", orth_max=0.27, ws_bytes=1 << 20,
+                tmax_ms=ms if tmax_ms is None else tmax_ms)
 
 
 def torch_row(shape, gpus, variant, ms):
     return dict(shape=shape, gpus=gpus, variant=variant, time_ms=ms, orth_max=0.30)
 
 
-def compare(tmp_path, two_gpu_ms):
-    """ns_compare's output for 8192^2: 1 GPU 18 ms (PyTorch 26), 2 GPUs two_gpu_ms
-    (PyTorch 20 and 27), 4 GPUs 5.5 ms."""
+def compare(tmp_path, two_gpu_ms, two_gpu_tmax_ms=None):
+    """ns_compare's output for 8192^2: 1 GPU 18 ms (PyTorch 26), 2 GPUs two_gpu_ms on rank 0
+    (two_gpu_tmax_ms on the slowest rank; PyTorch 20 and 27), 4 GPUs 5.5 ms."""
     s = "8192x8192"
     write(tmp_path / "tpla_1gpu.jsonl", [tpla_row(s, 1, 18.0)])
-    write(tmp_path / "tpla_2gpu.jsonl", [tpla_row(s, 2, two_gpu_ms)])
+    write(tmp_path / "tpla_2gpu.jsonl", [tpla_row(s, 2, two_gpu_ms, tmax_ms=two_gpu_tmax_ms)])
     write(tmp_path / "tpla_4gpu.jsonl", [tpla_row(s, 4, 5.5)])
     write(tmp_path / "torch_1gpu.jsonl", [torch_row(s, 1, "torch_1gpu", 26.0)])
     write(tmp_path / "torch_2gpu.jsonl", [torch_row(s, 2, "torch_gram_ar", 20.0),
@@ -53,6 +55,11 @@ def test_two_gpu_verdicts_follow_the_times(tmp_path):
     slow = compare(tmp_path, 13.5)   # 0.675x, 1.33x
     assert "MISS 0.68x" in verdict_line(slow, "2 GPUs 8192x8192 (bf16 Gram) vs PyTorch")
     assert "MISS 1.33x" in verdict_line(slow, "2 GPUs 8192x8192 (bf16 Gram) vs tpla 1 GPU")
+
+
+def test_two_gpu_verdicts_take_the_slowest_rank(tmp_path):
+    out = compare(tmp_path, 9.9, two_gpu_tmax_ms=10.5)  # rank 0 1.82x, the slowest 1.71x
+    assert "MISS 1.71x" in verdict_line(out, "2 GPUs 8192x8192 (bf16 Gram) vs tpla 1 GPU")
 
 
 def test_four_gpu_table_has_no_verdicts(tmp_path):
