@@ -5,7 +5,8 @@
  * allocation the library makes on one rank's thread fails, for N = 1, 2, ...
  * until a creation goes through: every allocation of Newton-Schulz plans
  * (each algorithm, a batch, two in a workspace group) and of the three
- * overlapped plans (and two AG+GEMM plans in a window group), in turn.
+ * overlapped plans (and two AG+GEMM plans in a window group), in turn, on
+ * three ranks and on two (where the Gram sums go by pulls).
  * Each time:
  *   - no rank succeeds unless all do, the failing rank says OUT_OF_MEMORY
  *     and the others REMOTE ("rank 1 could not ...": no rank waits for the
@@ -94,7 +95,7 @@ static tpla_status_t kept(tpla_status_t st) {
 
 /* One creation (and, when it went through and run is set, a call of the plan
  * on random data), then the plan destroyed. */
-static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, bool run) {
+static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, bool run) {
   tpla_status_t st = TPLA_SUCCESS;
   rng_t rng;
   rng_seed(&rng, 11u + (uint64_t)rank);
@@ -151,15 +152,16 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, bool run) {
       st = kept(tpla_ag_gemm_plan_create(&p[i], ctx, &dd));
     }
     for (int i = 0; i < 2 && st == TPLA_SUCCESS && run; i++) {
-      tpla_matrix_t am = {a, 4 + 2 * i, 8, 8, TPLA_FLOAT32}, dm = {d, 12 + 6 * i, 6, 6,
-                                                                    TPLA_FLOAT32};
+      tpla_matrix_t am = {a, 4 + 2 * i, 8, 8, TPLA_FLOAT32};
+      tpla_matrix_t dm = {d, (4 + 2 * i) * nranks, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       st = kept(tpla_ag_gemm(p[i], dm, am, bm, NULL, NULL));
     }
     tpla_ag_gemm_plan_destroy(p[0]);
     tpla_ag_gemm_plan_destroy(p[1]);
   } else {
-    /* 12 x 8 (k) x 6 (n) over three ranks, in fp32 */
+    /* 4 rows a rank x 8 (k) x 6 (n), in fp32 */
+    const int64_t m = 4 * nranks;
     float a[12 * 8], b[8 * 6], d[12 * 6];
     tpla_matrix_t bm = {b, 8, 6, 6, TPLA_FLOAT32};
     fill_random(bm, &rng);
@@ -168,27 +170,27 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, bool run) {
       dd.local_rows = 4, dd.k = 8, dd.n = 6;
       tpla_ag_gemm_plan_t p = NULL;
       st = kept(tpla_ag_gemm_plan_create(&p, ctx, &dd));
-      tpla_matrix_t am = {a, 4, 8, 8, TPLA_FLOAT32}, dm = {d, 12, 6, 6, TPLA_FLOAT32};
+      tpla_matrix_t am = {a, 4, 8, 8, TPLA_FLOAT32}, dm = {d, m, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
         st = kept(tpla_ag_gemm(p, dm, am, bm, NULL, NULL));
       tpla_ag_gemm_plan_destroy(p);
     } else if (kind == RS) {
       tpla_gemm_rs_desc_t dd = TPLA_GEMM_RS_DESC_INIT;
-      dd.m = 12, dd.k = 8, dd.n = 6;
+      dd.m = m, dd.k = 8, dd.n = 6;
       tpla_gemm_rs_plan_t p = NULL;
       st = kept(tpla_gemm_rs_plan_create(&p, ctx, &dd));
-      tpla_matrix_t am = {a, 12, 8, 8, TPLA_FLOAT32}, dm = {d, 4, 6, 6, TPLA_FLOAT32};
+      tpla_matrix_t am = {a, m, 8, 8, TPLA_FLOAT32}, dm = {d, 4, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
         st = kept(tpla_gemm_rs(p, dm, am, bm, NULL, NULL));
       tpla_gemm_rs_plan_destroy(p);
     } else {
       tpla_gemm_ar_desc_t dd = TPLA_GEMM_AR_DESC_INIT;
-      dd.m = 12, dd.k = 8, dd.n = 6;
+      dd.m = m, dd.k = 8, dd.n = 6;
       tpla_gemm_ar_plan_t p = NULL;
       st = kept(tpla_gemm_ar_plan_create(&p, ctx, &dd));
-      tpla_matrix_t am = {a, 12, 8, 8, TPLA_FLOAT32}, dm = {d, 12, 6, 6, TPLA_FLOAT32};
+      tpla_matrix_t am = {a, m, 8, 8, TPLA_FLOAT32}, dm = {d, m, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
         st = kept(tpla_gemm_ar(p, dm, am, bm, NULL, NULL));
@@ -238,14 +240,14 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   for (; n <= MAX_ROUNDS; n++) {
     double t0 = now_s();
     countdown = rank == VICTIM ? n : 0;
-    sh->status[rank] = create(ctx, sh->kind, rank, false);
+    sh->status[rank] = create(ctx, sh->kind, rank, nranks, false);
     countdown = 0;
     sh->seconds[rank] = now_s() - t0;
     pthread_barrier_wait(&sh->step);
     bad += round_checks(sh, rank, nranks, n);
     /* still in step: a barrier and the same creation, which must go through */
     tpla_status_t b = tpla_barrier(ctx, NULL);
-    tpla_status_t again = b == TPLA_SUCCESS ? create(ctx, sh->kind, rank, true) : b;
+    tpla_status_t again = b == TPLA_SUCCESS ? create(ctx, sh->kind, rank, nranks, true) : b;
     if (again != TPLA_SUCCESS) {
       bad++;
       fprintf(stderr, "  %s, after allocation %ld failed: rank %d's %s: %s: %s\n",
@@ -258,8 +260,8 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
       break;
   }
   if (rank == 0)
-    printf("  %-17s: allocations 1..%ld of rank %d failed in turn\n", kind_names[sh->kind],
-           n - 1, VICTIM);
+    printf("  %-20s %d ranks: allocations 1..%ld of rank %d failed in turn\n",
+           kind_names[sh->kind], nranks, n - 1, VICTIM);
   if (n > MAX_ROUNDS) {
     bad++;
     if (rank == 0)
@@ -268,13 +270,16 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   return bad;
 }
 
+/* Three ranks, and two: where Newton-Schulz sums its Grams by pulls through the
+ * transport (created and rehearsed at plan creation). */
 static void test_one_rank_out_of_memory(void) {
-  for (int k = 0; k < KINDS; k++) {
-    shared_t sh = {.kind = (kind_t)k};
-    pthread_barrier_init(&sh.step, NULL, 3);
-    ASSERT_EQ_INT(run_host_ranks_timeout(3, TIMEOUT_MS, body, &sh), 0);
-    pthread_barrier_destroy(&sh.step);
-  }
+  for (int P = 3; P >= 2; P--)
+    for (int k = 0; k < KINDS; k++) {
+      shared_t sh = {.kind = (kind_t)k};
+      pthread_barrier_init(&sh.step, NULL, (unsigned)P);
+      ASSERT_EQ_INT(run_host_ranks_timeout(P, TIMEOUT_MS, body, &sh), 0);
+      pthread_barrier_destroy(&sh.step);
+    }
 }
 
 int main(void) {
