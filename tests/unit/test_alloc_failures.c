@@ -6,10 +6,11 @@
  * until a creation goes through: every allocation of Newton-Schulz plans
  * (each algorithm, a batch, two in a workspace group) and of the three
  * overlapped plans (and two AG+GEMM plans in a window group), in turn, on
- * three ranks and on two (where the Gram sums go by pulls).
+ * three ranks and on two (where the Gram sums go by pulls), failing on rank
+ * 0 and on the last rank.
  * Each time:
  *   - no rank succeeds unless all do, the failing rank says OUT_OF_MEMORY
- *     and the others REMOTE ("rank 1 could not ...": no rank waits for the
+ *     and the others REMOTE ("rank q could not ...": no rank waits for the
  *     timeout or runs into the next collective alone);
  *   - afterwards the ranks are still in step: a barrier, and the same
  *     creation without the failure succeeds on every rank and its plan runs.
@@ -52,7 +53,6 @@ void *__wrap_aligned_alloc(size_t a, size_t n) {
 
 /* ---- the creations ----------------------------------------------------------- */
 
-#define VICTIM 1
 #define MAX_ROUNDS 400 /* more allocations than any creation makes */
 #define TIMEOUT_MS 4000 /* the group's: a rank left waiting shows as TIMEOUT */
 #define QUICK_S 2.0     /* far below it */
@@ -67,6 +67,7 @@ static const char *const kind_names[KINDS] = {
 
 typedef struct {
   kind_t kind;
+  int victim; /* the rank whose allocations fail */
   pthread_barrier_t step;
   tpla_status_t status[8];
   double seconds[8];
@@ -209,23 +210,23 @@ static double now_s(void) {
 /* Round n: the victim's n-th allocation fails. Returns the failures seen. */
 static int round_checks(shared_t *sh, int rank, int nranks, long n) {
   int bad = 0;
-  tpla_status_t v = sh->status[VICTIM];
+  tpla_status_t v = sh->status[sh->victim];
   for (int r = 0; r < nranks; r++) {
     bool ok = sh->status[r] == TPLA_SUCCESS, want = v == TPLA_SUCCESS;
     if (ok != want || sh->seconds[r] > QUICK_S) {
       bad++;
       if (rank == 0)
         fprintf(stderr, "  %s, allocation %ld of rank %d failed: rank %d got %s after %.1f s\n",
-                kind_names[sh->kind], n, VICTIM, r, tpla_status_string(sh->status[r]),
+                kind_names[sh->kind], n, sh->victim, r, tpla_status_string(sh->status[r]),
                 sh->seconds[r]);
     }
   }
-  if (v != TPLA_SUCCESS && rank != VICTIM && sh->status[rank] != TPLA_ERROR_REMOTE) {
+  if (v != TPLA_SUCCESS && rank != sh->victim && sh->status[rank] != TPLA_ERROR_REMOTE) {
     bad++;
     fprintf(stderr, "  %s, allocation %ld: rank %d got %s, not REMOTE: %s\n",
             kind_names[sh->kind], n, rank, tpla_status_string(sh->status[rank]), why);
   }
-  if (v != TPLA_SUCCESS && rank == VICTIM && v != TPLA_ERROR_OUT_OF_MEMORY) {
+  if (v != TPLA_SUCCESS && rank == sh->victim && v != TPLA_ERROR_OUT_OF_MEMORY) {
     bad++;
     fprintf(stderr, "  %s, allocation %ld: the failing rank got %s: %s\n", kind_names[sh->kind],
             n, tpla_status_string(v), why);
@@ -239,7 +240,7 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   long n = 1;
   for (; n <= MAX_ROUNDS; n++) {
     double t0 = now_s();
-    countdown = rank == VICTIM ? n : 0;
+    countdown = rank == sh->victim ? n : 0;
     sh->status[rank] = create(ctx, sh->kind, rank, nranks, false);
     countdown = 0;
     sh->seconds[rank] = now_s() - t0;
@@ -254,14 +255,14 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
               kind_names[sh->kind], n, rank, b == TPLA_SUCCESS ? "creation" : "barrier",
               tpla_status_string(again), b == TPLA_SUCCESS ? why : tpla_last_error());
     }
-    bool last = sh->status[VICTIM] == TPLA_SUCCESS || bad > 0;
+    bool last = sh->status[sh->victim] == TPLA_SUCCESS || bad > 0;
     pthread_barrier_wait(&sh->step); /* all have read status[] */
     if (last)
       break;
   }
   if (rank == 0)
     printf("  %-20s %d ranks: allocations 1..%ld of rank %d failed in turn\n",
-           kind_names[sh->kind], nranks, n - 1, VICTIM);
+           kind_names[sh->kind], nranks, n - 1, sh->victim);
   if (n > MAX_ROUNDS) {
     bad++;
     if (rank == 0)
@@ -274,12 +275,13 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
  * transport (created and rehearsed at plan creation). */
 static void test_one_rank_out_of_memory(void) {
   for (int P = 3; P >= 2; P--)
-    for (int k = 0; k < KINDS; k++) {
-      shared_t sh = {.kind = (kind_t)k};
-      pthread_barrier_init(&sh.step, NULL, (unsigned)P);
-      ASSERT_EQ_INT(run_host_ranks_timeout(P, TIMEOUT_MS, body, &sh), 0);
-      pthread_barrier_destroy(&sh.step);
-    }
+    for (int victim = 0; victim < P; victim += P - 1) /* rank 0 and the last */
+      for (int k = 0; k < KINDS; k++) {
+        shared_t sh = {.kind = (kind_t)k, .victim = victim};
+        pthread_barrier_init(&sh.step, NULL, (unsigned)P);
+        ASSERT_EQ_INT(run_host_ranks_timeout(P, TIMEOUT_MS, body, &sh), 0);
+        pthread_barrier_destroy(&sh.step);
+      }
 }
 
 int main(void) {
