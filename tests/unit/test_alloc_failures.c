@@ -13,7 +13,8 @@
  *     and the others REMOTE ("rank q could not ...": no rank waits for the
  *     timeout or runs into the next collective alone);
  *   - afterwards the ranks are still in step: a barrier, and the same
- *     creation without the failure succeeds on every rank and its plan runs.
+ *     creation without the failure succeeds on every rank and its plan runs,
+ *     twice: the second call allocates nothing (calls create nothing).
  *
  *   ./test_alloc_failures       (CTest: test_alloc_failures)
  */
@@ -33,8 +34,20 @@ void *__real_aligned_alloc(size_t a, size_t n);
 /* > 0 on a rank's thread: the allocation that brings it to 0 fails */
 static _Thread_local long countdown;
 
-/* TPLA_ALLOC_TRACE=1 prints where each failing allocation was made (addr2line -f -e ...) */
+/* while a call runs a second time: the allocations it makes (calls allocate nothing) */
+static _Thread_local bool in_call;
+static _Thread_local long call_allocs;
+
+/* TPLA_ALLOC_TRACE=1 prints where each failing allocation (and each one made by a call)
+ * was made (addr2line -f -e ...) */
 static bool fail_now(void) {
+  if (in_call) {
+    call_allocs++;
+    if (getenv("TPLA_ALLOC_TRACE") != NULL) {
+      void *frames[12];
+      backtrace_symbols_fd(frames, backtrace(frames, 12), 2);
+    }
+  }
   if (!(countdown > 0 && --countdown == 0))
     return false;
   if (getenv("TPLA_ALLOC_TRACE") != NULL) {
@@ -94,8 +107,16 @@ static tpla_status_t kept(tpla_status_t st) {
   return st;
 }
 
-/* One creation (and, when it went through and run is set, a call of the plan
- * on random data), then the plan destroyed. */
+/* A call made twice (collective: every rank makes both); the second must
+ * allocate nothing, counted in call_allocs. */
+static _Thread_local tpla_status_t call_status;
+#define TWICE(call)                                                                          \
+  (call_status = (call), call_status != TPLA_SUCCESS                                         \
+                             ? call_status                                                   \
+                             : (in_call = true, call_status = (call), in_call = false, call_status))
+
+/* One creation (and, when it went through and run is set, two calls of the
+ * plan on random data), then the plan destroyed. */
 static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, bool run) {
   tpla_status_t st = TPLA_SUCCESS;
   rng_t rng;
@@ -108,7 +129,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       float x[8 * 8];
       tpla_matrix_t xm = {x, d.local_rows, d.local_cols, d.local_cols, TPLA_FLOAT32};
       fill_random(xm, &rng);
-      st = kept(tpla_ns_execute(p, xm, NULL));
+      st = kept(TWICE(tpla_ns_execute(p, xm, NULL)));
     }
     tpla_ns_plan_destroy(p);
   } else if (kind == NS_BATCH) {
@@ -124,7 +145,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
                                 TPLA_FLOAT32};
         fill_random(xm[i], &rng);
       }
-      st = kept(tpla_ns_batch_execute(p, xm, NULL));
+      st = kept(TWICE(tpla_ns_batch_execute(p, xm, NULL)));
     }
     tpla_ns_batch_plan_destroy(p);
   } else if (kind == NS_SHARE) { /* the second plan grows the group's workspace */
@@ -138,7 +159,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       float x[8 * 8];
       tpla_matrix_t xm = {x, d[i].local_rows, d[i].local_cols, d[i].local_cols, TPLA_FLOAT32};
       fill_random(xm, &rng);
-      st = kept(tpla_ns_execute(p[i], xm, NULL));
+      st = kept(TWICE(tpla_ns_execute(p[i], xm, NULL)));
     }
     tpla_ns_plan_destroy(p[0]);
     tpla_ns_plan_destroy(p[1]);
@@ -156,7 +177,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       tpla_matrix_t am = {a, 4 + 2 * i, 8, 8, TPLA_FLOAT32};
       tpla_matrix_t dm = {d, (4 + 2 * i) * nranks, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
-      st = kept(tpla_ag_gemm(p[i], dm, am, bm, NULL, NULL));
+      st = kept(TWICE(tpla_ag_gemm(p[i], dm, am, bm, NULL, NULL)));
     }
     tpla_ag_gemm_plan_destroy(p[0]);
     tpla_ag_gemm_plan_destroy(p[1]);
@@ -174,7 +195,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       tpla_matrix_t am = {a, 4, 8, 8, TPLA_FLOAT32}, dm = {d, m, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
-        st = kept(tpla_ag_gemm(p, dm, am, bm, NULL, NULL));
+        st = kept(TWICE(tpla_ag_gemm(p, dm, am, bm, NULL, NULL)));
       tpla_ag_gemm_plan_destroy(p);
     } else if (kind == RS) {
       tpla_gemm_rs_desc_t dd = TPLA_GEMM_RS_DESC_INIT;
@@ -184,7 +205,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       tpla_matrix_t am = {a, m, 8, 8, TPLA_FLOAT32}, dm = {d, 4, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
-        st = kept(tpla_gemm_rs(p, dm, am, bm, NULL, NULL));
+        st = kept(TWICE(tpla_gemm_rs(p, dm, am, bm, NULL, NULL)));
       tpla_gemm_rs_plan_destroy(p);
     } else {
       tpla_gemm_ar_desc_t dd = TPLA_GEMM_AR_DESC_INIT;
@@ -194,7 +215,7 @@ static tpla_status_t create(tpla_ctx_t ctx, kind_t kind, int rank, int nranks, b
       tpla_matrix_t am = {a, m, 8, 8, TPLA_FLOAT32}, dm = {d, m, 6, 6, TPLA_FLOAT32};
       fill_random(am, &rng);
       if (st == TPLA_SUCCESS && run)
-        st = kept(tpla_gemm_ar(p, dm, am, bm, NULL, NULL));
+        st = kept(TWICE(tpla_gemm_ar(p, dm, am, bm, NULL, NULL)));
       tpla_gemm_ar_plan_destroy(p);
     }
   }
@@ -248,12 +269,18 @@ static int body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     bad += round_checks(sh, rank, nranks, n);
     /* still in step: a barrier and the same creation, which must go through */
     tpla_status_t b = tpla_barrier(ctx, NULL);
+    call_allocs = 0;
     tpla_status_t again = b == TPLA_SUCCESS ? create(ctx, sh->kind, rank, nranks, true) : b;
     if (again != TPLA_SUCCESS) {
       bad++;
       fprintf(stderr, "  %s, after allocation %ld failed: rank %d's %s: %s: %s\n",
               kind_names[sh->kind], n, rank, b == TPLA_SUCCESS ? "creation" : "barrier",
               tpla_status_string(again), b == TPLA_SUCCESS ? why : tpla_last_error());
+    }
+    if (call_allocs != 0) {
+      bad++;
+      fprintf(stderr, "  %s: rank %d's second call allocated %ld times\n", kind_names[sh->kind],
+              rank, call_allocs);
     }
     bool last = sh->status[sh->victim] == TPLA_SUCCESS || bad > 0;
     pthread_barrier_wait(&sh->step); /* all have read status[] */
