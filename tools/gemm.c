@@ -31,13 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SETS 32
-#define MAX_ROTATION_BYTES ((size_t)8 << 30) /* per rank, all sets together */
+#define MAX_SWEEP 64 /* sizes of a -b/-e/-f sweep */
 
 typedef struct {
   double time_us;
   size_t workspace;
   int sets;
+  bool warm;
   tool_check_t check;
 } gemm_result_t;
 
@@ -57,8 +57,9 @@ static bool is_fp8(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_F
 typedef struct {
   tpla_matrix_t a, b, d;         /* shapes and dtypes; data unused */
   tpla_matrix_t host_a, host_b, host_d_in, host_d_out;
-  void *dev_a[MAX_SETS], *dev_b[MAX_SETS], *dev_d[MAX_SETS];
+  void *dev_a[TOOL_MAX_SETS], *dev_b[TOOL_MAX_SETS], *dev_d[TOOL_MAX_SETS];
   int sets;
+  bool warm; /* the sets' A and B stay under twice the cache */
   tpla_gemm_args_t args;
   tpla_op_t op_a, op_b;
 } gemm_bufs_t;
@@ -85,7 +86,7 @@ static tpla_status_t gemm_body(tool_rank_t *r, int iter, void *arg) {
 }
 
 static void free_bufs(tool_rank_t *r, gemm_bufs_t *g) {
-  for (int s = 0; s < MAX_SETS; s++) {
+  for (int s = 0; s < TOOL_MAX_SETS; s++) {
     tool_free(r, g->dev_a[s]);
     tool_free(r, g->dev_b[s]);
     tool_free(r, g->dev_d[s]);
@@ -94,19 +95,6 @@ static void free_bufs(tool_rank_t *r, gemm_bufs_t *g) {
   free(g->host_b.data);
   free(g->host_d_in.data);
   free(g->host_d_out.data);
-}
-
-/* Enough sets that A and B of all sets together exceed twice the cache. */
-static int rotation_sets(tool_rank_t *r, size_t input_bytes, size_t set_bytes) {
-  size_t want = 2 * tool_cache_bytes(r);
-  size_t sets = input_bytes > 0 ? (want + input_bytes - 1) / input_bytes : 1;
-  if (sets < 1)
-    sets = 1;
-  if (sets > MAX_SETS)
-    sets = MAX_SETS;
-  while (sets > 1 && sets * set_bytes > MAX_ROTATION_BYTES)
-    sets--;
-  return (int)sets;
 }
 
 static int alloc_bufs(tool_rank_t *r, gemm_bufs_t *g, const gemm_job_t *job, const int64_t *mnk,
@@ -136,7 +124,7 @@ static int alloc_bufs(tool_rank_t *r, gemm_bufs_t *g, const gemm_job_t *job, con
   tool_fill_random(g->host_a, rng);
   tool_fill_random(g->host_b, rng);
   tool_fill_random(g->host_d_in, rng);
-  g->sets = rotation_sets(r, a_bytes + b_bytes, a_bytes + b_bytes + d_bytes);
+  g->sets = tool_rotation_sets(r, a_bytes + b_bytes, a_bytes + b_bytes + d_bytes, 1, &g->warm);
   for (int s = 0; s < g->sets; s++) {
     g->dev_a[s] = tool_alloc(r, a_bytes);
     g->dev_b[s] = tool_alloc(r, b_bytes);
@@ -262,6 +250,7 @@ static int run_shape(tool_rank_t *r, const gemm_job_t *job, int shape, gemm_resu
   memset(&g, 0, sizeof g);
   int failed = alloc_bufs(r, &g, job, job->shapes[shape], &rng);
   res->sets = g.sets;
+  res->warm = g.warm;
   if (!failed && o->check) {
     /* set 0 still holds the uploaded inputs and D */
     tpla_status_t s = gemm_body(r, 0, &g);
@@ -310,10 +299,10 @@ static void print_header(const gemm_job_t *job) {
          job->seed);
   printf("# time: median of each call alone (%s), slowest rank; tmin: fastest rank\n",
          o->executor == TOOL_EXEC_CUDA ? "CUDA events" : "wall clock");
-  printf("# TFLOP/s: 2 M N K / time, per rank; sets: input buffers rotated (> 2x cache);\n"
-         "# ws: context workspace; #wrong: elements outside the rounding-error bound of a\n"
-         "# float64 reference (all up to 512 rows/cols, else 256x256 sampled), summed over\n"
-         "# ranks (FP8: the FP8 accumulation bound of gemm.c's check_fp8); maxrel: max\n"
+  printf("# TFLOP/s: 2 M N K / time, per rank; sets: input buffers rotated (> 2x cache, else\n"
+         "# a note); ws: context workspace; #wrong: elements outside the rounding-error bound\n"
+         "# of a float64 reference (all up to 512 rows/cols, else 256x256 sampled), summed\n"
+         "# over ranks (FP8: the FP8 accumulation bound of gemm.c's check_fp8); maxrel: max\n"
          "# |d - ref| / (|ref| + rms(ref))\n#\n");
   printf("# %5s %5s %5s %3s %7s %7s %7s %4s %8s %10s %10s %8s %7s %8s\n", "ranks", "dtype",
          "out", "op", "M", "N", "K", "sets", "ws(MiB)", "time(us)", "tmin(us)", "TFLOP/s",
@@ -348,6 +337,11 @@ static void print_line(const gemm_job_t *job, int shape, int64_t *wrong_total) {
     printf(" %7" PRId64 " %8.1e\n", wrong, maxrel);
   else
     printf(" %7s %8s\n", "N/A", "N/A");
+  if (res[0].warm) {
+    char row[80];
+    snprintf(row, sizeof row, "%" PRId64 "x%" PRId64 "x%" PRId64, mnk[0], mnk[1], mnk[2]);
+    tool_note_warm(row, res[0].sets);
+  }
   tool_flush();
 }
 
@@ -370,31 +364,41 @@ static int gemm_rank(tool_rank_t *r, void *arg) {
   return 0;
 }
 
-/* The shapes to run: M N K from the command line, or a square sweep. */
+/* The shapes to run: M N K from the command line, or a square sweep (at
+ * most MAX_SWEEP sizes). 2 after a message on a usage error, 1 out of memory. */
 static int make_shapes(const tool_opts_t *o, const int64_t *pos, int npos,
                        int64_t (**shapes)[3], int *count) {
   *shapes = NULL;
-  if (npos == 3) {
-    *shapes = malloc(sizeof **shapes);
-    if (*shapes == NULL)
-      return 1;
-    memcpy(**shapes, pos, sizeof **shapes);
-    *count = 1;
-    return 0;
-  }
-  if (npos != 0) {
+  if (npos != 0 && npos != 3) {
     fprintf(stderr, "tpla gemm: give M N K (three sizes) or none for a -b/-e/-f sweep\n");
     return 2;
   }
-  int n = 0;
-  for (double s = (double)o->min_size; s <= (double)o->max_size && n < 64; s *= o->step_factor)
-    n++;
+  int n = npos == 3 ? 1 : 0;
+  for (double s = (double)o->min_size; npos == 0 && s <= (double)o->max_size;
+       s *= o->step_factor)
+    if (++n > MAX_SWEEP) {
+      fprintf(stderr, "tpla gemm: the -b/-e/-f sweep has more than %d sizes\n", MAX_SWEEP);
+      return 2;
+    }
   *shapes = calloc((size_t)(n > 0 ? n : 1), sizeof **shapes);
   if (*shapes == NULL)
     return 1;
   double s = (double)o->min_size;
-  for (int i = 0; i < n; i++, s *= o->step_factor)
-    (*shapes)[i][0] = (*shapes)[i][1] = (*shapes)[i][2] = (int64_t)llround(s);
+  for (int i = 0; i < n; i++, s *= o->step_factor) {
+    int64_t *mnk = (*shapes)[i];
+    if (npos == 3)
+      memcpy(mnk, pos, sizeof **shapes);
+    else
+      mnk[0] = mnk[1] = mnk[2] = (int64_t)llround(s);
+    if (!tool_matrix_fits(mnk[0], mnk[2]) || !tool_matrix_fits(mnk[2], mnk[1]) ||
+        !tool_matrix_fits(mnk[0], mnk[1])) {
+      fprintf(stderr, "tpla gemm: %" PRId64 "x%" PRId64 "x%" PRId64 ": a matrix of more than "
+              "2^40 elements\n", mnk[0], mnk[1], mnk[2]);
+      free(*shapes);
+      *shapes = NULL;
+      return 2;
+    }
+  }
   *count = n;
   return 0;
 }
@@ -405,7 +409,7 @@ static int make_shapes(const tool_opts_t *o, const int64_t *pos, int npos,
 static bool parse_gemm_options(const tool_opts_t *o, gemm_job_t *job, int64_t *pos, int *npos) {
   const char *accum = NULL, *out = NULL;
   *npos = 0;
-  for (int i = 0; i < o->npos && *npos < 3; i++) /* from `tpla run` */
+  for (int i = 0; i < o->npos; i++) /* from `tpla run`: none or three */
     pos[(*npos)++] = o->pos[i];
   for (int i = 0; i < o->nextra; i++) {
     const char *w = o->extra[i];

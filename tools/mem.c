@@ -160,6 +160,22 @@ size_t tool_cache_bytes(tool_rank_t *r) {
   return TOOL_HOST_CACHE_BYTES;
 }
 
+int tool_rotation_sets(tool_rank_t *r, size_t input_bytes, size_t set_bytes, int min_sets,
+                       bool *warm) {
+  const size_t max_bytes = (size_t)8 << 30, want = 2 * tool_cache_bytes(r);
+  size_t sets = input_bytes > 0 ? (want + input_bytes - 1) / input_bytes : (size_t)min_sets;
+  sets = sets < (size_t)min_sets ? (size_t)min_sets : sets > TOOL_MAX_SETS ? TOOL_MAX_SETS : sets;
+  while (sets > (size_t)min_sets && sets * set_bytes > max_bytes)
+    sets--;
+  *warm = sets * input_bytes < want;
+  return (int)sets;
+}
+
+void tool_note_warm(const char *row, int sets) {
+  printf("# NOTE: %s: its inputs in %d rotated sets stay under twice the cache: timed calls "
+         "may read cached operands\n", row, sets);
+}
+
 /* ---- timing ---------------------------------------------------------------------- */
 
 static int compare_doubles(const void *x, const void *y) {

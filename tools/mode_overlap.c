@@ -11,7 +11,9 @@
  * rank, N), or DESIGN.md's shapes. Options after the common flags:
  *   --chunks=N  --transport=auto|peer|sendrecv  (TPLA_OVERLAP_CHUNKS /
  *   TPLA_OVERLAP_TRANSPORT in the environment are the defaults; an option
- *   wins); -t xN/xT picks op(B).
+ *   wins); FP8: --accum=fast|split, --cache-b (op(B) N: one B, its
+ *   transpose cached by the plan). -t NN/NT picks op(B); -b/-e/-f are
+ *   refused. -n defaults to 20 on GPUs, 3 on the host.
  * One process, a thread per GPU: cudaFree (plan destroy included) waits for
  * the peer GPUs, so the ranks meet at a host barrier after every destroy
  * and free, before anyone's next collective could wait for a freeing rank.
@@ -95,11 +97,13 @@ static tpla_status_t gemm_body(tool_rank_t *r, int iter, void *arg) {
   tpla_gemm_args_t g = TPLA_GEMM_ARGS_INIT;
   g.alpha = x->args.alpha, g.beta = x->args.beta, g.allow_tf32 = x->job->o->allow_tf32;
   g.fp8 = x->args.fp8;
+  /* --cache-b: the plan reads its cached transpose of B, so the baseline
+   * reads a B^T as it is, not B transposed again every call */
+  tpla_matrix_t b = x->job->cache_b ? x->b->bt : x->b->b[s];
+  tpla_op_t op_b = x->job->cache_b ? TPLA_OP_T : x->job->o->op_b;
   if (x->job->kind == OP_AG) /* D = gathered A op(B); full holds M x K */
-    return tpla_gemm(r->ctx, x->b->d, x->b->full, TPLA_OP_N, x->b->b[s], x->job->o->op_b, &g,
-                     r->stream);
-  return tpla_gemm(r->ctx, x->b->full, x->b->a[s], TPLA_OP_N, x->b->b[s], x->job->o->op_b, &g,
-                   r->stream);
+    return tpla_gemm(r->ctx, x->b->d, x->b->full, TPLA_OP_N, b, op_b, &g, r->stream);
+  return tpla_gemm(r->ctx, x->b->full, x->b->a[s], TPLA_OP_N, b, op_b, &g, r->stream);
 }
 
 /* The collective of the same bytes. */
@@ -115,8 +119,9 @@ static tpla_status_t comm_body(tool_rank_t *r, int iter, void *arg) {
   if (x->job->kind == OP_RS)
     return tpla_reduce_scatterv(r->ctx, b->dloc.data, b->full.data, x->counts, b->full.dtype,
                                 r->stream);
-  return tpla_allreduce(r->ctx, b->full.data, b->full.data, (size_t)(x->M * x->N),
-                        b->full.dtype, r->stream);
+  /* out of place: in place, every call would multiply the values by P */
+  return tpla_allreduce(r->ctx, b->d.data, b->full.data, (size_t)(x->M * x->N), b->full.dtype,
+                        r->stream);
 }
 
 /* ---- one shape on one rank -------------------------------------------------------------- */
@@ -170,6 +175,8 @@ static int run_shape(tool_rank_t *r, job_t *job, int shape, result_t *res) {
   x.args.beta = job->o->beta;
   uint64_t seed = job->seed;
   int failed = overlap_alloc_bufs(r, job, mkn, &b, seed);
+  res->sets = b.sets;
+  res->warm = b.warm;
   if (!failed && is_fp8(job->o->dtype)) {
     x.args.fp8.a_scale = b.scales;
     x.args.fp8.b_scale = b.scales + TPLA_FP8_SCALE_STRIDE;
@@ -222,7 +229,8 @@ static void print_header(const job_t *job) {
     printf("# FP8: B %s, per-tensor scales (A: 0.5 + 0.25 rank, B: 0.75), %s accumulation\n",
            tpla_dtype_name(b_dtype(o)), job->accum == TPLA_FP8_ACCUM_FAST ? "fast" : "split");
   if (job->cache_b)
-    printf("# --cache-b: every call passes the same B with b_version 1 (A still rotates)\n");
+    printf("# --cache-b: every call passes the same B with b_version 1 (A still rotates); the\n"
+           "#   gemm baseline reads a B^T with op(B) T, as the plan reads its cached transpose\n");
   /* the library's tuning variables and experiments (docs/OVERLAP.md): a log says its mode */
   static const char *const knobs[] = {"TPLA_OVERLAP_TAIL", "TPLA_OVERLAP_DIRECT",
                                       "TPLA_OVERLAP_TUNE", "TPLA_XPORT_MAX_IN_FLIGHT"};
@@ -265,12 +273,21 @@ static void print_line(job_t *job, int shape) {
          o->ranks, tpla_dtype_name(o->dtype), mkn[0], mkn[1], mkn[2], res[0].chunks,
          transport_name(res[0].transport), t);
   printf(tflops >= 10 ? " %8.1f" : " %8.4f", tflops);
-  printf(" %9.1f %9.1f %9.1f %9.1f %5.2f %8.1f", received / (t * 1e-6) / 1e9, g, c, ser,
+  printf(" %9.1f %9.1f %9.1f %9.1f %5.3f %8.1f", received / (t * 1e-6) / 1e9, g, c, ser,
          fmax(g, c) / t, (double)ws / 1048576.0);
   if (o->check)
     printf(" %7" PRId64 "\n", wrong);
   else
     printf(" %7s\n", "N/A");
+  bool warm = false;
+  for (int q = 0; q < o->ranks; q++)
+    warm = warm || res[q].warm;
+  if (warm) {
+    char row[80];
+    snprintf(row, sizeof row, "%s %" PRId64 " %" PRId64 " %" PRId64, op_names[job->kind],
+             mkn[0], mkn[1], mkn[2]);
+    tool_note_warm(row, res[0].sets);
+  }
   tool_flush();
 }
 
@@ -356,14 +373,20 @@ static bool parse_options(const tool_opts_t *o, op_kind_t kind, job_t *job, int6
     bool chunks = klen == 8 && strncmp(w, "--chunks", klen) == 0;
     if (klen == 7 && strncmp(w, "--accum", klen) == 0) {
       bool fast = strcasecmp(v, "fast") == 0;
-      if (!fast && strcasecmp(v, "split") != 0) {
-        fprintf(stderr, "tpla %s: '%s': expected --accum=fast|split (FP8)\n", name, w);
+      if ((!fast && strcasecmp(v, "split") != 0) || !is_fp8(o->dtype)) {
+        fprintf(stderr, "tpla %s: '%s': expected --accum=fast|split, for FP8 inputs (-d "
+                "e4m3|e5m2)\n", name, w);
         return false;
       }
       job->accum = fast ? TPLA_FP8_ACCUM_FAST : TPLA_FP8_ACCUM_SPLIT;
       continue;
     }
     if (klen == 9 && strncmp(w, "--cache-b", klen) == 0 && eq == NULL) {
+      if (!is_fp8(o->dtype) || o->op_b != TPLA_OP_N) { /* elsewhere nothing is cached */
+        fprintf(stderr, "tpla %s: --cache-b: for FP8 inputs with op(B) N (the plans cache "
+                "only FP8's transpose of B)\n", name);
+        return false;
+      }
       job->cache_b = true;
       continue;
     }
@@ -400,6 +423,12 @@ static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
   job.kind = kind;
   job.o = o;
   job.seed = o->seed ? o->seed : tool_fresh_seed();
+  if (o->set_sizes || o->op_a != TPLA_OP_N) {
+    fprintf(stderr, "tpla %s: %s\n", op_names[kind],
+            o->set_sizes ? "-b/-e/-f: give M K N, or none for DESIGN.md's shapes"
+                         : "-t: op(A) is N here (-t NN or NT picks op(B))");
+    return 2;
+  }
   int64_t sizes[3];
   int nsizes = 0;
   if (!parse_options(o, kind, &job, sizes, &nsizes))
@@ -413,6 +442,15 @@ static int overlap_mode(tool_opts_t *o, op_kind_t kind) {
     fprintf(stderr, "tpla %s: give M K N (three sizes) or none for DESIGN.md's shapes\n",
             op_names[kind]);
     return 2;
+  }
+  for (int i = 0; i < job.nshapes; i++) {
+    const int64_t *mkn = job.shapes[i];
+    if (!tool_matrix_fits(mkn[0], mkn[1]) || !tool_matrix_fits(mkn[1], mkn[2]) ||
+        !tool_matrix_fits(mkn[0], mkn[2])) {
+      fprintf(stderr, "tpla %s: %" PRId64 " %" PRId64 " %" PRId64 ": a matrix of more than 2^40 "
+              "elements\n", op_names[kind], mkn[0], mkn[1], mkn[2]);
+      return 2;
+    }
   }
   job.res = calloc((size_t)job.nshapes * (size_t)o->ranks, sizeof *job.res);
   if (job.res == NULL)

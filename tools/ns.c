@@ -15,34 +15,36 @@
  * (Muon), algorithm --algo (auto), Gram dtype --gram (fp32).
  * Timing: the plan is made once; each timed call is tpla_ns_execute_out
  * from one of `sets` >= 3 rotating inputs (together more than twice the L2
- * cache) into one output buffer, so nothing is copied inside the timed
- * region. After a host rendezvous and tpla_barrier on the stream, -w calls
+ * cache, or a note says not) into one output buffer, so nothing is copied
+ * inside the timed region. After a host rendezvous and tpla_barrier on the stream, -w calls
  * warm up and -n calls are each timed alone (CUDA events on the rank's
  * stream; wall clock on the host); time_ms is rank 0's median, tmax_ms the
- * slowest rank's. TFLOP/s use DESIGN.md's count, steps (4 s^2 l + 2 s^3)
- * with s the short side.
+ * slowest rank's. TFLOP/s use DESIGN.md's count, 4 s^2 l + 2 s^3 a step
+ * with s the short side (4 s^2 l where the step's c is 0), over tmax_ms.
  * Errors (-c 1, ns_check.c), from one extra call on input set 0, gathered
- * to rank 0 through host memory: polar_rel = ||Y - U V^T||_F / ||U V^T||_F
- * and orth_max = max |Y Y^T - I| (short side), both in float64 on the host
- * (LAPACK) when max(M, N) <= --svd-max (4096; errsrc f64); above it
- * polar_rel is nan and orth_max comes from Y Y^T by tpla_gemm with fp32
- * accumulation on rank 0's executor (errsrc gemm32). A result with a NaN
- * or Inf fails the run (exit 1).
+ * to rank 0 through host memory: when max(M, N) <= --svd-max (4096; errsrc
+ * f64), from a float64 SVD of the input on the host (LAPACK), polar_rel =
+ * ||Y - U V^T||_F / ||U V^T||_F, orth_max = max |Y Y^T - I| (short side) and
+ * ns_rel, Y's distance from the steps in exact arithmetic; a row whose ns_rel
+ * exceeds ns_rel_bound fails the run (exit 1). Above --svd-max polar_rel and
+ * ns_rel are nan and orth_max comes from Y Y^T by tpla_gemm with fp32
+ * accumulation on rank 0's executor (errsrc gemm32); there only a NaN or
+ * Inf fails the run. TPLA_TOOL_NS_PERTURB=f scales the gathered result by
+ * 1 + f before the check (the check's own test).
  * Output: the '#' header and table columns of bench/ns_torch.py (shape gpus
- * variant time_ms TFLOP/s polar_rel orth_max), then algorithm gram ws_MiB
- * sets tmax_ms errsrc; --json=FILE appends one JSON object per row.
+ * variant time_ms TFLOP/s polar_rel orth_max), then algorithm iter gram
+ * ws_MiB sets tmax_ms errsrc ns_rel; --json=FILE appends one JSON object per row.
  */
 #include "ns_tool.h"
 
 #include "internal.h" /* tpla_load_elem / tpla_store_elem */
+#include "ns.h"       /* NS_MAX_STEPS, ns_fill_coefficients */
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#define MAX_SETS 32
-#define MAX_ROTATION_BYTES ((size_t)8 << 30) /* per rank, all input sets together */
 
 static const char *preset_name(tpla_ns_preset_t p) {
   static const char *names[] = {"muon", "muon5", "polar", "cubic", "user"};
@@ -134,7 +136,11 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
     bool ok = true;
 #define KEY(name) (klen == strlen(name) && strncmp(w, name, klen) == 0)
     if (strncmp(w, "--", 2) != 0) {
-      ok = a->nshapes < NS_MAX_SHAPES && parse_shape(w, a->shapes[a->nshapes]);
+      if (a->nshapes == NS_MAX_SHAPES) {
+        fprintf(stderr, "tpla ns: more than %d shapes\n", NS_MAX_SHAPES);
+        return 2;
+      }
+      ok = parse_shape(w, a->shapes[a->nshapes]);
       if (ok)
         a->nshapes++;
     } else if (KEY("--preset")) {
@@ -143,7 +149,7 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
     } else if (KEY("--steps")) {
       char *end = NULL;
       long s = strtol(v, &end, 10);
-      ok = end != v && *end == '\0' && s >= 1 && s <= 1000;
+      ok = end != v && *end == '\0' && s >= 1 && s <= NS_MAX_STEPS;
       a->steps = (int)s;
     } else if (KEY("--algo")) {
       ok = pick(v, algos, &k);
@@ -185,21 +191,36 @@ static int parse_ns_args(const tool_opts_t *o, ns_args_t *a) {
   return 0;
 }
 
-static void default_shapes(const tool_opts_t *o, ns_args_t *a) {
+/* The shapes to run when none were named: a -b/-e/-f sweep of squares, or
+ * DESIGN.md's (small ones on the host). False after a message when the sweep
+ * is too long or a shape too large. */
+static bool settle_shapes(const tool_opts_t *o, ns_args_t *a) {
   static const int64_t gpu1[][2] = {{4096, 4096}, {4096, 14336}, {8192, 8192}, {16384, 16384}};
   static const int64_t gpu2[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
   static const int64_t host1[][2] = {{256, 256}, {256, 896}, {512, 512}};
   static const int64_t host2[][2] = {{512, 512}, {1024, 256}, {256, 896}, {896, 256}};
-  if (o->set_sizes) { /* a -b/-e/-f sweep of squares */
-    for (double s = (double)o->min_size; s <= (double)o->max_size && a->nshapes < NS_MAX_SHAPES;
-         s *= o->step_factor, a->nshapes++)
+  if (a->nshapes == 0 && o->set_sizes) { /* a -b/-e/-f sweep of squares */
+    for (double s = (double)o->min_size; s <= (double)o->max_size; s *= o->step_factor) {
+      if (a->nshapes == NS_MAX_SHAPES) {
+        fprintf(stderr, "tpla ns: the -b/-e/-f sweep has more than %d sizes\n", NS_MAX_SHAPES);
+        return false;
+      }
       a->shapes[a->nshapes][0] = a->shapes[a->nshapes][1] = (int64_t)llround(s);
-    return;
+      a->nshapes++;
+    }
+  } else if (a->nshapes == 0) {
+    bool cuda = o->executor == TOOL_EXEC_CUDA, one = o->ranks == 1;
+    const int64_t(*list)[2] = cuda ? (one ? gpu1 : gpu2) : (one ? host1 : host2);
+    a->nshapes = cuda || !one ? 4 : 3;
+    memcpy(a->shapes, list, sizeof(int64_t) * 2 * (size_t)a->nshapes);
   }
-  bool cuda = o->executor == TOOL_EXEC_CUDA, one = o->ranks == 1;
-  const int64_t(*list)[2] = cuda ? (one ? gpu1 : gpu2) : (one ? host1 : host2);
-  a->nshapes = cuda || !one ? 4 : 3;
-  memcpy(a->shapes, list, sizeof(int64_t) * 2 * (size_t)a->nshapes);
+  for (int i = 0; i < a->nshapes; i++)
+    if (!tool_matrix_fits(a->shapes[i][0], a->shapes[i][1])) {
+      fprintf(stderr, "tpla ns: %" PRId64 "x%" PRId64 ": more than 2^40 elements\n",
+              a->shapes[i][0], a->shapes[i][1]);
+      return false;
+    }
+  return true;
 }
 
 /* ---- data ----------------------------------------------------------------------------- */
@@ -230,8 +251,9 @@ static size_t global_index(const ns_args_t *a, const ns_shard_t *s, int64_t i, i
 typedef struct {
   ns_shard_t sh;
   void *host; /* the shard on the host: the input, later the result */
-  void *sets[MAX_SETS];
+  void *sets[TOOL_MAX_SETS];
   int nsets;
+  bool warm; /* the sets stay under twice the cache */
   void *out;
   tpla_matrix_t x, y; /* views of the shard (x.data set per call) */
   tpla_ns_plan_t plan;
@@ -247,7 +269,7 @@ static tpla_status_t ns_body(tool_rank_t *r, int iter, void *arg) {
 static void close_bufs(tool_rank_t *r, ns_bufs_t *b) {
   tpla_ns_plan_destroy(b->plan);
   b->plan = NULL;
-  for (int s = 0; s < MAX_SETS; s++)
+  for (int s = 0; s < TOOL_MAX_SETS; s++)
     tool_free(r, b->sets[s]);
   tool_free(r, b->out);
   free(b->host);
@@ -273,12 +295,7 @@ static int open_bufs(tool_rank_t *r, const ns_job_t *job, int shape, ns_bufs_t *
     for (int64_t j = 0; j < s->lc; j++)
       tpla_store_elem(b->host, dt, (size_t)(i * s->lc + j),
                       ns_normalish(job->seed, global_index(job->a, s, i, j)));
-  size_t want = 2 * tool_cache_bytes(r);
-  size_t sets = s->bytes > 0 ? (want + s->bytes - 1) / s->bytes : 3;
-  sets = sets < 3 ? 3 : sets > MAX_SETS ? MAX_SETS : sets;
-  while (sets > 3 && sets * s->bytes > MAX_ROTATION_BYTES)
-    sets--;
-  b->nsets = (int)sets;
+  b->nsets = tool_rotation_sets(r, s->bytes, s->bytes, 3, &b->warm);
   for (int k = 0; k < b->nsets; k++) {
     if ((b->sets[k] = tool_alloc(r, s->bytes)) == NULL)
       return 1;
@@ -334,6 +351,7 @@ static int run_variant(tool_rank_t *r, ns_job_t *job, ns_bufs_t *b, int shape, i
     tpla_ns_plan_iteration(b->plan, &res->iteration);
     tpla_ns_plan_workspace_bytes(b->plan, &res->ws);
     res->sets = b->nsets;
+    res->warm = b->warm;
     if (job->o->check)
       failed = check_call(r, job, b);
   }
@@ -397,16 +415,32 @@ static void print_header(const ns_job_t *job) {
 #endif
          job->seed);
   printf("# time_ms: median of -n calls, each timed alone (%s) on rank 0's stream after a\n"
-         "#   cross-rank barrier; tmax_ms: the slowest rank's median; sets: rotating inputs\n"
-         "#   (> 2x L2); TFLOP/s: steps (4 s^2 l + 2 s^3) / time, s = short side (DESIGN.md)\n",
-         cuda ? "CUDA events" : "wall clock");
+         "#   cross-rank barrier; tmax_ms: the slowest rank's median; sets: rotating inputs;\n"
+         "#   TFLOP/s: DESIGN.md's count, 4 s^2 l + 2 s^3 a step (s: the short side; 4 s^2 l\n"
+         "#   where c = 0), over tmax_ms\n", cuda ? "CUDA events" : "wall clock");
   printf("# polar_rel: ||Y - U V^T||_F / ||U V^T||_F; orth_max: max |Y Y^T - I| (short side);\n"
-         "#   errsrc f64: both in float64 on the host; gemm32: orth_max from Y Y^T by tpla_gemm\n"
-         "#   (fp32 accumulation), polar_rel nan; none: -c 0\n#\n");
-  printf("#%11s %6s %-15s %10s %9s %9s %9s %-14s %-4s %5s %8s %4s %10s %s\n", "shape", "gpus",
-         "variant", "time_ms", "TFLOP/s", "polar_rel", "orth_max", "algorithm", "iter", "gram",
-         "ws_MiB", "sets", "tmax_ms", "errsrc");
+         "#   ns_rel: ||Y - U p(S) V^T||_F / ||U p(S) V^T||_F, p the steps in exact arithmetic\n"
+         "#   (a row fails above %.1e); errsrc f64: all in float64 on the host; gemm32: only\n"
+         "#   orth_max, from Y Y^T by tpla_gemm (fp32 accumulation), and only NaN/Inf fail;\n"
+         "#   none: -c 0\n#\n", ns_rel_bound(o->dtype, a->grams[a->ngrams - 1]));
+  printf("#%11s %6s %-15s %10s %9s %9s %9s %-14s %-4s %5s %8s %4s %10s %-6s %9s\n", "shape",
+         "gpus", "variant", "time_ms", "TFLOP/s", "polar_rel", "orth_max", "algorithm", "iter",
+         "gram", "ws_MiB", "sets", "tmax_ms", "errsrc", "ns_rel");
   tool_flush();
+}
+
+/* DESIGN.md's FLOP count of the steps: 4 s^2 l + 2 s^3 each, without the
+ * square of the Gram (2 s^3) where the step's c is 0 (e.g. cubic). */
+static double ns_flops(const ns_args_t *a, int64_t s, int64_t l) {
+  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
+  d.preset = a->preset;
+  d.steps = a->steps;
+  float table[3 * NS_MAX_STEPS];
+  ns_fill_coefficients(&d, table);
+  double sd = (double)s, flops = 0.0;
+  for (int k = 0; k < a->steps; k++)
+    flops += 4.0 * sd * sd * (double)l + (table[3 * k + 2] != 0.0f ? 2.0 * sd * sd * sd : 0.0);
+  return flops;
 }
 
 /* Rank 0, after every rank's result of (shape, g) is in: errors, the table
@@ -429,20 +463,28 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
     ws = res[q].ws > ws ? res[q].ws : ws;
     agree = agree && res[q].algo == res[0].algo && res[q].iteration == res[0].iteration;
   }
-  double flops = a->steps * (4.0 * (double)s * (double)s * (double)l + 2.0 * pow((double)s, 3));
-  double ms = res[0].time_us * 1e-3, tflops = flops / (ms * 1e-3) / 1e12;
+  double ms = res[0].time_us * 1e-3, tflops = ns_flops(a, s, l) / (tmax * 1e-6) / 1e12;
   char name[48];
   snprintf(name, sizeof name, "%" PRId64 "x%" PRId64, m, n);
   printf(" %11s %6d %-15s %10.3f", name, o->ranks, "tpla", ms);
   printf(tflops >= 10 ? " %9.1f" : " %9.4f", tflops);
   const char *iter = res[0].iteration == TPLA_NS_ITERATE_GRAM ? "gram" : "x";
-  printf(" %9.3e %9.3e %-14s %-4s %5s %8.1f %4d %10.3f %s\n", e.polar_rel, e.orth_max,
+  printf(" %9.3e %9.3e %-14s %-4s %5s %8.1f %4d %10.3f %-6s %9.3e\n", e.polar_rel, e.orth_max,
          algo_name(res[0].algo), iter, tpla_dtype_name(a->grams[g]), (double)ws / 1048576.0,
-         res[0].sets, tmax * 1e-3, e.src);
-  bool bad = e.nonfinite > 0 || (o->check && !isfinite(e.orth_max)) ||
-             (strcmp(e.src, "f64") == 0 && !isfinite(e.polar_rel));
-  if (bad)
+         res[0].sets, tmax * 1e-3, e.src, e.ns_rel);
+  bool f64 = strcmp(e.src, "f64") == 0;
+  double bound = ns_rel_bound(o->dtype, a->grams[g]);
+  bool off = f64 && !(e.ns_rel <= bound); /* NaN too */
+  bool bad = e.nonfinite > 0 || (o->check && !isfinite(e.orth_max)) || off;
+  if (e.nonfinite > 0)
     printf("# BAD: %s: %" PRId64 " non-finite elements in the result\n", name, e.nonfinite);
+  else if (off)
+    printf("# BAD: %s: ns_rel %.3e above its bound %.3e: the result is not the iteration's\n",
+           name, e.ns_rel, bound);
+  else if (bad)
+    printf("# BAD: %s: orth_max is not finite\n", name);
+  if (res[0].warm)
+    tool_note_warm(name, res[0].sets);
   if (!agree)
     printf("# NOTE: %s: the ranks' plans run different algorithms or iterations\n", name);
   if (e.seconds >= 1.0)
@@ -462,6 +504,7 @@ static int report(tool_rank_t *r, ns_job_t *job, int shape, int g) {
     json_num(f, "tflops", tflops);
     json_num(f, "polar_rel", e.polar_rel);
     json_num(f, "orth_max", e.orth_max);
+    json_num(f, "ns_rel", e.ns_rel);
     json_num(f, "check_s", e.seconds);
     fprintf(f, ", \"nonfinite\": %" PRId64 ", \"ws_bytes\": %zu, \"sets\": %d, \"iters\": %d, "
             "\"warmup\": %d, \"seed\": %" PRIu64 "}\n", e.nonfinite, ws, res[0].sets, o->iters,
@@ -516,10 +559,10 @@ int tool_mode_ns(tool_opts_t *opts) {
             tpla_dtype_name(opts->dtype));
     return 2;
   }
-  if (a.nshapes == 0)
-    default_shapes(opts, &a);
-  ns_job_t job = {opts, &a, opts->seed ? opts->seed : tool_fresh_seed(), NULL, NULL, NULL, -1,
-                  NULL, 0};
+  if (!settle_shapes(opts, &a))
+    return 2;
+  ns_job_t job = {opts, &a, opts->seed ? opts->seed : tool_fresh_seed(), NULL, NULL, NULL, NULL,
+                  -1, NULL, 0};
   size_t ybytes = 0;
   for (int i = 0; opts->check && i < a.nshapes; i++) {
     size_t b = (size_t)(a.shapes[i][0] * a.shapes[i][1]) * tpla_dtype_size(opts->dtype);
@@ -546,7 +589,7 @@ int tool_mode_ns(tool_opts_t *opts) {
     printf("# FAILED: %d rank%s reported an error (see above)\n", failures,
            failures == 1 ? "" : "s");
   else if (job.bad_rows)
-    printf("# FAILED: %d row%s with non-finite results\n", job.bad_rows,
+    printf("# FAILED: %d row%s with wrong or non-finite results\n", job.bad_rows,
            job.bad_rows == 1 ? "" : "s");
   else
     printf("# tpla ns: OK\n");
@@ -556,5 +599,6 @@ int tool_mode_ns(tool_opts_t *opts) {
   free(job.results);
   free(job.y);
   free(job.polar);
+  free(job.nsref);
   return failures || job.bad_rows ? 1 : 0;
 }

@@ -33,6 +33,7 @@ typedef struct {
   tpla_ns_algorithm_t algo; /* what the plan runs */
   tpla_ns_iteration_t iteration;
   int sets;                 /* rotating input buffers */
+  bool warm;                /* they stay under twice the cache */
 } ns_result_t;
 
 typedef struct {
@@ -42,13 +43,14 @@ typedef struct {
   ns_result_t *results; /* [shape][gram][rank] */
   void *y;              /* the gathered result (rank 0 reads it), dtype, M x N */
   double *polar;        /* U V^T of the shape polar_of (f64 checks), M x N */
+  double *nsref;        /* U p(S) V^T of that shape: the steps in exact arithmetic */
   int polar_of;
   FILE *json;
   int bad_rows;
 } ns_job_t;
 
 typedef struct {
-  double polar_rel, orth_max, seconds;
+  double polar_rel, orth_max, ns_rel, seconds;
   int64_t nonfinite;
   const char *src;
 } ns_err_t;
@@ -65,6 +67,13 @@ static inline double ns_normalish(uint64_t seed, uint64_t index) {
                (double)((z >> 32) & 0xffff) + (double)(z >> 48);
   return (sum + 2.0 - 131072.0) * (1.7320508075688772 / 65536.0);
 }
+
+/* The largest ns_rel of a correct result: 8 unit roundoffs of the input
+ * dtype with an fp32 Gram, 24 with a half-precision one, 2^-12 for fp32
+ * inputs (on the host executor, 4096 runs over presets, algorithms,
+ * iterations, shardings and 1-3 ranks read at most 4.2, 12 and 164 unit
+ * roundoffs; see docs/PERFORMANCE.md "How we measure"). */
+double ns_rel_bound(tpla_dtype_t dtype, tpla_dtype_t gram);
 
 /* Rank 0, with the result of `shape` gathered in job->y: fill *e (-c 0:
  * nan, src "none"). Nonzero (after printing why) on a failure. */

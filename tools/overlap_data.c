@@ -64,10 +64,11 @@ static int make(tool_rank_t *r, tpla_matrix_t *m, uint64_t seed, int which, int 
 }
 
 void overlap_free_bufs(tool_rank_t *r, bufs_t *b) {
-  for (int s = 0; s < MAX_SETS; s++) {
+  for (int s = 0; s < TOOL_MAX_SETS; s++) {
     tool_free(r, b->a[s].data);
     tool_free(r, b->b[s].data);
   }
+  tool_free(r, b->bt.data);
   tool_free(r, b->d.data);
   tool_free(r, b->full.data);
   tool_free(r, b->dloc.data);
@@ -84,11 +85,8 @@ int overlap_alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, buf
   b->off = (M / P) * r->rank + (r->rank < M % P ? r->rank : M % P);
   tpla_matrix_t a = shape_of(job->kind == OP_AG ? b->rows : M, K, in);
   tpla_matrix_t bm = o->op_b == TPLA_OP_N ? shape_of(K, N, bt) : shape_of(N, K, bt);
-  size_t set_bytes = bytes_of(a) + bytes_of(bm), want = 2 * tool_cache_bytes(r);
-  b->sets = (int)((want + set_bytes - 1) / set_bytes);
-  b->sets = b->sets < 1 ? 1 : b->sets > MAX_SETS ? MAX_SETS : b->sets;
-  while (b->sets > 1 && (size_t)b->sets * set_bytes > ((size_t)8 << 30))
-    b->sets--;
+  size_t set_bytes = bytes_of(a) + bytes_of(bm);
+  b->sets = tool_rotation_sets(r, set_bytes, set_bytes, 1, &b->warm);
   int failed = 0;
   for (int s = 0; s < b->sets && !failed; s++) {
     b->a[s] = a;
@@ -102,6 +100,10 @@ int overlap_alloc_bufs(tool_rank_t *r, const job_t *job, const int64_t *mkn, buf
   if (!failed)
     failed = make(r, &b->d, seed, M_D, r->rank) || make(r, &b->full, seed, -1, 0) ||
              make(r, &b->dloc, seed, -1, 0);
+  if (!failed && job->cache_b) { /* timed only: any values of B's size */
+    b->bt = shape_of(N, K, bt);
+    failed = make(r, &b->bt, seed, M_B, r->rank);
+  }
   if (!failed && is_fp8(in)) { /* the scales, in executor memory */
     float host[2 * TPLA_FP8_SCALE_STRIDE] = {a_scale_of(r->rank)}; /* 16 bytes apart */
     host[TPLA_FP8_SCALE_STRIDE] = b_scale;

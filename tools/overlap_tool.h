@@ -9,7 +9,6 @@
 #include "tool.h"
 
 #define MAX_SHAPES 16
-#define MAX_SETS 8
 #define SAMPLE 48 /* rows and columns checked per rank */
 
 typedef enum { OP_AG = 0, OP_RS = 1, OP_AR = 2 } op_kind_t;
@@ -17,7 +16,8 @@ typedef enum { OP_AG = 0, OP_RS = 1, OP_AR = 2 } op_kind_t;
 typedef struct {
   double time, serial, gemm, comm; /* microseconds */
   size_t ws;
-  int chunks;
+  int chunks, sets;
+  bool warm;
   tpla_transport_t transport;
   int64_t checked, wrong;
 } result_t;
@@ -40,10 +40,12 @@ typedef struct {
 enum { M_A = 0, M_B = 1, M_D = 2 };
 
 typedef struct {
-  tpla_matrix_t a[MAX_SETS], b[MAX_SETS], d; /* executor memory */
+  tpla_matrix_t a[TOOL_MAX_SETS], b[TOOL_MAX_SETS], d; /* executor memory */
+  tpla_matrix_t bt; /* --cache-b: B^T, what the baseline GEMM reads (op T) */
   tpla_matrix_t full;                        /* AG: M x K gathered; RS/AR: M x N partial */
   tpla_matrix_t dloc;                        /* RS: the comm's output slice */
   int sets;
+  bool warm;         /* the sets' A and B stay under twice the cache */
   int64_t rows, off; /* this rank's slice */
   float *scales;     /* FP8: A scale, B scale (16 bytes apart) in executor memory */
 } bufs_t;

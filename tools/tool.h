@@ -56,6 +56,10 @@ typedef struct {
 
 /* Parse "4096", "8K" (x1024), "1M", "1G" into *out (> 0). */
 bool tool_parse_size(const char *text, int64_t *out);
+/* Whether a rows x cols matrix is within the tool's bound of 2^40 elements
+ * (far beyond any memory; byte counts of such matrices cannot overflow). A
+ * mode checks every matrix of a shape before allocating. */
+bool tool_matrix_fits(int64_t rows, int64_t cols);
 /* Parse "fp32"/"f32"/"float", "fp16"/"half", "bf16", "e4m3"/"fp8", "e5m2"; false if
  * unknown. */
 bool tool_parse_dtype(const char *text, tpla_dtype_t *out);
@@ -135,6 +139,20 @@ int tool_stream_sync(tool_rank_t *r);
 /* Bytes of last-level cache that inputs must exceed to be timed cold: the
  * GPU's L2 (60 MB on an H200), or 60 MB on the host. */
 size_t tool_cache_bytes(tool_rank_t *r);
+
+/* Input sets a timed loop rotates over, at most TOOL_MAX_SETS. */
+#define TOOL_MAX_SETS 256
+
+/* How many sets of inputs a timed loop rotates over: enough that the inputs
+ * of all sets (input_bytes each) exceed twice the cache, at least min_sets,
+ * at most TOOL_MAX_SETS and 8 GiB of sets (set_bytes each, outputs
+ * included). *warm tells that these bounds left the inputs under twice the
+ * cache, so timed calls may read cached operands (the modes print a note). */
+int tool_rotation_sets(tool_rank_t *r, size_t input_bytes, size_t set_bytes, int min_sets,
+                       bool *warm);
+
+/* The note a table prints under a row whose inputs were rotated warm. */
+void tool_note_warm(const char *row, int sets);
 
 /* One timed operation: enqueue iteration `iter` on r->stream. */
 typedef tpla_status_t (*tool_body_fn_t)(tool_rank_t *r, int iter, void *arg);

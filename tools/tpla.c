@@ -63,7 +63,8 @@ static void usage(FILE *out) {
           "  -e SIZE   largest size of a sweep\n"
           "  -f X      multiply the size by X at each step (default 2)\n"
           "  -g N      ranks: GPUs (default all) or host ranks (default 2)\n"
-          "  -n N      timed iterations (default 20 on GPUs, 5 on the host)\n"
+          "  -n N      timed iterations (default 20 on GPUs, 5 on the host; 3 there for\n"
+          "            ag-gemm, gemm-rs, gemm-ar)\n"
           "  -w N      warm-up iterations (default 5 on GPUs, 1 on the host)\n"
           "  -c 0|1    check results against a float64 reference (default 1)\n"
           "  -d TYPE   input dtype: bf16, fp16, fp32, or FP8 e4m3 / e5m2 (default bf16)\n"
@@ -82,7 +83,8 @@ static void usage(FILE *out) {
           "  --out=TYPE D: bf16 (default), fp16, fp32, e4m3 or e5m2 (an FP8 D needs -B 0)\n");
   tool_ns_usage(out);
   fprintf(out,
-          "ag-gemm, gemm-rs, gemm-ar flags (tpla <mode> [flags] [M K N]):\n"
+          "ag-gemm, gemm-rs, gemm-ar flags (tpla <mode> [flags] [M K N]; no -b/-e/-f sweep,\n"
+          "op(A) N: -t NN or NT):\n"
           "  --chunks=N      row chunks per slice, 0..%d (default 0: automatic;\n"
           "                  env TPLA_OVERLAP_CHUNKS)\n"
           "  --transport=T   auto (default), peer or sendrecv (env TPLA_OVERLAP_TRANSPORT)\n"
@@ -121,6 +123,11 @@ bool tool_parse_size(const char *text, int64_t *out) {
     return false;
   *out = (int64_t)v << shift;
   return true;
+}
+
+bool tool_matrix_fits(int64_t rows, int64_t cols) {
+  const int64_t max_elements = (int64_t)1 << 40;
+  return rows >= 0 && cols >= 0 && (rows == 0 || cols <= max_elements / rows);
 }
 
 bool tool_parse_dtype(const char *text, tpla_dtype_t *out) {
@@ -335,6 +342,10 @@ void tool_flush(void) { fflush(stdout); }
 /* ---- tpla run ------------------------------------------------------------------ */
 
 int tool_mode_run(tool_opts_t *opts) {
+  if (opts->npos != 0 && opts->npos != 3) {
+    fprintf(stderr, "tpla run: %d sizes: give M N K (three sizes) or none\n", opts->npos);
+    return 2;
+  }
   printf("# tpla run: build and device information, then GEMM checks and benchmarks\n");
   int failed = tool_mode_info(opts) != 0;
   tool_exec_t asked = opts->executor;
@@ -390,6 +401,10 @@ int main(int argc, char **argv) {
   if (mode == NULL) {
     fprintf(stderr, "tpla: unknown mode '%s'\n\n", argv[1]);
     usage(stderr);
+    return 2;
+  }
+  if (mode->run == tool_mode_info && argc > 2) {
+    fprintf(stderr, "tpla info: takes no flags or sizes\n");
     return 2;
   }
   tool_opts_t opts;
