@@ -20,11 +20,17 @@ def lib():
     return _lib.library().lib
 
 
+def failure(status):
+    """The tpla.Error subclass of a failed status with tpla_last_error() (read it before
+    another C call clears it)."""
+    detail = lib().tpla_last_error()
+    return error_for(status, detail.decode("utf-8", "replace") if detail else "")
+
+
 def check(status):
-    """Raise the tpla.Error subclass of a failed status with tpla_last_error()."""
+    """Raise failure(status) if the status is one."""
     if status != 0:
-        detail = lib().tpla_last_error()
-        raise error_for(status, detail.decode("utf-8", "replace") if detail else "")
+        raise failure(status)
 
 
 def config(timeout_s=None, gemm_workspace_bytes=0):
@@ -192,6 +198,8 @@ class Context:
             plan.close()
         L = lib()
         status = L.tpla_ctx_destroy(self.handle)
+        # the message now: the group's or communicator's destroy clears it
+        error = failure(status) if status != 0 else None
         self.handle = None
         if self._group:
             L.tpla_host_group_destroy(self._group)
@@ -199,7 +207,8 @@ class Context:
         if self._comm:
             L.tpla_nccl_comm_destroy(self._comm)
             self._comm = None
-        check(status)
+        if error is not None:
+            raise error
 
     def __enter__(self):
         return self
@@ -249,7 +258,14 @@ class Context:
     def allreduce(self, recv, send, count, dtype, stream=0):
         check(lib().tpla_allreduce(self._h(), recv, send, count, dtype, stream))
 
+    def _per_rank(self, values, what, fn):
+        """A list of one value per rank (C reads nranks of them, whatever the length)."""
+        if len(values) != self.nranks:
+            raise InvalidArgumentError("%s: argument '%s': %d values for %d ranks"
+                                       % (fn, what, len(values), self.nranks))
+
     def allgatherv(self, recv, send, counts, dtype, stream=0):
+        self._per_rank(counts, "counts", "tpla.Context.allgatherv")
         arr = (ctypes.c_size_t * len(counts))(*counts)
         check(lib().tpla_allgatherv(self._h(), recv, send, arr, dtype, stream))
 
@@ -268,6 +284,7 @@ class Context:
         check(lib().tpla_gemm(self._h(), d, a, op_a, b, op_b, ctypes.byref(args), stream))
 
     def allgather_rows(self, gathered, a_local, rows, stream=0):
+        self._per_rank(rows, "rows", "tpla.Context.allgather_rows")
         arr = (ctypes.c_int64 * len(rows))(*rows)
         check(lib().tpla_allgather_rows(self._h(), gathered, a_local, arr, stream))
 
@@ -321,6 +338,9 @@ class NsBatchPlan(_Plan):
         self.group = None
 
     def execute(self, xs, stream=0):
+        if len(xs) != self.count:  # C reads count views, whatever the length
+            raise InvalidArgumentError("tpla.NsBatchPlan.execute: argument 'xs': %d matrices "
+                                       "for a plan of %d" % (len(xs), self.count))
         arr = (_lib.Matrix * len(xs))(*xs)
         check(lib().tpla_ns_batch_execute(self._h(), arr, stream))
 

@@ -29,6 +29,9 @@ class Error(Exception):
         self.detail = detail
         super().__init__("%s: %s" % (self.status_name, detail))
 
+    def __reduce__(self):  # pickles (across processes) as the same class, detail and status
+        return type(self), (self.detail, self.status)
+
 
 class InvalidArgumentError(Error, ValueError):
     status = 1

@@ -40,13 +40,16 @@ TRANSPORT = {"auto": 0, "peer": 1, "sendrecv": 2, "none": 3}
 
 
 class _Sized(ctypes.Structure):
-    """A struct whose first field is its size (set by new())."""
+    """A struct whose first field is its size (set by new()). new() starts from the
+    values of the header's *_INIT macro: zeros but for the class's _defaults."""
+
+    _defaults = {}
 
     @classmethod
     def new(cls, **fields):
         s = cls()
         s.size = ctypes.sizeof(cls)
-        for k, v in fields.items():
+        for k, v in {**cls._defaults, **fields}.items():
             setattr(s, k, v)
         return s
 
@@ -67,6 +70,7 @@ class Features(_Sized):
                 ("cuda_runtime_version", c_int), ("cuda_driver_version", c_int),
                 ("nccl_version", c_int), ("cublaslt_version", c_size_t),
                 ("device_name", ctypes.c_char * 96)]
+    _defaults = {"device": -1}
 
 
 class UniqueId(ctypes.Structure):
@@ -83,6 +87,7 @@ class Fp8Scaling(ctypes.Structure):
 class GemmArgs(_Sized):
     _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float),
                 ("allow_tf32", c_int), ("fp8", Fp8Scaling)]
+    _defaults = {"alpha": 1.0}
 
 
 class NsDesc(_Sized):
@@ -92,11 +97,13 @@ class NsDesc(_Sized):
                 ("eps", c_float), ("safety", c_float), ("gram_dtype", c_int),
                 ("algorithm", c_int), ("iteration", c_int), ("gram_sum", c_int),
                 ("workspace_group", c_int)]
+    _defaults = {"steps": 5, "eps": 1e-7, "iteration": NS_ITERATION["auto"]}
 
 
 class OverlapArgs(_Sized):
     _fields_ = [("size", c_size_t), ("alpha", c_float), ("beta", c_float), ("bias", c_void_p),
                 ("fp8", Fp8Scaling), ("b_version", ctypes.c_uint64)]
+    _defaults = {"alpha": 1.0}
 
 
 _OVL_TAIL = [("op_b", c_int), ("dtype", c_int), ("d_dtype", c_int), ("bias", c_int),
@@ -112,6 +119,7 @@ class AgGemmDesc(_Sized):
 class GemmRsDesc(_Sized):
     _fields_ = [("size", c_size_t), ("m", c_int64), ("local_rows", c_int64), ("k", c_int64),
                 ("n", c_int64)] + _OVL_TAIL
+    _defaults = {"local_rows": -1}  # the even split
 
 
 class GemmArDesc(_Sized):
@@ -246,10 +254,13 @@ class Library:
                 "TPLA_LIBRARY=/path/to/libtpla.so, or `pip install ./python` from the repository.")
         for name, (res, args) in _CORE.items():
             self._bind(name, res, args, required=True)
-        self.has_shared_group = all(self._bind(n, r, a) for n, (r, a) in _SHARED.items())
-        self.has_overlap = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP.items())
-        self.has_gathered_scales = all(self._bind(n, r, a) for n, (r, a) in _OVERLAP_FP8.items())
-        self.has_abort = all(self._bind(n, r, a) for n, (r, a) in _ABORT.items())
+        # bind every symbol of a group (a list, not all()'s short circuit), then judge it
+        def bind_all(group):
+            return all([self._bind(n, r, a) for n, (r, a) in group.items()])
+        self.has_shared_group = bind_all(_SHARED)
+        self.has_overlap = bind_all(_OVERLAP)
+        self.has_gathered_scales = bind_all(_OVERLAP_FP8)
+        self.has_abort = bind_all(_ABORT)
         v = self.lib.tpla_version()
         self.version = (v // 10000, v // 100 % 100, v % 100)
         if self.version[:2] != (EXPECTED_MAJOR, EXPECTED_MINOR):

@@ -365,6 +365,36 @@ def check_layers_vs_linear(rank, world, device):
     return {"forward": fwd, "backward": bwd}
 
 
+def check_layer_init(rank, world, device):
+    """The layers' own initialization, each rank seeded differently: the ranks' parts
+    make up the full weights one rank draws from rank 0's seed (distinct shards, one
+    replicated bias), within nn.Linear's bound; a strided input works as nn.Linear's."""
+    comm = tt.Communicator(device=device, timeout=60)
+    dev = comm.device
+    fin, hid, fout = 24, 37, 20  # 37 splits unevenly
+    torch.manual_seed(1234 + rank)
+    col, row = tt.ColumnParallelLinear(fin, hid, comm), tt.RowParallelLinear(hid, fout, comm)
+    parts = [None] * world
+    dist.all_gather_object(parts, [t.detach().cpu() for t in (col.weight, col.bias,
+                                                                row.weight, row.bias)])
+    torch.manual_seed(1234)  # rank 0's seed, on one rank
+    with tt.Communicator.local(dev) as one:
+        col1, row1 = tt.ColumnParallelLinear(fin, hid, one), tt.RowParallelLinear(hid, fout, one)
+        full = [t.detach().cpu() for t in (col1.weight, col1.bias, row1.weight, row1.bias)]
+    assert torch.equal(torch.cat([p[0] for p in parts]), full[0])
+    assert torch.equal(torch.cat([p[1] for p in parts]), full[1])
+    assert torch.equal(torch.cat([p[2] for p in parts], dim=1), full[2])
+    assert all(torch.equal(p[3], full[3]) for p in parts), "replicated bias differs"
+    assert torch.unique(full[0], dim=0).shape[0] == hid, "repeated rows in the full weight"
+    assert full[0].abs().max() <= fin ** -0.5 and full[2].abs().max() <= hid ** -0.5
+    # a permuted (not row-major) input, as nn.Linear takes it
+    s_local = tt.even_split(10, world)[rank]
+    x = seeded((fin, 3, s_local), 3, device=dev).permute(2, 1, 0)  # [s_local, 3, fin]
+    assert not x.is_contiguous()
+    assert torch.equal(col(x), col(x.contiguous()))
+    comm.close()
+
+
 # ---- Muon ---------------------------------------------------------------------------
 
 def check_muon_vs_reference(rank, world, device):
@@ -493,7 +523,7 @@ def check_mlp_training(rank, world, device, steps=40):
 
 
 ALL = [check_communicator, check_ns_numerics, check_ns_errors, check_overlap_ops,
-       check_layers_vs_linear, check_muon_vs_reference, check_mlp_training]
+       check_layers_vs_linear, check_layer_init, check_muon_vs_reference, check_mlp_training]
 
 
 def run_all(rank, world, device, names=None):

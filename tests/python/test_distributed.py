@@ -46,6 +46,11 @@ def test_parallel_layers_match_linear(world):
 
 
 @pytest.mark.parametrize("world", WORLDS)
+def test_parallel_layers_initialize_one_full_matrix(world):
+    dist_util.run(world, checks.check_layer_init, "cpu")
+
+
+@pytest.mark.parametrize("world", WORLDS)
 def test_muon_matches_reference(world):
     print(dist_util.run(world, checks.check_muon_vs_reference, "cpu")[0])
 

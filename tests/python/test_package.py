@@ -597,12 +597,81 @@ def test_clear_plans():
     comm = tt.Communicator.local("cpu")
     for rows in (5, 6, 7):
         tt.newton_schulz(torch.randn(rows, 4), comm=comm)
-    assert len(comm._plans) == 3 and comm.workspace_bytes() > comm.context.workspace_bytes()
+    plans = list(comm._plans.values())
+    assert len(plans) == 3 and comm.workspace_bytes() > comm.context.workspace_bytes()
     comm.clear_plans()
     assert not comm._plans
+    # destroyed, not just forgotten (the context's set held them alive before)
+    assert all(not p.handle for p in plans) and not comm.context._plans
     assert tt.newton_schulz(torch.randn(5, 4), comm=comm).shape == (5, 4)
     comm.close()
     comm.clear_plans()  # closed: nothing to do
+
+
+def test_clear_plans_frees_window_groups():
+    """A window group's SERIAL plan is refused while OVERLAP plans live in it: after
+    clear_plans none does."""
+    comm = tt.Communicator.local("cpu")
+    a, b = torch.randn(8, 4), torch.randn(6, 4)
+    tt.ag_gemm(a, b, comm, transpose_b=True, mode="overlap", window_group=1)
+    with pytest.raises(tpla.InvalidArgumentError, match="window_group 1 holds OVERLAP"):
+        tt.ag_gemm(a, b, comm, transpose_b=True, mode="serial", window_group=1)
+    comm.clear_plans()
+    assert tt.ag_gemm(a, b, comm, transpose_b=True, mode="serial", window_group=1).shape == (8, 6)
+    comm.close()
+
+
+def test_descriptor_defaults_match_the_header_init_macros():
+    """new() of every sized struct holds its *_INIT macro's values (scalar fields)."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    import ctypes
+    scalars = (ctypes.c_int, ctypes.c_int64, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint64)
+    sized = {c: cls for c, cls in STRUCTS.items() if issubclass(cls, _lib._Sized)}
+    lines = ['#include <stdio.h>', '#include "tpla.h"', 'int main(void) {']
+    for cname, cls in sized.items():
+        macro = "TPLA_" + cname[len("tpla_"):-len("_t")].upper() + "_INIT"
+        lines.append("{ %s v = %s;" % (cname, macro))
+        for f, t in cls._fields_:
+            if t in scalars:
+                lines.append('printf("%s %s %%.9g\\n", (double)v.%s);' % (cname, f, f))
+        lines.append("}")
+    lines.append("return 0; }")
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "init.c"), os.path.join(d, "init")
+        with open(src, "w") as f:
+            f.write("\n".join(lines))
+        subprocess.check_call([cc, "-I", os.path.join(REPO, "include"), src, "-o", exe])
+        out = subprocess.check_output([exe]).decode().split("\n")
+    checked = 0
+    for line in filter(None, out):
+        cname, field, value = line.split()
+        got = getattr(sized[cname].new(), field)
+        assert got == pytest.approx(float(value), rel=1e-6), (cname, field)
+        checked += 1
+    assert checked > 40
+
+
+def test_errors_pickle_as_themselves():
+    import pickle
+    for e in (tpla.RemoteError("peer 1 left"), tpla.Error("odd", 42)):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and back.status == e.status and str(back) == str(e)
+
+
+def test_batch_execute_needs_every_matrix():
+    comm = tt.Communicator.local("cpu")
+    ctx = comm.context
+    descs = [_lib.NsDesc.new(local_rows=4, local_cols=3, dtype=_lib.FLOAT32) for _ in range(3)]
+    plan = _core.NsBatchPlan(ctx, descs)
+    x = torch.randn(4, 3)
+    view = _lib.Matrix(x.data_ptr(), 4, 3, 3, _lib.FLOAT32)
+    with pytest.raises(tpla.InvalidArgumentError, match="1 matrices for a plan of 3"):
+        plan.execute([view])
+    with pytest.raises(tpla.InvalidArgumentError, match="2 values for 1 ranks"):
+        ctx.allgather_rows(x.data_ptr(), x.data_ptr(), [4, 4])
+    comm.close()
 
 
 def test_pip_install_bundles_the_library():

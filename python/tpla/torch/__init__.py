@@ -7,7 +7,8 @@
 CUDA tensors use tpla's CUDA executor (its own NCCL communicator, work on
 the current stream); CPU tensors the host executor (ranks on one machine,
 through shared memory) - so the same code runs under torchrun on GPUs and
-with gloo on a CPU. Only public PyTorch APIs are used.
+with gloo on a CPU. PyTorch's public API is used, and the multi-tensor
+torch._foreach_* ops in Muon.
 """
 from ._comm import Communicator, local_communicator  # noqa: F401
 from ._layers import (ColumnParallelLinear, RowParallelLinear, even_split,  # noqa: F401

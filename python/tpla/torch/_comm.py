@@ -92,9 +92,12 @@ class Communicator:
         refuse_capture(self.device, "tpla.torch.Communicator.local", "a new tpla context",
                        "make the same call once outside the capture first (comm=None uses "
                        "one cached per device)")
-        self._ctx = (_core.Context.single_host(timeout) if self.device.type == "cpu" else
-                     _core.Context.nccl(_core.nccl_unique_id(), 1, 0, self.device.index,
-                                        timeout))
+        if self.device.type == "cpu":
+            self._ctx = _core.Context.single_host(timeout)
+        else:
+            with torch.cuda.device(self.device):  # tpla makes the device current
+                self._ctx = _core.Context.nccl(_core.nccl_unique_id(), 1, 0, self.device.index,
+                                               timeout)
         self.executor = self._ctx.executor
         return self
 
@@ -132,8 +135,9 @@ class Communicator:
                 raise NotSupportedError("tpla.torch.Communicator: %s" % payload[1])
             raise RemoteError("tpla.torch.Communicator: rank 0 could not make an NCCL id: %s"
                               % payload[1])
-        return _core.Context.nccl(payload[1], self.world_size, self.rank, self.device.index,
-                                  self.timeout)
+        with torch.cuda.device(self.device):  # tpla makes the device current; restore it
+            return _core.Context.nccl(payload[1], self.world_size, self.rank, self.device.index,
+                                      self.timeout)
 
     def _make_host(self, distributed):
         import torch.distributed as dist
@@ -201,6 +205,20 @@ class Communicator:
     def barrier(self):
         self.context.barrier(self.stream())
 
+    def common_seed(self):
+        """A random seed equal on every rank (collective): drawn from rank 0's default
+        torch generator, so torch.manual_seed on rank 0 makes it reproducible. Every
+        rank's default generator advances alike."""
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        if self.world_size > 1:
+            import torch.distributed as dist
+            box = [seed]
+            nccl = "nccl" in str(dist.get_backend(self.group)).lower()
+            dist.broadcast_object_list(box, src=self._src(), group=self.group,
+                                       device=self.device if nccl else None)
+            seed = int(box[0])
+        return seed
+
     def abort(self):
         """Abort this rank's tpla context (tpla.Context.abort): its calls and the peers'
         calls waiting for it end with an error instead of hanging; then close() on every
@@ -225,6 +243,8 @@ class Communicator:
         self.barrier()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+        for p in self._plans.values():
+            p.close()  # the context's set holds them too: dropping ours frees nothing
         self._plans.clear()
 
     def close(self):

@@ -16,6 +16,11 @@ AG = tpla AllGather+GEMM / plain row gather, RS = GEMM+ReduceScatter. With
 accumulate_main_grad=True the weight gradient is added in fp32 to
 weight.main_grad (created on first use) by tpla_gemm with beta = 1 and
 weight.grad stays None (Muon(use_main_grad=True) reads main_grad).
+
+Initialization: nn.Linear's distribution of the FULL weight and bias, each rank
+keeping its part, from a seed the ranks agree on (Communicator.common_seed: rank
+0's default generator), so the shards differ and a replicated bias is equal on
+every rank; the full matrices do not depend on the rank count.
 """
 import math
 
@@ -30,6 +35,33 @@ from ._tensors import refuse_capture
 
 def even_split(total, parts):
     return [total // parts + (1 if r < total % parts else 0) for r in range(parts)]
+
+
+_INIT_BLOCK = 256  # rows of a full matrix drawn from one generator
+
+
+def _mix(seed, i):
+    """A 63-bit seed for block i of the matrix seeded `seed` (splitmix64's finalizer)."""
+    z = (seed + (i + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) >> 1
+
+
+@torch.no_grad()
+def _fill_part(out, seed, full_cols, row0, col0, bound):
+    """out (2-D) = rows [row0, row0 + out.shape[0]) and columns [col0, ...) of a matrix
+    with full_cols columns, uniform in [-bound, bound): drawn in blocks of _INIT_BLOCK
+    whole rows, block b from its own generator (seed _mix(seed, b)), so every part of it
+    is the same whichever rank draws it, and a rank draws only the blocks it needs."""
+    rows = out.shape[0]
+    for b in range(row0 // _INIT_BLOCK, (row0 + rows + _INIT_BLOCK - 1) // _INIT_BLOCK):
+        g = torch.Generator(device=out.device).manual_seed(_mix(seed, b))
+        block = torch.empty((_INIT_BLOCK, full_cols), dtype=torch.float32, device=out.device)
+        block.uniform_(-bound, bound, generator=g)
+        lo, hi = max(row0, b * _INIT_BLOCK), min(row0 + rows, (b + 1) * _INIT_BLOCK)
+        out[lo - row0:hi - row0].copy_(
+            block[lo - b * _INIT_BLOCK:hi - b * _INIT_BLOCK, col0:col0 + out.shape[1]])
 
 
 def mark_tensor_parallel(param, dim, sizes):
@@ -142,10 +174,15 @@ class _ParallelLinear(nn.Module):
         self._dtype = dtype or torch.get_default_dtype()
 
     def reset_parameters(self):
-        bound = 1.0 / math.sqrt(self.in_features)  # nn.Linear's distribution
-        nn.init.uniform_(self.weight, -bound, bound)
+        """nn.Linear's distribution (uniform, bound 1/sqrt(in_features)) of the full
+        weight and bias, this rank's part of them (collective: the ranks agree on a
+        seed). Layers that load their values (load_full) need not call it again."""
+        bound = 1.0 / math.sqrt(self.in_features)
+        seed = self.comm.common_seed()
+        row0, col0, bias0 = self._part()
+        _fill_part(self.weight, _mix(seed, 0), self.in_features, row0, col0, bound)
         if self.bias is not None:
-            nn.init.uniform_(self.bias, -bound, bound)
+            _fill_part(self.bias.view(1, -1), _mix(seed, 1), self.out_features, 0, bias0, bound)
 
     def _param(self, shape):
         return nn.Parameter(torch.empty(shape, dtype=self._dtype, device=self.comm.device))
@@ -154,7 +191,8 @@ class _ParallelLinear(nn.Module):
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != features:
             raise InvalidArgumentError("%s: input must be [s, ..., %d] (sequence first), got %s"
                                        % (fn, features, tuple(getattr(x, "shape", ()))))
-        return x.reshape(-1, features)
+        x2 = x.reshape(-1, features)  # a view where it can: its rows may be strided
+        return x2 if x2.stride(1) == 1 and x2.stride(0) >= features else x2.contiguous()
 
 
 class ColumnParallelLinear(_ParallelLinear):
@@ -173,6 +211,10 @@ class ColumnParallelLinear(_ParallelLinear):
         mark_tensor_parallel(self.weight, 0, self.out_sizes)
         self.bias = self._param((self.out_local,)) if bias else None
         self.reset_parameters()
+
+    def _part(self):
+        """Where this rank's parts start: weight row, weight column, bias element."""
+        return self.out_offset, 0, self.out_offset
 
     @torch.no_grad()
     def load_full(self, weight, bias=None):
@@ -208,6 +250,11 @@ class RowParallelLinear(_ParallelLinear):
         mark_tensor_parallel(self.weight, 1, self.in_sizes)
         self.bias = self._param((self.out_features,)) if bias else None
         self.reset_parameters()
+
+    def _part(self):
+        """Where this rank's parts start: weight row, weight column, bias element (the
+        bias is replicated)."""
+        return 0, self.in_offset, 0
 
     @torch.no_grad()
     def load_full(self, weight, bias=None):

@@ -232,7 +232,8 @@ def gemm_rs(a, b, comm, *, transpose_b=True, bias=None, out=None, alpha=1.0, bet
     """D_local = alpha * [reduce_scatter_rows(sum over ranks of a @ op(b))]_rank
     + beta * out + bias. a: m x k (this rank's k); local_rows: this rank's
     output rows (the ranks' must add up to m; default on every rank: m split
-    evenly, the first m % P ranks one row more). FP8: scale_a, scale_b
+    evenly, the first m % P ranks one row more; FP8 inputs with m a multiple of
+    16: in units of 16 rows, the first (m / 16) % P ranks 16 more). FP8: scale_a, scale_b
     (this rank's), use_fast_accum, b_version as in the module's docstring."""
     fn = "tpla.torch.gemm_rs"
     dt, d_dtype, ddt, n, kb = _common(a, b, comm, transpose_b, out_dtype, out, beta, fn)
