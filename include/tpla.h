@@ -15,7 +15,8 @@
  * Conventions
  *   - Every function returns a tpla_status_t. On failure, tpla_last_error()
  *     returns a message (thread-local) naming the function, the argument and
- *     the shapes involved. A rejected call writes none of its outputs.
+ *     the shapes involved. A rejected call writes none of its outputs (a
+ *     plan constructor sets *plan to NULL, as each says).
  *   - Outputs come before inputs; the stream comes last. A stream argument
  *     is a cudaStream_t passed as void* (NULL is the legacy default stream);
  *     the host executor ignores it and completes the call before returning.
@@ -156,8 +157,8 @@ typedef struct {
 } tpla_features_t;
 #define TPLA_FEATURES_INIT {sizeof(tpla_features_t), 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, {0}}
 
-/* Fill *features for `device` (a CUDA ordinal; pass -1 for build features
- * only). Without a GPU or a CUDA build, device fields read 0 and
+/* Fill *features for `device` (a CUDA ordinal; -1, or any negative value,
+ * for build features only). Without a GPU or a CUDA build, device fields read 0 and
  * device_count 0: this is not an error. Errors: INVALID_ARGUMENT for a NULL
  * pointer, a wrong size field or a device >= device_count. */
 TPLA_API tpla_status_t tpla_get_features(tpla_features_t *features, int device);
@@ -232,7 +233,8 @@ TPLA_API tpla_status_t tpla_ctx_create_nccl(tpla_ctx_t *ctx, struct ncclComm *co
 /* A group of `nranks` (1..1024) host ranks in this process. Each rank calls
  * tpla_ctx_create_host(&ctx, group, rank, cfg) on its own thread; the
  * contexts then communicate through shared memory. A collective waits at
- * most cfg->timeout_ms for the other ranks; on timeout the group is marked
+ * most the rank's context timeout for the other ranks (the cfg given to
+ * tpla_ctx_create_host, else this cfg->timeout_ms); on timeout the group is marked
  * broken and every later collective of every rank fails with
  * TPLA_ERROR_REMOTE, so no rank hangs. Destroy the group after all of its
  * contexts. cfg may be NULL. */
@@ -375,7 +377,11 @@ TPLA_API tpla_status_t tpla_broadcast(tpla_ctx_t ctx, void *buf, size_t count, t
 /* Point-to-point exchange: send send_count elements to rank `dst` and
  * receive recv_count elements from rank `src`, as one operation (so a ring
  * shift cannot deadlock). dst = -1 sends nothing, src = -1 receives
- * nothing. dst and src may be the calling rank (a local copy). */
+ * nothing. dst and src may both be the calling rank (a local copy of equal
+ * counts, which may be in place: recv == send); one alone may not. send and
+ * recv must not overlap otherwise. When the peers disagree (a count or the
+ * dtype), both calls fail with TPLA_ERROR_REMOTE and recv may already hold
+ * the message received from src. */
 TPLA_API tpla_status_t tpla_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_count,
                                      int dst, void *recv, size_t recv_count, int src,
                                      tpla_dtype_t dtype, void *stream);

@@ -39,7 +39,7 @@ tpla_status_t tpla_ctx_check(tpla_ctx_t ctx, const char *fn) {
     state = atomic_load(&ctx->failure.state);
   }
   return tpla_fail(ctx->failure.status, fn,
-                   "the context (rank %d of %d) was aborted: %s; destroy its plans and the "
+                   "the context (rank %d of %d) has stopped: %s; destroy its plans and the "
                    "context",
                    ctx->rank, ctx->nranks, ctx->failure.why);
 }

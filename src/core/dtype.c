@@ -79,7 +79,10 @@ uint16_t tpla_float_to_half(float f) {
   if (a >= 65520.0f) /* rounds to infinity */
     return (uint16_t)(sign | 0x7c00u);
   if (a < 6.103515625e-05f) { /* subnormal range: quantum 2^-24 */
-    float q = nearbyintf(a * 16777216.0f); /* default rounding: nearest even */
+    float x = a * 16777216.0f, q = floorf(x), rest = x - q; /* all exact */
+    /* nearest even by hand: nearbyintf would follow the thread's rounding mode */
+    if (rest > 0.5f || (rest == 0.5f && fmodf(q, 2.0f) == 1.0f))
+      q += 1.0f;
     return (uint16_t)(sign | (uint16_t)q);
   }
   uint32_t au = float_bits(a);

@@ -70,6 +70,34 @@ void tpla_store_elem(void *buf, tpla_dtype_t dtype, size_t i, double v);
 tpla_status_t tpla_check_matrix(const char *fn, const char *arg, const tpla_matrix_t *m);
 /* Bytes from the first to one past the last element of a valid view. */
 size_t tpla_matrix_extent_bytes(const tpla_matrix_t *m);
+/* counts[0] + ... + counts[n - 1]. */
+static inline size_t tpla_sum_counts(const size_t *counts, int n) {
+  size_t s = 0;
+  for (int i = 0; i < n; i++)
+    s += counts[i];
+  return s;
+}
+
+/* True if the byte ranges [a, a + na) and [b, b + nb) overlap. */
+static inline bool tpla_bytes_overlap(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na > 0 && nb > 0 && x < y + nb && y < x + na;
+}
+
+/* The aliasing a collective allows between send and recv, one rule for every
+ * executor (NCCL races on any other): none, or exactly the in-place position,
+ * `at` elements into the larger buffer `q` (all-reduce: send == recv;
+ * all-gather: send at recv + the rank's offset; reduce-scatter: recv at
+ * send + the rank's offset). INVALID_ARGUMENT naming `small` otherwise. */
+tpla_status_t tpla_check_in_place(const char *fn, const char *small, const void *p, size_t n,
+                                  const char *large, const void *q, size_t total, size_t at,
+                                  tpla_dtype_t dtype);
+/* sendrecv: send and recv (of the counts it moves) apart, or equal in a self
+ * exchange. */
+tpla_status_t tpla_check_sendrecv_buffers(const char *fn, const void *send, size_t send_count,
+                                          const void *recv, size_t recv_count, bool self,
+                                          tpla_dtype_t dtype);
+
 /* True if the byte ranges of two views overlap. */
 bool tpla_matrices_overlap(const tpla_matrix_t *x, const tpla_matrix_t *y);
 tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_config_t *out);

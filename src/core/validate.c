@@ -100,3 +100,26 @@ tpla_status_t tpla_check_config(const char *fn, const tpla_config_t *cfg, tpla_c
   *out = def;
   return TPLA_SUCCESS;
 }
+
+tpla_status_t tpla_check_in_place(const char *fn, const char *small, const void *p, size_t n,
+                                  const char *large, const void *q, size_t total, size_t at,
+                                  tpla_dtype_t dtype) {
+  size_t es = tpla_dtype_size(dtype);
+  if ((const char *)p == (const char *)q + at * es || !tpla_bytes_overlap(p, n * es, q, total * es))
+    return TPLA_SUCCESS;
+  return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                   "argument '%s' overlaps '%s' but is not the in-place position %s + %zu "
+                   "elements",
+                   small, large, large, at);
+}
+
+tpla_status_t tpla_check_sendrecv_buffers(const char *fn, const void *send, size_t send_count,
+                                          const void *recv, size_t recv_count, bool self,
+                                          tpla_dtype_t dtype) {
+  size_t es = tpla_dtype_size(dtype);
+  if ((self && recv == send) || !tpla_bytes_overlap(send, send_count * es, recv, recv_count * es))
+    return TPLA_SUCCESS;
+  return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
+                   "argument 'recv' overlaps 'send' (only a self exchange may be in place, "
+                   "with recv == send)");
+}

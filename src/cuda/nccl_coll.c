@@ -70,6 +70,7 @@ static bool counts_equal(const size_t *counts, int nranks) {
 tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t count,
                                   tpla_dtype_t dtype, void *stream) {
   static const char fn[] = "tpla_allreduce";
+  TPLA_TRY(tpla_check_in_place(fn, "send", send, count, "recv", recv, count, 0, dtype));
   tpla_device_guard_t guard;
   TPLA_TRY(enter(ctx, &guard, fn));
   ncclResult_t r = ncclAllReduce(send, recv, count, tpla_nccl_datatype(dtype), ncclSum,
@@ -82,6 +83,9 @@ tpla_status_t tpla_nccl_allreduce(tpla_ctx_t ctx, void *recv, const void *send, 
 tpla_status_t tpla_nccl_allgatherv(tpla_ctx_t ctx, void *recv, const void *send,
                                    const size_t *counts, tpla_dtype_t dtype, void *stream) {
   static const char fn[] = "tpla_allgatherv";
+  TPLA_TRY(tpla_check_in_place(fn, "send", send, counts[ctx->rank], "recv", recv,
+                               tpla_sum_counts(counts, ctx->nranks),
+                               tpla_sum_counts(counts, ctx->rank), dtype));
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
   ncclDataType_t dt = tpla_nccl_datatype(dtype);
   cudaStream_t st = (cudaStream_t)stream;
@@ -121,6 +125,9 @@ tpla_status_t tpla_nccl_allgatherv(tpla_ctx_t ctx, void *recv, const void *send,
 tpla_status_t tpla_nccl_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
                                         const size_t *counts, tpla_dtype_t dtype, void *stream) {
   static const char fn[] = "tpla_reduce_scatterv";
+  TPLA_TRY(tpla_check_in_place(fn, "recv", recv, counts[ctx->rank], "send", send,
+                               tpla_sum_counts(counts, ctx->nranks),
+                               tpla_sum_counts(counts, ctx->rank), dtype));
   tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
   ncclDataType_t dt = tpla_nccl_datatype(dtype);
   cudaStream_t st = (cudaStream_t)stream;
@@ -180,6 +187,8 @@ tpla_status_t tpla_nccl_sendrecv(tpla_ctx_t ctx, const void *send, size_t send_c
                      "rank %d: dst (%d) and src (%d) must both be this rank or both other "
                      "ranks/-1 (a send to self is received only by a receive from self)",
                      me, dst, src);
+  TPLA_TRY(tpla_check_sendrecv_buffers(fn, send, dst < 0 ? 0 : send_count, recv,
+                                       src < 0 ? 0 : recv_count, dst == me, dtype));
   if (dst == me && send_count != recv_count)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "rank %d sends %zu elements to itself but receives %zu", me, send_count,

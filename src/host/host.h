@@ -178,18 +178,6 @@ void host_ctx_discard(tpla_ctx_t ctx);
 /* Collectives (host_coll.c). Name of an operation in messages. */
 const char *host_op_name(int kind);
 
-static inline size_t host_sum_counts(const size_t *counts, int n) {
-  size_t s = 0;
-  for (int i = 0; i < n; i++)
-    s += counts[i];
-  return s;
-}
-
-static inline bool host_bytes_overlap(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return na > 0 && nb > 0 && x < y + nb && y < x + na;
-}
-
 /* out[0..n) = sum over ranks r (in order) of rank_data(group, r) at element
  * offset `first`: fp32/fp64 in place, fp16/bf16 through fp32 accumulators
  * rounded once. */

@@ -149,7 +149,9 @@ tpla_status_t host_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_
   slice(count, ctx->nranks, ctx->rank, &lo, &hi);
   host_post_t post = {.kind = HOST_OP_ALLREDUCE, .dtype = dtype, .count = count, .send = send,
                       .recv = recv};
-  post.local_status = host_scratch_reserve(&h->coll, (hi - lo) * es, fn);
+  post.local_status = tpla_check_in_place(fn, "send", send, count, "recv", recv, count, 0, dtype);
+  if (post.local_status == TPLA_SUCCESS)
+    post.local_status = host_scratch_reserve(&h->coll, (hi - lo) * es, fn);
   post.scratch = h->coll.ptr;
   TPLA_TRY(enter(ctx, &post, fn));
   tpla_status_t s = agree(ctx, fn);
@@ -177,11 +179,14 @@ tpla_status_t host_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   static const char fn[] = "tpla_reduce_scatterv";
   host_ctx_t *h = impl(ctx);
   size_t es = tpla_dtype_size(dtype), mine = counts[ctx->rank];
-  size_t first = host_sum_counts(counts, ctx->rank);
+  size_t first = tpla_sum_counts(counts, ctx->rank);
   host_post_t post = {.kind = HOST_OP_REDUCE_SCATTERV, .dtype = dtype, .send = send,
-                      .recv = recv, .total = host_sum_counts(counts, ctx->nranks),
+                      .recv = recv, .total = tpla_sum_counts(counts, ctx->nranks),
                       .counts_hash = hash_counts(counts, ctx->nranks)};
-  post.local_status = host_scratch_reserve(&h->coll, mine * es, fn);
+  post.local_status = tpla_check_in_place(fn, "recv", recv, mine, "send", send, post.total,
+                                          first, dtype);
+  if (post.local_status == TPLA_SUCCESS)
+    post.local_status = host_scratch_reserve(&h->coll, mine * es, fn);
   TPLA_TRY(enter(ctx, &post, fn));
   tpla_status_t s = agree(ctx, fn);
   if (s != TPLA_SUCCESS) {
@@ -202,19 +207,13 @@ tpla_status_t host_allgatherv(tpla_ctx_t ctx, void *recv, const void *send,
                                      const size_t *counts, tpla_dtype_t dtype, void *stream) {
   static const char fn[] = "tpla_allgatherv";
   host_ctx_t *h = impl(ctx);
-  size_t es = tpla_dtype_size(dtype), total = host_sum_counts(counts, ctx->nranks);
-  char *own_block = (char *)recv + host_sum_counts(counts, ctx->rank) * es;
+  size_t es = tpla_dtype_size(dtype), total = tpla_sum_counts(counts, ctx->nranks);
   host_post_t post = {.kind = HOST_OP_ALLGATHERV, .dtype = dtype, .count = counts[ctx->rank],
                       .send = send, .recv = recv, .total = total,
                       .counts_hash = hash_counts(counts, ctx->nranks)};
-  /* Peers read our send while we write recv: only the exact in-place
-   * position is safe. */
-  if ((const char *)send != own_block &&
-      host_bytes_overlap(send, counts[ctx->rank] * es, recv, total * es))
-    post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                                  "argument 'send' overlaps 'recv' but is not the in-place "
-                                  "position recv + %zu elements",
-                                  host_sum_counts(counts, ctx->rank));
+  /* peers read our send while we write recv */
+  post.local_status = tpla_check_in_place(fn, "send", send, counts[ctx->rank], "recv", recv,
+                                          total, tpla_sum_counts(counts, ctx->rank), dtype);
   TPLA_TRY(enter(ctx, &post, fn));
   tpla_status_t s = agree(ctx, fn);
   for (int r = 0; r < ctx->nranks && s == TPLA_SUCCESS; r++)
@@ -266,6 +265,8 @@ tpla_status_t host_sendrecv_check(tpla_ctx_t ctx, const char *fn, const void *se
   int me = ctx->rank;
   size_t es = tpla_dtype_size(dtype);
   *done = dst == me && src == me;
+  TPLA_TRY(tpla_check_sendrecv_buffers(fn, send, dst < 0 ? 0 : send_count, recv,
+                                       src < 0 ? 0 : recv_count, *done, dtype));
   if (*done) {
     if (send_count != recv_count)
       return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
@@ -273,7 +274,7 @@ tpla_status_t host_sendrecv_check(tpla_ctx_t ctx, const char *fn, const void *se
                        "%zu",
                        send_count, recv_count);
     if (send_count > 0 && recv != send)
-      memmove(recv, send, send_count * es);
+      memcpy(recv, send, send_count * es);
     return TPLA_SUCCESS;
   }
   if (dst == me)
@@ -284,9 +285,6 @@ tpla_status_t host_sendrecv_check(tpla_ctx_t ctx, const char *fn, const void *se
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'dst': src is the calling rank %d, so dst must be too (it is %d)",
                      me, dst);
-  if (dst >= 0 && src >= 0 && host_bytes_overlap(send, send_count * es, recv, recv_count * es))
-    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                     "argument 'recv' overlaps 'send' (only a self exchange may be in place)");
   return TPLA_SUCCESS;
 }
 
@@ -322,7 +320,7 @@ tpla_status_t host_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_coun
   }
   host_post_t post = {.kind = HOST_OP_ALLTOALLV, .dtype = dtype, .send = send, .recv = recv,
                       .counts = send_counts, .displs = send_displs};
-  if (host_bytes_overlap(send, send_end * es, recv, recv_end * es))
+  if (tpla_bytes_overlap(send, send_end * es, recv, recv_end * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'recv' overlaps 'send' (no in-place all-to-all)");
   TPLA_TRY(enter(ctx, &post, fn));

@@ -106,17 +106,12 @@ tpla_status_t shm_allreduce(tpla_ctx_t ctx, void *recv, const void *send, size_t
   shm_ctx_t *h = impl(ctx);
   size_t es = tpla_dtype_size(dtype), step = chunk_elems(ctx, es);
   shm_post_t post = {.kind = HOST_OP_ALLREDUCE, .dtype = dtype, .count = count};
-  /* Writing recv must not change send bytes a later round still stages. */
-  const char *src = send;
-  if (recv != send && host_bytes_overlap(recv, count * es, send, count * es)) {
-    post.local_status = host_scratch_reserve(&h->base.coll, count * es, fn);
-    if (post.local_status == TPLA_SUCCESS)
-      src = memcpy(h->base.coll.ptr, send, count * es);
-  }
+  /* send == recv or apart: a round's send bytes are not yet written */
+  post.local_status = tpla_check_in_place(fn, "send", send, count, "recv", recv, count, 0, dtype);
   for (size_t off = 0; off < count; off += step) {
     size_t n = count - off < step ? count - off : step;
     if (post.local_status == TPLA_SUCCESS)
-      memcpy(shm_staging(h->shm, ctx->rank), src + off * es, n * es);
+      memcpy(shm_staging(h->shm, ctx->rank), (const char *)send + off * es, n * es);
     TPLA_TRY(off == 0 ? enter(ctx, &post, fn) : sync(ctx, fn));
     reduce_staged((char *)recv + off * es, h->shm, ctx->nranks, 0, n, dtype);
     TPLA_TRY(sync(ctx, fn));
@@ -129,12 +124,15 @@ tpla_status_t shm_reduce_scatterv(tpla_ctx_t ctx, void *recv, const void *send,
   static const char fn[] = "tpla_reduce_scatterv";
   shm_ctx_t *h = impl(ctx);
   size_t es = tpla_dtype_size(dtype), step = chunk_elems(ctx, es);
-  size_t total = host_sum_counts(counts, ctx->nranks), mine = counts[ctx->rank];
-  size_t first = host_sum_counts(counts, ctx->rank), last = first + mine;
+  size_t total = tpla_sum_counts(counts, ctx->nranks), mine = counts[ctx->rank];
+  size_t first = tpla_sum_counts(counts, ctx->rank), last = first + mine;
   shm_post_t post = {.kind = HOST_OP_REDUCE_SCATTERV, .dtype = dtype, .total = total,
                      .counts_hash = hash_counts(counts, ctx->nranks)};
-  /* recv may lie inside send: reduce into scratch, copy at the end */
-  post.local_status = host_scratch_reserve(&h->base.coll, mine * es, fn);
+  /* recv may be in place in send: reduce into scratch, copy at the end */
+  post.local_status = tpla_check_in_place(fn, "recv", recv, mine, "send", send, total, first,
+                                          dtype);
+  if (post.local_status == TPLA_SUCCESS)
+    post.local_status = host_scratch_reserve(&h->base.coll, mine * es, fn);
   for (size_t off = 0; off < total; off += step) {
     size_t n = total - off < step ? total - off : step;
     if (post.local_status == TPLA_SUCCESS)
@@ -161,15 +159,11 @@ tpla_status_t shm_allgatherv(tpla_ctx_t ctx, void *recv, const void *send, const
   size_t es = tpla_dtype_size(dtype), step = chunk_elems(ctx, es), most = 0;
   for (int r = 0; r < n; r++)
     most = counts[r] > most ? counts[r] : most;
-  size_t own = counts[ctx->rank], own_at = host_sum_counts(counts, ctx->rank);
+  size_t own = counts[ctx->rank], own_at = tpla_sum_counts(counts, ctx->rank);
   shm_post_t post = {.kind = HOST_OP_ALLGATHERV, .dtype = dtype,
-                     .total = host_sum_counts(counts, n), .counts_hash = hash_counts(counts, n)};
-  if ((const char *)send != (char *)recv + own_at * es &&
-      host_bytes_overlap(send, own * es, recv, post.total * es))
-    post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
-                                  "argument 'send' overlaps 'recv' but is not the in-place "
-                                  "position recv + %zu elements",
-                                  own_at);
+                     .total = tpla_sum_counts(counts, n), .counts_hash = hash_counts(counts, n)};
+  post.local_status = tpla_check_in_place(fn, "send", send, own, "recv", recv, post.total,
+                                          own_at, dtype);
   /* Round i moves elements [i*step, (i+1)*step) of every rank's block. */
   for (size_t off = 0; off == 0 || off < most; off += step) {
     if (post.local_status == TPLA_SUCCESS && off < own)
@@ -246,7 +240,7 @@ tpla_status_t shm_alltoallv(tpla_ctx_t ctx, void *recv, const size_t *recv_count
       recv_end = recv_displs[r] + recv_counts[r];
   }
   shm_post_t post = {.kind = HOST_OP_ALLTOALLV, .dtype = dtype};
-  if (host_bytes_overlap(send, send_end * es, recv, recv_end * es))
+  if (tpla_bytes_overlap(send, send_end * es, recv, recv_end * es))
     post.local_status = tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                                   "argument 'recv' overlaps 'send' (no in-place all-to-all)");
   uint64_t *staged = shm_staging(g, me); /* the send counts, for the peers to check */

@@ -237,6 +237,8 @@ static void test_allreduce_bad_args(void) {
   ASSERT_FAILS(tpla_allreduce(ctx, out, in, SIZE_MAX / 8, TPLA_FLOAT32, NULL), IA, fn, "recv");
   ASSERT_FAILS(tpla_allreduce(ctx, out, in, 4, (tpla_dtype_t)9, NULL), IA, fn, "dtype");
   ASSERT_FAILS(tpla_allreduce(ctx, out, in, 4, TPLA_UINT8, NULL), IA, fn, "dtype");
+  /* in place means send == recv: a partial overlap races on NCCL, so no executor takes it */
+  ASSERT_FAILS(tpla_allreduce(ctx, (float *)out + 1, out, 4, TPLA_FLOAT32, NULL), IA, fn, "send");
   ASSERT_TRUE(untouched());
   ASSERT_OK(tpla_allreduce(ctx, NULL, NULL, 0, TPLA_FLOAT32, NULL)); /* empty is fine */
   close_ctx(ctx);
@@ -276,6 +278,9 @@ static void test_reduce_scatterv_bad_args(void) {
   ASSERT_FAILS(tpla_reduce_scatterv(ctx, out, in, counts, (tpla_dtype_t)5, NULL), IA, fn,
                "dtype");
   ASSERT_FAILS(tpla_reduce_scatterv(ctx, out, in, counts, TPLA_UINT8, NULL), IA, fn, "dtype");
+  /* recv inside send anywhere but at this rank's block (NCCL's in-place position) */
+  ASSERT_FAILS(tpla_reduce_scatterv(ctx, (float *)out + 1, out, counts, TPLA_FLOAT32, NULL), IA,
+               fn, "recv");
   ASSERT_TRUE(untouched());
   close_ctx(ctx);
 }
@@ -314,6 +319,8 @@ static void test_sendrecv_bad_args(void) {
   ASSERT_FAILS(tpla_sendrecv(ctx, in, 4, 0, out, 4, -1, f32, NULL), IA, fn, "src");
   ASSERT_FAILS(tpla_sendrecv(ctx, in, 4, -1, out, 4, 0, f32, NULL), IA, fn, "dst");
   ASSERT_FAILS(tpla_sendrecv(ctx, in, 4, 0, out, 3, 0, f32, NULL), IA, fn, "recv_count");
+  /* a self exchange may be in place, but not overlap otherwise */
+  ASSERT_FAILS(tpla_sendrecv(ctx, out, 4, 0, (float *)out + 1, 4, 0, f32, NULL), IA, fn, "recv");
   ASSERT_TRUE(untouched());
   /* unused buffers may be NULL */
   ASSERT_OK(tpla_sendrecv(ctx, NULL, 4, -1, NULL, 4, -1, f32, NULL));

@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "ranks.h"
 
+#include <fenv.h>
 #include <float.h>
 #include <stdint.h>
 
@@ -187,6 +188,27 @@ static void test_rounding_sweep_matches_reference(void) {
   }
 }
 
+/* The encoders round to nearest even whatever the thread's rounding mode
+ * (a caller may have changed it): the sweep again, every 7919th pattern from
+ * an odd start, under each of the other modes. */
+static void test_rounding_ignores_the_rounding_mode(void) {
+  const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    ASSERT_EQ_INT(fesetround(modes[m]), 0);
+    int bad = tpla_float_to_half(0x1p-25f) != 0x0000 ||      /* subnormal ties */
+              tpla_float_to_half(3 * 0x1p-25f) != 0x0002;
+    for (uint64_t u = 1; u <= 0xffffffffull && !bad; u += 7919) {
+      float f = bits_to_float((uint32_t)u);
+      bad = !isnan(f) && (tpla_float_to_half(f) != ref_round(f, ref_half_value, 0x7c00) ||
+                          tpla_float_to_bf16(f) != ref_round(f, ref_bf16_value, 0x7f80));
+      if (bad)
+        fprintf(stderr, "  mode %d: float 0x%08x rounds differently\n", modes[m], (unsigned)u);
+    }
+    fesetround(FE_TONEAREST);
+    ASSERT_TRUE(!bad);
+  }
+}
+
 /* Random floats near the half range, where most rounding happens. */
 static void test_rounding_random_matches_reference(void) {
   rng_t r;
@@ -223,6 +245,7 @@ int main(void) {
   TEST(test_specials);
   TEST(test_rounding_sweep_matches_reference);
   TEST(test_rounding_random_matches_reference);
+  TEST(test_rounding_ignores_the_rounding_mode);
   TEST(test_load_store_elements);
   return test_summary();
 }
