@@ -195,7 +195,7 @@ static int errors_f64(tool_rank_t *r, ns_job_t *job, int shape, int64_t m, int64
 double ns_rel_bound(tpla_dtype_t dtype, tpla_dtype_t gram) {
   if (dtype == TPLA_FLOAT32)
     return 0x1p-12;
-  double u = dtype == TPLA_FLOAT16 ? 0x1p-11 : 0x1p-8;
+  double u = dtype == TPLA_FLOAT16 ? 0x1p-10 : 0x1p-8; /* fp16: twice its unit roundoff */
   return (gram == TPLA_FLOAT32 ? 8.0 : 24.0) * u;
 }
 
