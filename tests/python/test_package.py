@@ -76,24 +76,30 @@ STRUCTS = {
 }
 
 
-def test_struct_layouts_match_the_header():
+def run_c(body):
+    """Compile and run a C program (stdio.h, stddef.h and tpla.h included; `body`, a list of
+    statements, is main's); returns its output lines. Skips without a C compiler."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
     lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "tpla.h"', 'int main(void) {']
-    for cname, cls in STRUCTS.items():
-        lines.append('printf("%s sizeof() %%zu\\n", sizeof(%s));' % (cname, cname))
-        for f, _ in cls._fields_:
-            lines.append('printf("%s %s %%zu\\n", offsetof(%s, %s));' % (cname, f, cname, f))
-    lines.append("return 0; }")
+    lines += body + ["return 0; }"]
     with tempfile.TemporaryDirectory() as d:
-        src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
+        src, exe = os.path.join(d, "probe.c"), os.path.join(d, "probe")
         with open(src, "w") as f:
             f.write("\n".join(lines))
         subprocess.check_call([cc, "-I", os.path.join(REPO, "include"), src, "-o", exe])
-        out = subprocess.check_output([exe]).decode().split("\n")
+        return list(filter(None, subprocess.check_output([exe]).decode().split("\n")))
+
+
+def test_struct_layouts_match_the_header():
+    body = []
+    for cname, cls in STRUCTS.items():
+        body.append('printf("%s sizeof() %%zu\\n", sizeof(%s));' % (cname, cname))
+        for f, _ in cls._fields_:
+            body.append('printf("%s %s %%zu\\n", offsetof(%s, %s));' % (cname, f, cname, f))
     got = {}
-    for line in filter(None, out):
+    for line in run_c(body):
         name, field, value = line.split()
         got[(name, field)] = int(value)
     import ctypes
@@ -623,29 +629,19 @@ def test_clear_plans_frees_window_groups():
 
 def test_descriptor_defaults_match_the_header_init_macros():
     """new() of every sized struct holds its *_INIT macro's values (scalar fields)."""
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
     import ctypes
     scalars = (ctypes.c_int, ctypes.c_int64, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint64)
     sized = {c: cls for c, cls in STRUCTS.items() if issubclass(cls, _lib._Sized)}
-    lines = ['#include <stdio.h>', '#include "tpla.h"', 'int main(void) {']
+    body = []
     for cname, cls in sized.items():
         macro = "TPLA_" + cname[len("tpla_"):-len("_t")].upper() + "_INIT"
-        lines.append("{ %s v = %s;" % (cname, macro))
+        body.append("{ %s v = %s;" % (cname, macro))
         for f, t in cls._fields_:
             if t in scalars:
-                lines.append('printf("%s %s %%.9g\\n", (double)v.%s);' % (cname, f, f))
-        lines.append("}")
-    lines.append("return 0; }")
-    with tempfile.TemporaryDirectory() as d:
-        src, exe = os.path.join(d, "init.c"), os.path.join(d, "init")
-        with open(src, "w") as f:
-            f.write("\n".join(lines))
-        subprocess.check_call([cc, "-I", os.path.join(REPO, "include"), src, "-o", exe])
-        out = subprocess.check_output([exe]).decode().split("\n")
+                body.append('printf("%s %s %%.9g\\n", (double)v.%s);' % (cname, f, f))
+        body.append("}")
     checked = 0
-    for line in filter(None, out):
+    for line in run_c(body):
         cname, field, value = line.split()
         got = getattr(sized[cname].new(), field)
         assert got == pytest.approx(float(value), rel=1e-6), (cname, field)
