@@ -206,9 +206,9 @@ typedef struct tpla_backend {
                               tpla_batch_t batch, void *stream);
   /* y = 0, any dtype; y is not read (it may hold NaN). */
   tpla_status_t (*zero)(tpla_ctx_t ctx, tpla_matrix_t y, void *stream);
-  /* Square a: a(i, j) = a(j, i) for i > j (complete a symmetric matrix of
-   * which the upper triangle, diagonal included, was computed); each of a
-   * batch. whole > 0: the diagonal blocks of edge `whole` (rows and columns
+  /* a(i, j) = a(j, i) for i > j in a's leading min(rows, cols) square
+   * (complete a symmetric matrix of which the upper triangle, diagonal
+   * included, was computed); each of a batch. whole > 0: the diagonal blocks of edge `whole` (rows and columns
    * [k whole, (k+1) whole)) were computed whole; their elements may be left
    * as they are (they need not be: an element rewritten gets a(j, i)). */
   tpla_status_t (*mirror_upper)(tpla_ctx_t ctx, tpla_matrix_t a, int64_t whole,

@@ -9,6 +9,7 @@
 #include "cuda_ops.h"
 
 #include "cuda_ctx.h"
+#include "lt_gemm.h"
 #include "ops_kernels.h"
 
 _Static_assert(TPLA_OPS_LIST_MAX == TPLA_LIST_MAX, "one list bound for core and kernels");
@@ -19,7 +20,10 @@ _Static_assert(TPLA_OPS_LIST_MAX == TPLA_LIST_MAX, "one list bound for core and 
 struct tpla_cuda_ops_state {
   int device;
   int max_blocks; /* resident blocks of the elementwise kernels */
-  double *partials; /* TPLA_OPS_SUMSQ_PARTIALS doubles of device scratch */
+  /* TPLA_OPS_SUMSQ_PARTIALS doubles of device scratch, the context's as the
+   * cuBLASLt workspace is: a call on another stream waits for the last user
+   * (tpla_lt_ctx_enter/leave), or two sums in flight would mix their partials */
+  double *partials;
 };
 
 /* ---- state -------------------------------------------------------------------- */
@@ -184,10 +188,17 @@ tpla_status_t tpla_cuda_sumsq(tpla_ctx_t ctx, double *sumsq, tpla_matrix_t x, vo
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  /* An empty x still launches: *sumsq must become 0. */
-  cudaError_t e = tpla_launch_sumsq(sumsq, st->partials, x, st->max_blocks, (cudaStream_t)stream);
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  tpla_status_t s = tpla_lt_ctx_enter(impl, (cudaStream_t)stream, fn);
+  if (s == TPLA_SUCCESS) { /* an empty x still launches: *sumsq must become 0 */
+    cudaError_t e = tpla_launch_sumsq(sumsq, st->partials, x, st->max_blocks,
+                                      (cudaStream_t)stream);
+    s = launch_status(e, fn, "sum-of-squares kernels", &x, "x", NULL, NULL);
+  }
+  if (s == TPLA_SUCCESS)
+    s = tpla_lt_ctx_leave(impl, (cudaStream_t)stream, fn);
   tpla_device_guard_exit(&guard);
-  return launch_status(e, fn, "sum-of-squares kernels", &x, "x", NULL, NULL);
+  return s;
 }
 
 tpla_status_t tpla_cuda_scale_by_norm(tpla_ctx_t ctx, tpla_matrix_t y, tpla_matrix_t x,
@@ -222,10 +233,18 @@ tpla_status_t tpla_cuda_normalize_list(tpla_ctx_t ctx, tpla_matrix_t y, tpla_bat
   TPLA_TRY(get_state(ctx, fn, &st));
   tpla_device_guard_t guard;
   TPLA_TRY(tpla_device_guard_enter(&guard, ctx->device, fn));
-  cudaError_t e = tpla_launch_normalize_list(y, batch.stride, x, batch.count, safety, eps, sumsq,
-                                             st->partials, st->max_blocks, (cudaStream_t)stream);
+  tpla_cuda_ctx_t *impl = tpla_cuda_impl(ctx);
+  tpla_status_t s = tpla_lt_ctx_enter(impl, (cudaStream_t)stream, fn); /* the partials */
+  if (s == TPLA_SUCCESS) {
+    cudaError_t e = tpla_launch_normalize_list(y, batch.stride, x, batch.count, safety, eps,
+                                               sumsq, st->partials, st->max_blocks,
+                                               (cudaStream_t)stream);
+    s = launch_status(e, fn, "list normalization kernels", &y, "y", &x[0], "x[0]");
+  }
+  if (s == TPLA_SUCCESS)
+    s = tpla_lt_ctx_leave(impl, (cudaStream_t)stream, fn);
   tpla_device_guard_exit(&guard);
-  return launch_status(e, fn, "list normalization kernels", &y, "y", &x[0], "x[0]");
+  return s;
 }
 
 tpla_status_t tpla_cuda_store_list(tpla_ctx_t ctx, const tpla_matrix_t *x, tpla_matrix_t y,

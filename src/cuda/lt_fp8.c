@@ -26,7 +26,8 @@
  * outputs only (pytorch/pytorch pull 122821), so for a bf16/fp16/fp32 D
  * fp8_kernels.cu takes max |D| of the stored result afterwards (its
  * rounding to D's dtype is the one difference). The zero padding of D'
- * cannot raise the amax.
+ * cannot raise a finite amax; with an infinite input its 0 * inf is NaN,
+ * and the amax is NaN there as it is unpadded (run 206; API.md).
  *
  * Why the scratch is safe: the context's grow-only scratch (workspace.h) is
  * used by no other path of the library; the tests that borrow it through

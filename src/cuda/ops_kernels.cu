@@ -18,8 +18,10 @@
  *    cuda_fp16.h / cuda_bf16.h (round to nearest even).
  * The sum of squares is deterministic: each block writes one partial,
  * then a single block adds the partials in a fixed order; no atomics. (The
- * grid depends on the shape and the SM count, so the bits are the same on
- * every run of a shape on one kind of device.)
+ * grid depends on the shape and the SM count, and the walk on the view's
+ * alignment, so the bits are the same on every run of one view on one kind
+ * of device.) Products and sums that the host executor rounds separately are
+ * written __fmul_rn / __fadd_rn, which nvcc never contracts into an FMA.
  */
 #include "ops_kernels.h"
 
@@ -138,7 +140,7 @@ template <typename TY, typename TX> struct AxpbyOp {
       load_n<TY, N>(yb + r * ldy + c, yv);
 #pragma unroll
       for (int k = 0; k < N; k++)
-        yv[k] = fmaf(alpha, xv[k], beta * yv[k]);
+        yv[k] = __fadd_rn(__fmul_rn(alpha, xv[k]), __fmul_rn(beta, yv[k])); /* as the host */
     } else {
 #pragma unroll
       for (int k = 0; k < N; k++)

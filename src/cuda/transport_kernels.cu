@@ -95,7 +95,7 @@ template <typename T, int V> __global__ void fold_kernel(FoldArgs a) {
         load_v<T, V>(y + i * a.ldy + j, t);
 #pragma unroll
         for (int k = 0; k < V; k++)
-          s[k] += a.beta * t[k];
+          s[k] = __fadd_rn(s[k], __fmul_rn(a.beta, t[k])); /* no FMA: as the host */
       }
       if (bias != nullptr) {
         load_v<T, V>(bias + j, t);

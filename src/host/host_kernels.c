@@ -103,9 +103,10 @@ tpla_status_t host_mirror_upper(tpla_matrix_t a, int64_t whole) {
     return TPLA_SUCCESS;
   size_t es = tpla_dtype_size(a.dtype);
   char *base = a.data;
-  for (int64_t i = 1; i < a.rows; i++) {
+  int64_t n = a.rows < a.cols ? a.rows : a.cols; /* the leading square, as on CUDA */
+  for (int64_t i = 1; i < n; i++) {
     int64_t end = whole > 0 ? i / whole * whole : i; /* the row's diagonal block starts there */
-    for (int64_t j = 0; j < end && j < a.cols; j++)
+    for (int64_t j = 0; j < end; j++)
       memcpy(base + (size_t)(i * a.ld + j) * es, base + (size_t)(j * a.ld + i) * es, es);
   }
   return TPLA_SUCCESS;

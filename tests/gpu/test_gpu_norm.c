@@ -84,6 +84,51 @@ static void test_sumsq_is_deterministic(void) {
   }
 }
 
+/* Sums in flight on two streams of one context at once (one partials
+ * scratch per context, ordered like the cuBLASLt workspace): each must read
+ * its own matrix's partials. Before that ordering, one in-flight sum could
+ * take the other's (review 88). */
+static void test_sumsq_on_two_streams_at_once(void) {
+  NEED_CTX();
+  enum { ROWS = 2048, COLS = 4096, CALLS = 200 };
+  const size_t n = (size_t)ROWS * COLS;
+  float *host = malloc(n * sizeof *host), *x[2] = {NULL, NULL};
+  double *sums[2] = {NULL, NULL}, got[2][CALLS];
+  cudaStream_t other = NULL;
+  int bad = host == NULL ||
+            cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) != cudaSuccess;
+  for (int k = 0; k < 2 && !bad; k++) { /* every element 1, then 3: sums n and 9 n */
+    for (size_t i = 0; i < n; i++)
+      host[i] = k == 0 ? 1.0f : 3.0f;
+    bad = cudaMalloc((void **)&x[k], n * sizeof(float)) != cudaSuccess ||
+          cudaMalloc((void **)&sums[k], CALLS * sizeof(double)) != cudaSuccess ||
+          CUDA_FAILED(gpu_upload(x[k], host, n * sizeof(float)));
+  }
+  cudaStream_t streams[2] = {g_stream, other};
+  for (int c = 0; c < CALLS && !bad; c++)
+    for (int k = 0; k < 2 && !bad; k++) {
+      tpla_matrix_t v = {x[k], ROWS, COLS, COLS, TPLA_FLOAT32};
+      bad = failed_call(tpla_cuda_sumsq(g_ctx, sums[k] + c, v, streams[k]), "sumsq");
+    }
+  for (int k = 0; k < 2 && !bad; k++)
+    bad = cudaStreamSynchronize(streams[k]) != cudaSuccess ||
+          cudaMemcpy(got[k], sums[k], sizeof got[k], cudaMemcpyDeviceToHost) != cudaSuccess;
+  int wrong = 0;
+  for (int c = 0; c < CALLS && !bad; c++)
+    wrong += (got[0][c] != (double)n) + (got[1][c] != 9.0 * (double)n);
+  if (wrong)
+    fprintf(stderr, "  %d of %d sums read the other stream's partials\n", wrong, 2 * CALLS);
+  for (int k = 0; k < 2; k++) {
+    cudaFree(x[k]);
+    cudaFree(sums[k]);
+  }
+  if (other)
+    cudaStreamDestroy(other);
+  free(host);
+  ASSERT_EQ_INT(bad, 0);
+  ASSERT_EQ_INT(wrong, 0);
+}
+
 static void test_sumsq_of_empty_matrix_is_zero(void) {
   NEED_CTX();
   tpla_matrix_t views[] = {{NULL, 0, 5, 5, TPLA_BFLOAT16}, {NULL, 3, 0, 1, TPLA_FLOAT32}};
@@ -287,6 +332,7 @@ int main(void) {
   TEST(test_create_single_rank_context);
   TEST(test_sumsq_matches_reference);
   TEST(test_sumsq_is_deterministic);
+  TEST(test_sumsq_on_two_streams_at_once);
   TEST(test_sumsq_of_empty_matrix_is_zero);
   TEST(test_scale_by_norm_out_of_place);
   TEST(test_scale_by_norm_in_place);

@@ -49,6 +49,15 @@ static int check_axpby(tpla_dtype_t ty, tpla_dtype_t tx, shape_t s, float alpha,
                 what, alpha, beta, i, j, got, ref);
         bad = 1;
       }
+      /* fp32: the host executor's roundings bit for bit (product, product, sum; no FMA) */
+      float host = alpha * (float)xv;
+      if (beta != 0.0f)
+        host += beta * (float)yv;
+      if (!bad && ty == TPLA_FLOAT32 && tx == TPLA_FLOAT32 && got != (double)host) {
+        fprintf(stderr, "  %s alpha %g beta %g: (%" PRId64 ", %" PRId64 ") = %a, the host %a\n",
+                what, alpha, beta, i, j, got, (double)host);
+        bad = 1;
+      }
     }
   if (!bad && outside_changes(&y, img) != 0) {
     fprintf(stderr, "  %s: %zu elements outside y changed\n", what, outside_changes(&y, img));

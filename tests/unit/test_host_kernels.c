@@ -164,30 +164,34 @@ static void test_zero(void) {
 }
 
 /* whole > 0: the diagonal blocks of that edge (the last one short) are
- * left as they are, every other element below the diagonal is mirrored. */
+ * left as they are, every other element below the diagonal is mirrored;
+ * only the leading min(rows, cols) square, as the CUDA kernel does. */
 static void test_mirror_upper(void) {
   rng_seed(&rng, fresh_seed("test_mirror_upper"));
   static const int64_t wholes[] = {0, 1, 3, 4, 10, 11, 20};
+  static const int64_t shapes[][3] = {{11, 11, 14}, {11, 7, 9}, {7, 11, 14}}; /* rows cols ld */
   for (int t = 0; t < 3; t++)
-    for (size_t w = 0; w < sizeof wholes / sizeof wholes[0]; w++) {
-      int64_t whole = wholes[w];
-      tpla_matrix_t a = view(11, 11, 14, types[t]);
-      size_t bytes = (size_t)(11 * 14 + 1) * tpla_dtype_size(types[t]);
-      unsigned char *a0 = malloc(bytes);
-      memcpy(a0, a.data, bytes);
-      tpla_matrix_t before = a;
-      before.data = a0;
-      ASSERT_OK(ctx->backend->mirror_upper(ctx, a, whole, (tpla_batch_t){0}, NULL));
-      for (int64_t i = 0; i < 11; i++)
-        for (int64_t j = 0; j < 14; j++) {
-          bool in_block = whole > 0 && i / whole == j / whole;
-          double want = j >= 11 ? at(&before, i, j)             /* padding untouched */
-                        : j >= i || in_block ? at(&before, i, j) /* upper, blocks kept */
-                                             : at(&before, j, i); /* lower mirrored */
-          ASSERT_TRUE(at(&a, i, j) == want);
-        }
-      free(a.data), free(a0);
-    }
+    for (int k = 0; k < 3; k++)
+      for (size_t w = 0; w < sizeof wholes / sizeof wholes[0]; w++) {
+        int64_t whole = wholes[w], r = shapes[k][0], c = shapes[k][1], ld = shapes[k][2];
+        int64_t n = r < c ? r : c;
+        tpla_matrix_t a = view(r, c, ld, types[t]);
+        size_t bytes = (size_t)(r * ld + 1) * tpla_dtype_size(types[t]);
+        unsigned char *a0 = malloc(bytes);
+        memcpy(a0, a.data, bytes);
+        tpla_matrix_t before = a;
+        before.data = a0;
+        ASSERT_OK(ctx->backend->mirror_upper(ctx, a, whole, (tpla_batch_t){0}, NULL));
+        for (int64_t i = 0; i < r; i++)
+          for (int64_t j = 0; j < ld; j++) {
+            bool in_block = whole > 0 && i / whole == j / whole;
+            double want = i >= n || j >= n          ? at(&before, i, j) /* outside, padding */
+                          : j >= i || in_block      ? at(&before, i, j) /* upper, blocks kept */
+                                                    : at(&before, j, i); /* lower mirrored */
+            ASSERT_TRUE(at(&a, i, j) == want);
+          }
+        free(a.data), free(a0);
+      }
 }
 
 /* a(i, i) += value over min(rows, cols), in fp32 and rounded once to the
