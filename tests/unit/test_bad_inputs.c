@@ -500,6 +500,16 @@ static void test_gemm_output_overlaps_input(void) {
   tpla_matrix_t b_sp = {b_buf, 4, 2, 5, TPLA_FLOAT32};
   ASSERT_FAILS(tpla_gemm(ctx, d_sp, a_sp, N, b_sp, N, NULL, NULL), IA, "tpla_gemm", "d");
   ASSERT_TRUE(memcmp(spill, spill_copy, sizeof spill) == 0);
+  /* different pitches: D's rows at floats 0, 10, 20, 30 (ld 10), A's at 4, 7, 10, 13 (ld 3):
+   * A's row 2 lies in D's row 1 (the same-pitch walk alone would miss it) */
+  static float pitches[40];
+  memset(pitches, SENTINEL, sizeof pitches);
+  float pitches_copy[40];
+  memcpy(pitches_copy, pitches, sizeof pitches);
+  tpla_matrix_t d10 = {pitches, 4, 4, 10, TPLA_FLOAT32}, a3 = {pitches + 4, 4, 3, 3, TPLA_FLOAT32};
+  tpla_matrix_t b34 = {b_buf, 3, 4, 5, TPLA_FLOAT32};
+  ASSERT_FAILS(tpla_gemm(ctx, d10, a3, N, b34, N, NULL, NULL), IA, "tpla_gemm", "d");
+  ASSERT_TRUE(memcmp(pitches, pitches_copy, sizeof pitches) == 0);
   close_ctx(ctx);
 }
 

@@ -210,6 +210,13 @@ static int disagree_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   /* reduce_scatterv: rank 0's counts differ in a block that is not its own */
   size_t rs0[3] = {2, 3, 9}, rs[3] = {2, 3, 4};
   EXPECT_REMOTE(tpla_reduce_scatterv(ctx, recv, send, rank == 0 ? rs0 : rs, TPLA_FLOAT32, NULL));
+  /* the same counts in another order on rank 1 (equal totals: an order-blind fingerprint
+   * of the counts passes these, and a block goes astray) */
+  size_t permuted[3] = {3, 2, 4};
+  EXPECT_REMOTE(tpla_reduce_scatterv(ctx, recv, send, rank == 1 ? permuted : rs, TPLA_FLOAT32,
+                                     NULL));
+  EXPECT_REMOTE(tpla_allgatherv(ctx, recv, send, rank == 1 ? permuted : counts, TPLA_FLOAT32,
+                                NULL));
   /* broadcast: different roots, then different counts */
   EXPECT_REMOTE(tpla_broadcast(ctx, recv, 4, TPLA_FLOAT32, rank == 1 ? 1 : 0, NULL));
   EXPECT_REMOTE(tpla_broadcast(ctx, recv, rank == 0 ? 8 : 4, TPLA_FLOAT32, 0, NULL));

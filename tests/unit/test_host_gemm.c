@@ -270,6 +270,31 @@ static void test_gemm_leading_dimension_beyond_int(void) {
   free(b.data);
   for (int j = 0; j < n; j++)
     ASSERT_NEAR(d[j], ref[j], 1e-5);
+  /* transposed operands on the same path (BLAS takes no such ld): a one-row stored view
+   * with the huge ld, the other operand and D dense. op(A) T: A is 1 x 4 (k = 1); op(B) T:
+   * B is 1 x 5 (n = 1); both: A 1 x 4 and B 3 x 1 (k = 1). */
+  static const struct {
+    tpla_op_t op_a, op_b;
+    int64_t m, n, k;
+  } cases[] = {{TPLA_OP_T, TPLA_OP_N, 4, 3, 1}, {TPLA_OP_N, TPLA_OP_T, 3, 1, 5},
+               {TPLA_OP_T, TPLA_OP_T, 4, 3, 1}};
+  for (int c = 0; c < 3; c++) {
+    int64_t m = cases[c].m, nn = cases[c].n, kk = cases[c].k;
+    bool ta = cases[c].op_a == TPLA_OP_T, tb = cases[c].op_b == TPLA_OP_T;
+    float wide[5];
+    tpla_matrix_t huge = {wide, 1, ta ? m : (tb ? kk : 0), big, TPLA_FLOAT32}; /* 1 row */
+    tpla_matrix_t a2 = ta ? huge : random_view(m, kk, 0, TPLA_FLOAT32);
+    tpla_matrix_t b2 = ta ? random_view(tb ? nn : kk, tb ? kk : nn, 0, TPLA_FLOAT32) : huge;
+    fill_random(huge, &rng);
+    tpla_matrix_t d2 = random_view(m, nn, 0, TPLA_FLOAT32);
+    ASSERT_OK(tpla_gemm(ctx, d2, a2, cases[c].op_a, b2, cases[c].op_b, NULL, NULL));
+    double want[12];
+    ref_gemm_f64(want, nn, a2, cases[c].op_a, b2, cases[c].op_b);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < nn; j++)
+        ASSERT_NEAR(((float *)d2.data)[i * d2.ld + j], want[i * nn + j], 1e-5);
+    free(ta ? b2.data : a2.data), free(d2.data);
+  }
 }
 
 static void test_gemm_workspace_is_grow_only(void) {

@@ -40,6 +40,14 @@ static int body_disagree(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   RCHECK(strstr(tpla_last_error(), "disagree") != NULL, "message: %s", tpla_last_error());
   for (int i = 0; i < 12; i++)
     RCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
+  /* rank 1's counts in another order, the same total: REMOTE everywhere, recv untouched */
+  size_t mine[MAX_PROCS];
+  for (int r = 0; r < nranks; r++)
+    mine[r] = rank == 1 ? (size_t)(nranks - r) : (size_t)(r + 1);
+  RCHECK_STATUS(tpla_reduce_scatterv(ctx, recv, send, mine, TPLA_FLOAT32, NULL),
+                TPLA_ERROR_REMOTE);
+  for (int i = 0; i < 12; i++)
+    RCHECK(recv[i] == -3.0f, "recv[%d] was written", i);
   /* a local rejection: INVALID_ARGUMENT here, REMOTE at the peers */
   size_t counts[MAX_PROCS];
   for (int r = 0; r < nranks; r++)

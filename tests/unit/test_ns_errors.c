@@ -103,7 +103,7 @@ static void test_user_coefficient_count(void) {
 
 /* One field differs on one rank: REMOTE on every rank, the same message. */
 static void test_disagreement_is_remote_everywhere(void) {
-  for (int field = 0; field < 10; field++) {
+  for (int field = 0; field < 12; field++) {
     create_case_t c;
     init_case(&c, 3);
     tpla_ns_desc_t *d = &c.desc[2];
@@ -126,6 +126,13 @@ static void test_disagreement_is_remote_everywhere(void) {
             needle = "rank 1 has algorithm = GRAM_ALLREDUCE, rank 0 has GRAM_SHARDED"; break;
     case 9: d->iteration = TPLA_NS_ITERATE_GRAM, needle = "rank 2 has iteration = GRAM, rank 0 "
             "has AUTO"; break;
+    /* each alone: a plan that took them would normalize or sum differently on one rank */
+    case 10: d->safety = 1.5f, needle = "rank 2 has safety = 1.5"; break;
+    case 11:
+      for (int r = 0; r < 3; r++)
+        c.desc[r].dtype = c.desc[r].gram_dtype = TPLA_BFLOAT16;
+      d->gram_dtype = TPLA_FLOAT32, needle = "rank 2 has gram_dtype = fp32, rank 0 has bf16";
+      break;
     }
     ASSERT_EQ_INT(expect(&c, 3, TPLA_ERROR_REMOTE, 0, needle), 0);
     ASSERT_TRUE(strcmp(c.msg[0], c.msg[1]) == 0 && strcmp(c.msg[0], c.msg[2]) == 0);
@@ -257,7 +264,7 @@ static void test_zero_size(void) {
 
 /* ---- execute ---------------------------------------------------------------- */
 
-enum { X_NULL_DATA, X_LD, X_SHAPE, X_DTYPE, X_OUT_OVERLAP, X_OUT_SHAPE, X_CASES };
+enum { X_NULL_DATA, X_LD, X_SHAPE, X_DTYPE, X_OUT_OVERLAP, X_OUT_PITCH, X_OUT_SHAPE, X_CASES };
 
 typedef struct {
   int which;
@@ -297,6 +304,8 @@ static int exec_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   case X_SHAPE: x.cols = 7, needle = "the plan's shard is"; break;
   case X_DTYPE: x.dtype = TPLA_BFLOAT16, needle = "dtype bf16, the plan's is fp32"; break;
   case X_OUT_OVERLAP: o.data = buf + 1, needle = "argument 'out' overlaps 'x'"; break;
+  /* x's own memory with another pitch: not the in-place call, its rows interleave */
+  case X_OUT_PITCH: o.data = buf, o.ld = LD - 1, needle = "argument 'out' overlaps 'x'"; break;
   case X_OUT_SHAPE: o.rows += 1, needle = "argument 'out'"; break;
   }
   bool use_out = c->which >= X_OUT_OVERLAP;

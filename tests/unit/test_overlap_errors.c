@@ -137,6 +137,67 @@ static void test_create_disagreement(void) {
   expect_all(&c, 3, -1, TPLA_SUCCESS, TPLA_ERROR_REMOTE, "rank 2", "d_dtype");
 }
 
+/* Every other field that must agree, changed on rank 2 alone (TPLA_OVERLAP_TAIL is one
+ * process's environment: the cross-process tests would be needed). Untested once, a
+ * differing n or chunks crashed the first call instead (review 87). */
+static const struct {
+  int kind; /* 0 AG, 1 RS, 2 AR */
+  const char *field;
+} k_agree[] = {{0, "dtype"}, {0, "mode"}, {0, "transport"}, {0, "chunks"}, {1, "m"},
+               {1, "n"},     {1, "dtype"}, {1, "mode"},     {1, "transport"}, {1, "chunks"},
+               {2, "m"},     {2, "n"},     {2, "dtype"},    {2, "bias"},      {2, "mode"},
+               {2, "transport"}, {2, "chunks"}};
+
+static int disagree_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  create_t *c = arg;
+  int kind = k_agree[c->which].kind;
+  const char *f = k_agree[c->which].field;
+  bool odd = rank == 2 && nranks == 3; /* the one rank that differs */
+  /* fields shared by the three descriptors, rank 2's value second */
+  int dtype = odd && !strcmp(f, "dtype") ? TPLA_BFLOAT16 : TPLA_FLOAT16;
+  int mode = odd && !strcmp(f, "mode") ? TPLA_OVERLAP_SERIAL : TPLA_OVERLAP_OVERLAP;
+  int transport = odd && !strcmp(f, "transport") ? TPLA_TRANSPORT_SENDRECV : TPLA_TRANSPORT_PEER;
+  int chunks = odd && !strcmp(f, "chunks") ? 4 : 1;
+  int64_t m = odd && !strcmp(f, "m") ? 15 : 12, n = odd && !strcmp(f, "n") ? 7 : 6;
+  void *plan = &c; /* must be reset to NULL on failure */
+  tpla_status_t s;
+#define COMMON(d)                                                                           (d).dtype = dtype, (d).d_dtype = TPLA_FLOAT32, (d).mode = mode, (d).transport = transport,   (d).chunks = chunks
+  if (kind == 0) {
+    tpla_ag_gemm_desc_t d = TPLA_AG_GEMM_DESC_INIT;
+    d.local_rows = 4, d.k = 8, d.n = 5;
+    COMMON(d);
+    s = tpla_ag_gemm_plan_create((tpla_ag_gemm_plan_t *)&plan, ctx, &d);
+  } else if (kind == 1) {
+    tpla_gemm_rs_desc_t d = TPLA_GEMM_RS_DESC_INIT;
+    d.m = m, d.k = 3, d.n = n;
+    COMMON(d);
+    s = tpla_gemm_rs_plan_create((tpla_gemm_rs_plan_t *)&plan, ctx, &d);
+  } else {
+    tpla_gemm_ar_desc_t d = TPLA_GEMM_AR_DESC_INIT;
+    d.m = m, d.k = 3, d.n = n, d.bias = odd && !strcmp(f, "bias");
+    COMMON(d);
+    s = tpla_gemm_ar_plan_create((tpla_gemm_ar_plan_t *)&plan, ctx, &d);
+  }
+#undef COMMON
+  c->st[rank] = s;
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", tpla_last_error());
+  c->plan_null[rank] = plan == NULL;
+  return 0;
+}
+
+static void test_create_disagreement_every_field(void) {
+  for (size_t i = 0; i < sizeof k_agree / sizeof k_agree[0]; i++) {
+    create_t c = {.which = (int)i};
+    char needle[64];
+    snprintf(needle, sizeof needle, "has %s = ", k_agree[i].field);
+    ASSERT_EQ_INT(run_host_ranks(3, disagree_body, &c), 0);
+    if (c.st[0] != TPLA_ERROR_REMOTE)
+      fprintf(stderr, "  kind %d, %s differing on rank 2: %s\n", k_agree[i].kind,
+              k_agree[i].field, c.msg[0]);
+    expect_all(&c, 3, -1, TPLA_SUCCESS, TPLA_ERROR_REMOTE, "rank 2", needle);
+  }
+}
+
 static void test_create_bad_rank(void) {
   create_t c = {.which = 1};
   ASSERT_EQ_INT(run_host_ranks(3, create_body, &c), 0);
@@ -543,6 +604,7 @@ static void test_allgather_rows(void) {
 int main(void) {
   seed = fresh_seed("test_overlap_errors");
   TEST(test_create_disagreement);
+  TEST(test_create_disagreement_every_field);
   TEST(test_create_bad_rank);
   TEST(test_create_bad_tuning_environment);
   TEST(test_create_slices_must_add_up);
