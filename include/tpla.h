@@ -94,7 +94,7 @@ typedef enum {
 TPLA_API const char *tpla_status_string(tpla_status_t status);
 
 /* Detail of the last failure on the calling thread: function, argument and
- * shapes, e.g. "tpla_gemm: argument 'a': ld (3) < cols (4)". Empty string
+ * shapes, e.g. "tpla_gemm: argument 'a': ld (3) < max(cols, 1) (4)". Empty string
  * after a successful call. The pointer stays valid until the thread's next
  * tpla call. */
 TPLA_API const char *tpla_last_error(void);
@@ -148,7 +148,7 @@ typedef struct {
   int compute_capability;   /* major*10 + minor, e.g. 90 */
   int sm_count;
   int fp8;                  /* FP8 (E4M3/E5M2) GEMMs: compute capability >= 89 */
-  int mxfp8;                /* block-scaled FP8 GEMMs: compute capability >= 100 */
+  int mxfp8;                /* block-scaled FP8 GEMMs: 0 (tpla implements none yet) */
   int cuda_runtime_version; /* cudaRuntimeGetVersion, e.g. 13000 */
   int cuda_driver_version;  /* cudaDriverGetVersion */
   int nccl_version;         /* ncclGetVersion, e.g. 22803 */
@@ -157,10 +157,10 @@ typedef struct {
 } tpla_features_t;
 #define TPLA_FEATURES_INIT {sizeof(tpla_features_t), 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, {0}}
 
-/* Fill *features for `device` (a CUDA ordinal; -1, or any negative value,
- * for build features only). Without a GPU or a CUDA build, device fields read 0 and
+/* Fill *features for `device` (a CUDA ordinal; -1 for build features
+ * only). Without a GPU or a CUDA build, device fields read 0 and
  * device_count 0: this is not an error. Errors: INVALID_ARGUMENT for a NULL
- * pointer, a wrong size field or a device >= device_count. */
+ * pointer, a wrong size field, a device < -1 or a device >= device_count. */
 TPLA_API tpla_status_t tpla_get_features(tpla_features_t *features, int device);
 
 /* *can_access = 1 if `device` can map `peer`'s memory (CUDA peer access),
@@ -257,7 +257,8 @@ TPLA_API tpla_status_t tpla_host_group_destroy(tpla_host_group_t group);
  * group, rank, cfg) (the same rank; INVALID_ARGUMENT for another). Every
  * collective and plan works as on a thread group, with the same results
  * bit for bit; data moves through per-rank staging areas in the segment
- * (1 MiB each, in chunks), never through the peers' own buffers. Overlap
+ * (1 MiB each, in chunks; TPLA_SHM_STAGING_BYTES in rank 0's environment
+ * changes it, for tests), never through the peers' own buffers. Overlap
  * plans resolve TPLA_TRANSPORT_AUTO to SENDRECV; PEER is NOT_SUPPORTED.
  * Failures: as a thread group, and a peer process that exits or dies is
  * noticed within about 50 ms by the ranks waiting for it (the group breaks:
@@ -417,12 +418,13 @@ typedef enum {
 } tpla_fp8_accum_t;
 
 /* How the scales apply. MXFP8 (one E8M0 scale per 32 consecutive K
- * elements) is a Blackwell (compute capability >= 100) cuBLASLt feature:
- * on Hopper and on the host executor every FP8 entry point returns
- * TPLA_ERROR_NOT_SUPPORTED for it, saying so; tpla_features_t.mxfp8 tells. */
+ * elements) is a Blackwell (compute capability >= 100) cuBLASLt feature that
+ * tpla does not implement: every FP8 entry point returns
+ * TPLA_ERROR_NOT_SUPPORTED for it on every device and executor, saying why;
+ * tpla_features_t.mxfp8 is 0. */
 typedef enum {
   TPLA_FP8_SCALE_TENSOR = 0, /* one float per tensor */
-  TPLA_FP8_SCALE_MXFP8 = 1   /* block scaling (not supported on Hopper) */
+  TPLA_FP8_SCALE_MXFP8 = 1   /* block scaling (not supported) */
 } tpla_fp8_scale_mode_t;
 
 /* FP8 scaling of one GEMM, as above. */
@@ -476,9 +478,10 @@ TPLA_API tpla_status_t tpla_gemm(tpla_ctx_t ctx, tpla_matrix_t d, tpla_matrix_t 
  * zeros, as with eps > 0), then each step applies
  *   X <- a X + b (X X^T) X + c (X X^T)^2 X
  * with one (a, b, c) triple per step; internally the Gram matrix of the
- * SHORT dimension is used (X X^T when m <= n, X^T X otherwise), but for a
- * forced GRAM_ALLREDUCE, whose Gram is the non-sharded dimension's even
- * where that is the long side (the same map, at that side's cost). Each step
+ * SHORT dimension is used (X X^T when m <= n, X^T X otherwise), but for
+ * GRAM_ALLREDUCE, whose Gram is the non-sharded dimension's even where that
+ * is the long side (the same map, at that side's cost; AUTO takes it there
+ * only for nearly square matrices, where it costs less than redistributing). Each step
  * maps every singular value sigma to a sigma + b sigma^3 + c sigma^5.
  * Inputs are fp32, fp16 or bf16; products accumulate in fp32.
  * See docs/ALGORITHMS.md for the algorithms and the cost model. */
@@ -492,7 +495,10 @@ typedef enum {
 /* Coefficient sets. A schedule shorter than `steps` repeats its last triple. */
 typedef enum {
   TPLA_NS_MUON = 0,            /* (3.4445, -4.7750, 2.0315) every step        */
-  TPLA_NS_MUON_SCHEDULE5 = 1,  /* the 5-step quintic schedule of DESIGN.md    */
+  TPLA_NS_MUON_SCHEDULE5 = 1,  /* 5 quintic steps: (4.0848, -6.8946, 2.9270)
+                                  (3.9505, -6.3029, 2.6377) (3.7418, -5.5913,
+                                  2.3037) (2.8769, -3.1427, 1.2046) (2.8366,
+                                  -3.0525, 1.2012)                           */
   TPLA_NS_POLAR_EXPRESS = 2,   /* Polar Express, degree 5 (Amsel et al. 2025),
                                   8 published triples; default safety 1.01 */
   TPLA_NS_CUBIC = 3,           /* (1.5, -0.5, 0): classic Newton-Schulz      */
@@ -503,8 +509,8 @@ typedef enum {
   TPLA_NS_ALGO_AUTO = 0,           /* chosen by the cost model                */
   TPLA_NS_ALGO_GRAM_ALLREDUCE = 1, /* sum of local Grams of the non-sharded
                                       dimension, one all-reduce per step
-                                      (AUTO takes it only where that is the
-                                      short side)                             */
+                                      (AUTO takes it where that is the short
+                                      side, or nearly so)                     */
   TPLA_NS_ALGO_REDISTRIBUTE = 2,   /* all-to-all to the other sharding, Gram
                                       all-reduce there, all-to-all back       */
   TPLA_NS_ALGO_GATHER = 3,         /* gather X on every rank, NS redundantly,
@@ -527,12 +533,13 @@ typedef enum {
  * more than ~15%, the same polynomial map up to rounding. Restarting from X
  * every two steps keeps its rounding error at the X iteration's level
  * (bench/ns_gram_iteration_study.py). With TPLA_NS_ALGO_GRAM_SHARDED every
- * s x s product is split across the ranks; that pair runs only when both are
- * asked for (not yet measured on GPUs, so no AUTO picks it).
+ * s x s product is split across the ranks; AUTO takes that pair only on two
+ * ranks whose Gram sums are pulls (tpla_ns_gram_sum_t; measured on 2 H200s,
+ * docs/ALGORITHMS.md), otherwise it runs only when both are asked for.
  * AUTO (default): the one the cost model finds faster for the plan's shape,
- * algorithm and Gram dtype (on H200: GRAM for rectangular matrices with a
- * bf16 Gram, and on one GPU also with an fp32 Gram; X for square ones);
- * tpla_ns_plan_iteration says which. */
+ * ranks, algorithm and Gram dtype (measured on 1 and 2 H200s: GRAM for
+ * rectangular matrices with a bf16 Gram, X for square ones; the model can
+ * differ elsewhere); tpla_ns_plan_iteration says which. */
 typedef enum {
   TPLA_NS_ITERATE_X = 0,
   TPLA_NS_ITERATE_GRAM = 1,
@@ -746,8 +753,9 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
  * computed, and computes its own rows last, adding the received partials in
  * that GEMM's epilogue and (more than two ranks, or beta != 0) one fold pass;
  * GEMM+AllReduce is GEMM+ReduceScatter followed by an all-gather of the
- * reduced slices, chunk by chunk. SERIAL runs one collective then one GEMM
- * (the reference and fallback).
+ * reduced slices, chunk by chunk. SERIAL runs the collective, then the
+ * GEMM (the reference and fallback; FP8 AllGather+GEMM gathers the bytes and
+ * the scales, then runs one GEMM per rank's rows, each with its scale).
  *
  * Transports (OVERLAP). PEER: on the CUDA executor the copy engines write
  * into peer buffers mapped once at plan creation (CUDA peer access inside a
@@ -779,8 +787,9 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
  * Destroy plans only after every rank's calls have completed.
  *
  * Memory (tpla_*_plan_workspace_bytes): AllGather+GEMM holds the gathered
- * A (M x K); GEMM+ReduceScatter one receive slot and one send slot per peer
- * (two output chunks per peer); GEMM+AllReduce those plus one slice. SERIAL
+ * A (M x K); GEMM+ReduceScatter one receive slot (its own slice's rows) and
+ * one send slot (that peer's slice) per peer, whatever the chunk count;
+ * GEMM+AllReduce those plus one slice. SERIAL
  * plans hold the collective's buffers instead. GEMMs use the context's GEMM
  * workspace. Nothing is allocated by a call. */
 
@@ -789,7 +798,7 @@ TPLA_API tpla_status_t tpla_ns_batch_execute(tpla_ns_batch_plan_t plan, const tp
 typedef enum {
   TPLA_OVERLAP_AUTO = 0,    /* OVERLAP */
   TPLA_OVERLAP_OVERLAP = 1, /* chunked transfers hidden behind chunked GEMMs */
-  TPLA_OVERLAP_SERIAL = 2   /* one collective (NCCL), then one GEMM */
+  TPLA_OVERLAP_SERIAL = 2   /* the collective (NCCL), then the GEMM */
 } tpla_overlap_mode_t;
 
 typedef enum {
@@ -963,8 +972,8 @@ typedef struct tpla_gemm_ar_plan *tpla_gemm_ar_plan_t;
  * handles), so calls allocate and exchange nothing.
  * Errors (*plan is set to NULL):
  *   INVALID_ARGUMENT  this rank's arguments are bad: NULL plan/ctx/desc, a
- *                     wrong size field, an unknown enum, a dtype that is not
- *                     fp32/fp16/bf16 (d_dtype: dtype or fp32), a negative or
+ *                     wrong size field, an unknown enum, a dtype the plan
+ *                     does not take (see the descriptor), a negative or
  *                     out-of-range size, chunks out of range.
  *   REMOTE            another rank rejected its arguments, or the ranks
  *                     disagree (the message names the first disagreeing rank

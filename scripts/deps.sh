@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh - install what tpla needs on a Debian/Ubuntu machine, and only what
-# is missing: cmake (>= 3.25), a C/C++ toolchain, BLAS and LAPACK (with their
-# link-time .so); under CI (CI=true) also valgrind and pkg-config, which only
+# is missing: cmake (>= 3.25; an older one is an error saying what to do), a
+# C/C++ toolchain, BLAS and LAPACK (with their link-time .so); under CI (CI=true) also valgrind and pkg-config, which only
 # .ci/run uses. Non-interactive and quiet; works as root (no sudo needed) or
 # through `sudo -n`. Does nothing when everything is present (the GPU
 # machines, which cannot install anything). A missing required package that
@@ -28,6 +28,14 @@ have_lib() {
   return 1
 }
 
+# cmake 3.25 or later (CMakeLists.txt's minimum): the distribution's package where it is new
+# enough (Debian 12, Ubuntu 24.04); older ones (Ubuntu 22.04: 3.22) need a newer cmake by hand.
+cmake_new_enough() {
+  local v
+  v=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$v" ] && set -- $v && { [ "$1" -gt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -ge 25 ]; }; }
+}
+
 required=() # packages without which nothing builds
 optional=() # packages only some checks need (valgrind, install test)
 have_cmd cmake || required+=(cmake)
@@ -40,8 +48,17 @@ if [ "${CI:-}" = true ] || [ "${TPLA_DEPS_ALL:-0}" = 1 ]; then
   have_cmd valgrind || optional+=(valgrind)
 fi
 
+check_cmake() {
+  cmake_new_enough && return 0
+  echo "deps.sh: $(cmake --version 2>/dev/null | head -n 1 || echo 'no cmake'): tpla needs" \
+       "cmake 3.25 or later (e.g. python3 -m pip install 'cmake>=3.25', or Kitware's apt" \
+       "repository)" >&2
+  exit 1
+}
+
 missing=("${required[@]}" "${optional[@]}")
 if [ ${#missing[@]} -eq 0 ]; then
+  check_cmake
   exit 0
 fi
 
@@ -79,4 +96,5 @@ if [ ${#optional[@]} -gt 0 ] && ! install "${optional[@]}"; then
   echo "deps.sh: warning: could not install ${optional[*]}; the checks that use them" \
        "will be skipped" >&2
 fi
+check_cmake
 exit 0

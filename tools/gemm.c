@@ -19,8 +19,9 @@
  * Each call is timed alone (CUDA events on the GPU, the wall clock on the
  * host); the table shows the median over -n calls after -w warm-up calls,
  * the slowest rank's (time) and the fastest rank's (tmin). The inputs rotate
- * over enough buffer sets to exceed twice the last-level cache, so the
- * timed GEMMs read their operands from memory, not from L2.
+ * over enough buffer sets to exceed twice the last-level cache (at most 256
+ * sets and 8 GiB; a row still under it gets a # NOTE), so the timed GEMMs
+ * read their operands from memory, not from L2.
  */
 #include "tool.h"
 

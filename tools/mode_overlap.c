@@ -30,7 +30,8 @@
  * Inputs come from a counter-based generator (any element from its indices),
  * so each rank checks sampled outputs against a float64 reference that
  * covers every rank's inputs; #wrong counts elements outside the rounding
- * bound ((P + 4) u_D + (K + 4) u_fp32) sum |a b|.
+ * bound of overlap_data.c's check (D's roundings on |ref| and the ranks'
+ * partials, the accumulation's as a random walk over ||ab||_2).
  */
 #include "overlap_tool.h"
 

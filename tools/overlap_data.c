@@ -3,7 +3,7 @@
  * inputs from a counter-based generator (any element from its indices, so a
  * rank rebuilds every other rank's inputs), this rank's buffers, and the
  * check of sampled outputs against a float64 reference over every rank's
- * inputs, within ((P + 4) u_D + (K + 4) u_fp32) sum |a b|.
+ * inputs, within the rounding bound described at overlap_check.
  */
 #include "overlap_tool.h"
 

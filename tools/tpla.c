@@ -58,7 +58,8 @@ static void usage(FILE *out) {
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
     fprintf(out, "  %-8s %s\n", modes[i].name, modes[i].summary);
   fprintf(out,
-          "\nflags (the same in every mode; a mode ignores those it has no use for):\n"
+          "\nflags (the same in every mode; a mode ignores those it has no use for and refuses\n"
+          "those it cannot honour: info takes none, the overlap modes no -b/-e/-f):\n"
           "  -b SIZE   smallest size of a sweep (e.g. 1024, 8K)\n"
           "  -e SIZE   largest size of a sweep\n"
           "  -f X      multiply the size by X at each step (default 2)\n"

@@ -3,9 +3,9 @@
  * transport.h) and its ops table.
  *
  * Lanes are streams of the transport: two compute streams, up to four copy
- * streams (a PEER step to or from the peer at ring distance i runs on copy
- * stream (i - 1) mod 4, so transfers to different peers use different copy
- * engines at once) and one NCCL stream (SENDRECV steps, issued in the same
+ * streams (a PEER push to the peer at ring distance i runs on copy stream
+ * (i - 1) mod ncopy, a pull from the other end, step_stream; transfers to
+ * different peers use different copy engines at once) and one NCCL stream (SENDRECV steps, issued in the same
  * order on every rank). begin() makes every stream wait for the caller's
  * stream and, for PEER, writes "ready for call seq" into every peer's flags;
  * end() makes the caller's stream wait for every stream.

@@ -22,6 +22,9 @@ tpla_status_t tpla_get_features(tpla_features_t *features, int device) {
                      "argument 'features': size field is %zu, expected %zu (initialize with "
                      "TPLA_FEATURES_INIT)",
                      features->size, sizeof(tpla_features_t));
+  if (device < -1)
+    return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, "tpla_get_features",
+                     "argument 'device': %d is not a CUDA ordinal or -1", device);
   if (device >= 0)
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, "tpla_get_features",
                      "argument 'device': %d, but there are 0 CUDA devices (host-only build)",

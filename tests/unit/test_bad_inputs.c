@@ -93,6 +93,7 @@ static void test_get_features_bad_args(void) {
   f.size = sizeof f;
   copy = f;
   ASSERT_FAILS(tpla_get_features(&f, 1 << 20), IA, fn, "device");
+  ASSERT_FAILS(tpla_get_features(&f, -2), IA, fn, "device"); /* both builds: only -1 */
   ASSERT_TRUE(memcmp(&f, &copy, sizeof f) == 0);
 }
 
