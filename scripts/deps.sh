@@ -2,8 +2,9 @@
 # deps.sh - install what tpla needs on a Debian/Ubuntu machine, and only what
 # is missing: cmake (>= 3.25; an older one is an error saying what to do), a
 # C/C++ toolchain, BLAS and LAPACK (with their link-time .so); under CI
-# (CI=true) also valgrind and pkg-config, which only .ci/run uses. Non-interactive and quiet; works as root (no sudo needed) or
-# through `sudo -n`. Does nothing when everything is present (the GPU
+# (CI=true) also valgrind and pkg-config, which only .ci/run uses.
+# Non-interactive and quiet; works as root (no sudo needed) or through
+# `sudo -n`. Does nothing when everything is present (the GPU
 # machines, which cannot install anything). A missing required package that
 # cannot be installed is an error; a missing optional one is a warning.
 #
