@@ -267,6 +267,10 @@ static void test_transport_choice(void) {
   }
 }
 
+/* After every case above: half outputs rounded to nearest even on average
+ * (the per-element bound alone passes a truncating store). */
+static void test_rounding_has_no_drift(void) { ASSERT_TRUE(gt_rounding_drift_ok()); }
+
 int main(void) {
   gpu_eager_loading();
   GPU_TEST_MAIN_SKIP_WITHOUT(gpu_count());
@@ -279,6 +283,7 @@ int main(void) {
   TEST(test_cases_2gpus);
   TEST(test_cases_all_gpus);
   TEST(test_back_to_back_calls);
+  TEST(test_rounding_has_no_drift);
   return test_summary();
 }
 
