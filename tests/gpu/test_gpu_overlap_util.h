@@ -325,16 +325,13 @@ static inline void gt_drift_add(double sum, long long n) {
 }
 
 /* 1 if the mean drift is within 0.01 u plus 4 standard deviations of a mean
- * of errors of 0.6 u each (or too few elements to judge, said so). */
+ * of errors of 0.6 u each (or too few elements to judge: under 200, said so). */
 static inline int gt_rounding_drift_ok(void) {
-  if (gt_drift_n < 2000) {
-    printf("  rounding drift: %lld half-precision elements, too few to judge\n", gt_drift_n);
-    return 1;
-  }
-  double n = (double)gt_drift_n, mean = gt_drift_sum / n, limit = 0.01 + 4.0 * 0.6 / sqrt(n);
-  printf("  rounding drift of half outputs: %+.4f u over %lld elements (limit %.4f)\n", mean,
-         gt_drift_n, limit);
-  return fabs(mean) <= limit;
+  double n = (double)gt_drift_n, mean = n > 0 ? gt_drift_sum / n : 0.0;
+  double limit = 0.01 + 4.0 * 0.6 / sqrt(n > 0 ? n : 1.0);
+  printf("  rounding drift of half outputs: %+.4f u over %lld elements (limit %.4f%s)\n", mean,
+         gt_drift_n, limit, gt_drift_n < 200 ? "; too few to judge" : "");
+  return gt_drift_n < 200 || fabs(mean) <= limit;
 }
 
 /* Max over rank r's output of |d - ref| / bound (> 1: wrong). sign: of A. */
