@@ -11,8 +11,9 @@
  *
  * One loop drives both directions of a sendrecv (post what can be posted,
  * take what has arrived, else sleep on the bell), so a ring shift cannot
- * deadlock. A claimed chunk is never abandoned: its sender waits for the
- * copy to finish (the receiver is alive: its liveness is still checked).
+ * deadlock. A claimed chunk is waited for while its copy runs, within the
+ * call's deadline (a receiver stopped or gone unseen mid-copy times out and
+ * breaks the group, whose later calls then all fail).
  */
 #include "shm.h"
 
@@ -156,20 +157,22 @@ tpla_status_t shm_sendrecv(shm_group_t *g, int64_t timeout_ms, const char *fn,
       moved |= progress_recv(&x);
     if (moved)
       continue;
-    /* A chunk of ours is being copied out: its reader is alive, so wait
-     * for the copy (even in a broken group) unless the reader is gone. */
+    bool report = !x.poisoned && x.status == TPLA_SUCCESS;
+    /* A chunk of ours is being copied out of our staging area: wait for the
+     * copy, within the deadline and while the group holds and the reader
+     * lives. A reader stopped mid-copy (SIGSTOP, a debugger) or gone
+     * unseen (another pid namespace) then times out here like any peer:
+     * the group breaks, so no later call rewrites the staging area it may
+     * still read into its (failed) call's recv. */
     if (!x.send_done && shm_mail(g, x.rank)->state == SHM_MAIL_CLAIMED) {
-      const char *why = shm_peer_gone(g, dst);
-      if (why != NULL) { /* as every dead peer: the group breaks for every rank */
-        shm_break_locked(g, "rank %d %s while copying a chunk of rank %d", dst, why, x.rank);
-        set_status(&x, tpla_fail(TPLA_ERROR_REMOTE, fn, "rank %d %s while copying a chunk", dst,
-                                 why));
+      tpla_status_t s = shm_check_wait(g, &w, dst, "to copy a chunk out", true, report);
+      if (s != TPLA_SUCCESS) {
+        set_status(&x, s);
         break;
       }
       shm_wait_bell(g, &w);
       continue;
     }
-    bool report = !x.poisoned && x.status == TPLA_SUCCESS;
     tpla_status_t s = TPLA_SUCCESS;
     if (!x.recv_done)
       s = shm_check_wait(g, &w, src, "to send", true, report);

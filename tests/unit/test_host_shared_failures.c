@@ -112,6 +112,47 @@ static int body_receiver_exits(tpla_ctx_t ctx, int rank, int nranks, void *arg) 
   return 0;
 }
 
+/* Rank 1 stalls in the middle of copying a chunk out of rank 0's staging area (its receive
+ * buffer faults after 64 KiB; the handler sleeps 6 s, as a stopped process or one gone unseen
+ * in another pid namespace would, then exits). Rank 0, the sender, must give up at its 2-s
+ * deadline: it waited for the copy with no deadline until the reader was seen gone (review 91:
+ * forever, for a stopped reader or one in another pid namespace). */
+static void stall_in_copy(int sig) {
+  (void)sig;
+  sleep_ms(6000);
+  _exit(0);
+}
+
+static int body_receiver_stalls_mid_copy(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks, (void)arg;
+  const size_t bytes = (size_t)4 << 20, n = bytes / sizeof(float);
+  if (rank == 1) {
+    char *recv = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    RCHECK(recv != MAP_FAILED, "mmap");
+    RCHECK(mprotect(recv + (64 << 10), bytes - (64 << 10), PROT_NONE) == 0, "mprotect");
+    signal(SIGSEGV, stall_in_copy);
+    tpla_sendrecv(ctx, NULL, 0, -1, recv, n, 0, TPLA_FLOAT32, NULL); /* stalls, then exits */
+    RCHECK(false, "the copy into the guarded buffer returned");
+    return 1;
+  }
+  float *send = calloc(n, sizeof *send);
+  RCHECK(send != NULL, "out of memory");
+  double t0 = now_s();
+  tpla_status_t st = tpla_sendrecv(ctx, send, n, 1, NULL, 0, -1, TPLA_FLOAT32, NULL);
+  double took = now_s() - t0;
+  free(send);
+  RCHECK(st == TPLA_ERROR_TIMEOUT || st == TPLA_ERROR_REMOTE, "%s (%s)", tpla_status_string(st),
+         tpla_last_error());
+  RCHECK(took < 4.0, "the sender waited %.1f s with a 2-s timeout", took);
+  RCHECK_STATUS(tpla_barrier(ctx, NULL), TPLA_ERROR_REMOTE); /* the group is broken */
+  return 0;
+}
+
+static void test_receiver_stalls_mid_copy(void) {
+  proc_opts_t o = {2000, 0};
+  ASSERT_EQ_INT(run_procs(2, body_receiver_stalls_mid_copy, NULL, &o), 0);
+}
+
 static void test_peer_exits(void) {
   proc_opts_t o = {60000, 0};
   ASSERT_EQ_INT(run_procs(2, body_peer_exits, NULL, &o), 0);
@@ -377,6 +418,7 @@ int main(void) {
   TEST(test_single_rank_and_context_rules);
   TEST(test_disagreement_and_rejection);
   TEST(test_peer_exits);
+  TEST(test_receiver_stalls_mid_copy);
   TEST(test_timeouts_and_departures);
   TEST(test_create_failures);
   TEST(test_name_in_use_and_leftovers);
