@@ -706,8 +706,9 @@ TPLA_API tpla_status_t tpla_ns_batch_plan_destroy(tpla_ns_batch_plan_t plan);
 /* The batch's one workspace, in bytes. INVALID_ARGUMENT for NULL. */
 TPLA_API tpla_status_t tpla_ns_batch_plan_workspace_bytes(tpla_ns_batch_plan_t plan,
                                                           size_t *bytes);
-/* *owner = the rank that orthogonalizes matrix `index` whole, or -1 when it
- * runs distributed. INVALID_ARGUMENT for an index out of range. */
+/* *owner = the rank that orthogonalizes matrix `index` whole after moving it
+ * there, or -1 when it runs where it lies: distributed, or (one rank) on the
+ * caller's view. INVALID_ARGUMENT for an index out of range. */
 TPLA_API tpla_status_t tpla_ns_batch_plan_owner(tpla_ns_batch_plan_t plan, int index,
                                                 int *owner);
 /* *iteration = the iteration matrix `index` runs (TPLA_NS_ITERATE_X or _GRAM):

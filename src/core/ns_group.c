@@ -56,10 +56,19 @@ typedef struct {
   int index;
 } keyed_t;
 
+/* Whether a member's matrix (m x n as stored) is iterated transposed, as
+ * its plan alone would: one rank runs LOCAL on the caller's view, oriented by
+ * the plan's canonical form (a square column-sharded matrix transposed);
+ * an owner of a whole matrix by m > n. Same result either way up to
+ * rounding, but a group must give its members' own bits. */
+static bool member_transposed(tpla_ns_plan_t p) {
+  return p->ctx->nranks == 1 ? p->trans != (p->M > p->N) : p->m > p->n;
+}
+
 static uint64_t iteration_hash(tpla_ns_plan_t p) {
   const int64_t shape[2] = {p->m, p->n};
-  const int32_t kind[4] = {(int32_t)p->desc.dtype, (int32_t)p->desc.gram_dtype, p->desc.steps,
-                           p->whole_gram_iter};
+  const int32_t kind[5] = {(int32_t)p->desc.dtype, (int32_t)p->desc.gram_dtype, p->desc.steps,
+                           p->whole_gram_iter, member_transposed(p)};
   uint64_t h = ns_hash_bytes(NS_HASH_INIT, shape, sizeof shape);
   h = ns_hash_bytes(h, kind, sizeof kind);
   return ns_hash_bytes(h, p->table, sizeof(float) * 3 * (size_t)p->desc.steps);
@@ -67,7 +76,8 @@ static uint64_t iteration_hash(tpla_ns_plan_t p) {
 
 /* The same iteration: every X step and every coefficient alike. */
 static bool same_iteration(tpla_ns_plan_t p, tpla_ns_plan_t q) {
-  return p->m == q->m && p->n == q->n && p->desc.dtype == q->desc.dtype &&
+  return p->m == q->m && p->n == q->n && member_transposed(p) == member_transposed(q) &&
+         p->desc.dtype == q->desc.dtype &&
          p->desc.gram_dtype == q->desc.gram_dtype && p->desc.steps == q->desc.steps &&
          p->whole_gram_iter == q->whole_gram_iter &&
          memcmp(p->table, q->table, sizeof(float) * 3 * (size_t)p->desc.steps) == 0;
@@ -205,7 +215,8 @@ static tpla_status_t run_members(ns_groups_t *gs, const group_t *g, int j0, int 
   tpla_matrix_t first = ns_dense(ns_at(gs->slots, start == NS_IN_X ? g->off_x : g->off_temp),
                                  lead->m, lead->n, dt);
   TPLA_TRY(ctx->backend->normalize_list(ctx, first, run, mine, safety, eps, gs->sums, stream));
-  ns_opmat_t X = {ns_dense(ns_at(gs->slots, g->off_x), lead->m, lead->n, dt), lead->m > lead->n};
+  ns_opmat_t X = {ns_dense(ns_at(gs->slots, g->off_x), lead->m, lead->n, dt),
+                  member_transposed(lead)};
   ctx->ns_batch = run;
   tpla_status_t st = ns_iterate(ctx, &g->iter, X, start, NS_IN_X, lead->table, steps, stream);
   ctx->ns_batch = (tpla_batch_t){0};

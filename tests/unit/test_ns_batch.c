@@ -246,18 +246,22 @@ static void test_batch_auto_choice(void) {
  * even steps, a different step count that must not join its shape's
  * group): on one rank, and on three with whole matrices at owners, the
  * groups' results equal the same batch with grouping off
- * (TPLA_NS_BATCH_GROUP=1) bit for bit, also when runs hold two members
+ * (TPLA_NS_BATCH_GROUP=1) bit for bit (a square matrix sharded by rows or by
+ * columns too), also when runs hold two members
  * (=2, runs of 2, 2, 1) and with a value that is no number (the default);
  * grouping is seen in the workspace, which holds the groups' slots. */
 static void test_batch_groups_equal_one_by_one(void) {
   static const mat_t reps[] = {{16, 24, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_MUON, 5},
                                {24, 16, TPLA_SHARD_COLS, TPLA_BFLOAT16, TPLA_NS_MUON, 4},
                                {12, 12, TPLA_SHARD_ROWS, TPLA_FLOAT32, TPLA_NS_CUBIC, 3},
-                               {30, 10, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_POLAR_EXPRESS, 7}};
-  static const int copies[] = {5, 3, 3, 2};
+                               {30, 10, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_POLAR_EXPRESS, 7},
+                               /* square and column-sharded: alone, one rank iterates it
+                                * transposed (review 90: its group did not) */
+                               {12, 12, TPLA_SHARD_COLS, TPLA_FLOAT32, TPLA_NS_CUBIC, 3}};
+  static const int copies[] = {5, 3, 3, 2, 2};
   mat_t list[MAXM];
   int count = 0;
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 5; k++)
     for (int c = 0; c < copies[k]; c++)
       list[count++] = reps[k];
   list[count] = reps[0];
