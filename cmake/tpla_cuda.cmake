@@ -27,7 +27,8 @@ set(TPLA_CUDA_FLAGS -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_
 set(TPLA_CUDA_LINK_LIBS CUDA::cudart CUDA::cublasLt ${TPLA_NCCL_LIBRARY})
 
 function(tpla_cuda_setup target)
-  target_include_directories(${target} PRIVATE ${CUDAToolkit_INCLUDE_DIRS} ${TPLA_NCCL_INCLUDE_DIR})
+  # NCCL's first: the toolkit's include directory may hold another nccl.h (TPLA_NCCL_ROOT)
+  target_include_directories(${target} PRIVATE ${TPLA_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(${target} PRIVATE TPLA_HAVE_CUDA=1)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${TPLA_CUDA_FLAGS}>)
 endfunction()

@@ -1022,7 +1022,11 @@ TPLA_API tpla_status_t tpla_gemm_ar_plan_get_info(tpla_gemm_ar_plan_t plan,
  * nothing is written and the call does not count), INVALID_USAGE (the plan
  * failed in an earlier call), TIMEOUT/REMOTE (host: a peer did not make the
  * call), CUDA/NCCL/CUBLAS (D and the gathered view then hold unspecified
- * values and the plan is unusable). */
+ * values and the plan is unusable). A call that fails after it began, on
+ * a context of more than one rank, also stops the context, as a timeout
+ * does (tpla_ctx_abort): the peers' calls that wait for its steps end at
+ * once with REMOTE instead of at their timeout. The same holds for
+ * tpla_gemm_rs and tpla_gemm_ar. */
 TPLA_API tpla_status_t tpla_ag_gemm(tpla_ag_gemm_plan_t plan, tpla_matrix_t d,
                                     tpla_matrix_t a_local, tpla_matrix_t b,
                                     const tpla_overlap_args_t *args, void *stream);

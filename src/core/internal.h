@@ -29,6 +29,9 @@
 /* Record "fn: message" as the thread's last error and return `status`. */
 tpla_status_t tpla_fail(tpla_status_t status, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Sets the last-error message back to `message` (saved from tpla_last_error()), word for
+ * word: after cleanup that may have failed calls of its own. Returns status. */
+tpla_status_t tpla_fail_again(tpla_status_t status, const char *message);
 /* Clear the thread's last error (every public call starts with this). */
 void tpla_clear_error(void);
 /* msg[size] = the formatted text (a rank's reason, exchanged at plan

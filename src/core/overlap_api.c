@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static bool fp8_dtype(tpla_dtype_t t) { return t == TPLA_FLOAT8_E4M3 || t == TPLA_FLOAT8_E5M2; }
@@ -148,9 +149,17 @@ static tpla_status_t check_call(const char *fn, ovl_plan_t *p, ovl_call_t *call,
    * view passed back in would be overwritten while it is read */
   tpla_matrix_t own[2];
   ovl_plan_memory(p, &own[0], &own[1]);
-  const tpla_matrix_t *views[4] = {d, a, b, p->bias ? &bias : NULL};
-  const char *names[4] = {d_name, a_name, "b", "args->bias"};
+  const tpla_fp8_scaling_t *f = &args->fp8; /* the FP8 scalars: a gathered scale, say */
+  tpla_matrix_t scalar[4] = {{(void *)f->a_scale, 1, 1, 1, TPLA_FLOAT32},
+                             {(void *)f->b_scale, 1, 1, 1, TPLA_FLOAT32},
+                             {(void *)f->d_scale, 1, 1, 1, TPLA_FLOAT32},
+                             {f->d_amax, 1, 1, 1, TPLA_FLOAT32}};
+  const tpla_matrix_t *views[8] = {d, a, b, p->bias ? &bias : NULL};
+  const char *names[8] = {d_name, a_name, "b", "args->bias", "args->fp8.a_scale",
+                          "args->fp8.b_scale", "args->fp8.d_scale", "args->fp8.d_amax"};
   for (int i = 0; i < 4; i++)
+    views[4 + i] = scalar[i].data != NULL ? &scalar[i] : NULL;
+  for (int i = 0; i < 8; i++)
     for (int j = 0; j < 2 && views[i] != NULL; j++)
       if (tpla_matrices_overlap(views[i], &own[j]))
         return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
@@ -175,6 +184,14 @@ static tpla_status_t run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) 
   if (st == TPLA_SUCCESS) {
     st = ovl_run(p, call, fn);
     ovl_group_exit(p, st != TPLA_SUCCESS);
+    if (st != TPLA_SUCCESS && p->nranks > 1) { /* the peers' calls wait for this one's steps:
+                              stop them now (REMOTE), as a timeout would, not at theirs */
+      char why[sizeof p->ctx->failure.why];
+      snprintf(why, sizeof why, "%s", tpla_last_error());
+      tpla_ctx_fail(p->ctx, st, "rank %d: a call of an overlap plan failed after it began: %s",
+                    p->rank, why);
+      st = tpla_fail_again(st, why); /* the abort may have set a message of its own */
+    }
   }
   tpla_call_end(p->ctx, true, call->stream);
   return st;
@@ -327,7 +344,7 @@ tpla_status_t tpla_allgather_rows(tpla_ctx_t ctx, tpla_matrix_t gathered, tpla_m
                      "), sum %" PRId64 " (gathered has %" PRId64 ")", ctx->rank, rows[ctx->rank],
                      a_local.rows, total, gathered.rows);
   tpla_matrix_t place = ovl_rows_of(gathered, offset, a_local.rows);
-  bool in_place = place.data == a_local.data && a_local.ld == place.ld;
+  bool in_place = place.data == a_local.data && (a_local.ld == place.ld || a_local.rows <= 1);
   if (!in_place && tpla_matrices_overlap(&gathered, &a_local))
     return tpla_fail(TPLA_ERROR_INVALID_ARGUMENT, fn,
                      "argument 'a_local' overlaps 'gathered' away from its place (row %" PRId64

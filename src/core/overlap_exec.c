@@ -550,10 +550,11 @@ tpla_status_t ovl_run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) {
   p->has_gathered = false;
   p->cur_fp8 = c->fp8;
   tpla_status_t st = p->ops->begin(p->xp, p->seq, c->stream, fn);
-  if (st == TPLA_SUCCESS && p->fence_peers)
-    st = fence_peers(p);
-  if (st == TPLA_SUCCESS) {
-    st = stage_b(p, c);
+  if (st == TPLA_SUCCESS) { /* begun: end() below runs whatever fails after this */
+    if (p->fence_peers)
+      st = fence_peers(p);
+    if (st == TPLA_SUCCESS)
+      st = stage_b(p, c);
     if (st == TPLA_SUCCESS)
       st = schedules[p->kind][p->mode == TPLA_OVERLAP_SERIAL](p, c);
     p->fence_peers = false; /* this call's alone */

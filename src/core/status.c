@@ -31,6 +31,12 @@ int tpla_version(void) { return TPLA_VERSION; }
 
 void tpla_clear_error(void) { last_error[0] = '\0'; }
 
+tpla_status_t tpla_fail_again(tpla_status_t status, const char *message) {
+  if (message != last_error)
+    snprintf(last_error, sizeof last_error, "%s", message);
+  return status;
+}
+
 tpla_status_t tpla_msg(char *msg, size_t size, tpla_status_t status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -249,20 +249,22 @@ static tpla_status_t wait_flag(tpla_xport_t *xp, flag_t *f, uint32_t seq, const 
       return tpla_fail(TPLA_ERROR_REMOTE, xp->fn,
                        "rank %d: rank %u gave up on call %" PRIu32 " of the plan (timeout); "
                        "the plan is unusable", xp->rank, aborted - 1, seq);
-    char why[320];
+    char why[320], whom[32] = "";
+    if (peer >= 0) /* a chunk's flag may be written by any peer */
+      snprintf(whom, sizeof whom, " from rank %d", peer);
     if ((round & 63) == 63 && host_group_broken(host_group_of(xp), why, sizeof why))
       return tpla_fail(TPLA_ERROR_REMOTE, xp->fn,
-                       "rank %d stopped waiting for %s from rank %d in call %" PRIu32
+                       "rank %d stopped waiting for %s%s in call %" PRIu32
                        " of the plan: the host group is broken: %s",
-                       xp->rank, what, peer, seq, why);
+                       xp->rank, what, whom, seq, why);
     if ((round & 63) == 63 && now_ms() > deadline) {
       for (int q = 0; q < xp->nranks; q++) /* release everyone else's waits */
         atomic_store_explicit(abort_of(xp, xp->peer_flags[q]), (uint32_t)xp->rank + 1,
                               memory_order_release);
       return tpla_fail(TPLA_ERROR_TIMEOUT, xp->fn,
-                       "rank %d waited %" PRId64 " ms for %s from rank %d in call %" PRIu32
+                       "rank %d waited %" PRId64 " ms for %s%s in call %" PRIu32
                        " of the plan (flag holds %" PRIu32 "): did every rank make the call?",
-                       xp->rank, xp->ctx->cfg.timeout_ms, what, peer, seq,
+                       xp->rank, xp->ctx->cfg.timeout_ms, what, whom, seq,
                        atomic_load_explicit(f, memory_order_relaxed));
     }
     back_off(round);

@@ -110,9 +110,29 @@ static inline int gpu_env_on(const char *name) {
   return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
 }
 
-static inline void gpu_test_no_device(void) {
-  SKIP("no CUDA device (cudaGetDeviceCount gives 0 or fails)");
+/* TPLA_TEST_REQUIRE_GPUS=N: the machine has N GPUs, so a test that needs at most N and
+ * finds fewer FAILS instead of skipping (tests/gpu/run.sh sets it from nvidia-smi; without
+ * it, a machine that shows a test fewer GPUs than it has would pass with its 2-GPU cases
+ * skipped). Unset: 0. */
+static inline int gpu_required(void) {
+  const char *v = getenv("TPLA_TEST_REQUIRE_GPUS");
+  return v != NULL ? atoi(v) : 0;
 }
+
+/* In a test body: skip unless `available` GPUs (or stand-in ranks) cover `need`. */
+#define REQUIRE_GPUS(need, available)                                                    \
+  do {                                                                                   \
+    int need_ = (need), have_ = (available);                                             \
+    if (have_ < need_ && need_ <= gpu_required()) {                                      \
+      TEST_FAIL_("needs %d GPUs, found %d, but TPLA_TEST_REQUIRE_GPUS=%d", need_, have_, \
+                 gpu_required());                                                        \
+      return;                                                                            \
+    }                                                                                    \
+    if (have_ < need_)                                                                   \
+      SKIP("needs %d GPUs, found %d", need_, have_);                                     \
+  } while (0)
+
+static inline void gpu_test_no_device(void) { REQUIRE_GPUS(1, 0); }
 
 /* main's opening: with nothing to run on (`available`: gpu_count(), or a host stand-in's
  * ranks), the test's one result is a skip, so CTest reports it skipped, not passed. */
@@ -124,13 +144,6 @@ static inline void gpu_test_no_device(void) {
     }                                         \
   } while (0)
 
-/* In a test body: skip unless `available` GPUs (or stand-in ranks) cover `need`. */
-#define REQUIRE_GPUS(need, available)                         \
-  do {                                                        \
-    int need_ = (need), have_ = (available);                  \
-    if (have_ < need_)                                        \
-      SKIP("needs %d GPUs, found %d", need_, have_);          \
-  } while (0)
 
 /* ---- device memory growth ---------------------------------------------------------- */
 

@@ -3,8 +3,8 @@
  * library's Newton-Schulz code: the coefficient sets and the scalar map
  * (ns_presets_ref.h), a float64 Newton-Schulz iteration (the same map,
  * computed as X <- a X + (b A + c A^2) X on the short-side Gram), relative
- * Frobenius differences, and (with LAPACK) singular values and the
- * interval the scalar polynomial predicts for them.
+ * Frobenius differences, and (with LAPACK) singular values, the
+ * interval the scalar polynomial predicts for them, and the polar factor.
  *
  * Header-only (static functions), host memory only, no CUDA.
  */
@@ -133,6 +133,41 @@ static inline bool ref_singular_values(const double *x, int64_t m, int64_t n, do
             1);
   bool ok = work != NULL && info == 0;
   free(a);
+  free(work);
+  return ok;
+}
+
+/* The polar factor U V^T of x (m x n row-major, full rank) from its SVD
+ * x = U S V^T, into out (m x n row-major); false if LAPACK fails or memory
+ * runs out. Read column-major, x is A = X^T (n x m) = V S U^T, whose
+ * U_A VT_A (n x m, column-major) is V U^T: in memory, X's polar factor
+ * row-major. */
+static inline bool ref_polar_factor(const double *x, int64_t m, int64_t n, double *out) {
+  int im = (int)m, in = (int)n, k = (int)(m < n ? m : n), info = 0, lwork = -1;
+  double query = 0.0;
+  double *a = malloc(sizeof(double) * (size_t)(m * n)), *sv = malloc(sizeof(double) * (size_t)k);
+  double *u = malloc(sizeof(double) * (size_t)(n * k)), *vt = malloc(sizeof(double) * (size_t)(k * m));
+  bool ok = a && sv && u && vt;
+  if (ok) {
+    memcpy(a, x, sizeof(double) * (size_t)(m * n));
+    dgesvd_("S", "S", &in, &im, a, &in, sv, u, &in, vt, &k, &query, &lwork, &info, 1, 1);
+    lwork = info == 0 ? (int)query + 1 : 0;
+  }
+  double *work = ok && lwork > 0 ? malloc(sizeof(double) * (size_t)lwork) : NULL;
+  if (work != NULL)
+    dgesvd_("S", "S", &in, &im, a, &in, sv, u, &in, vt, &k, work, &lwork, &info, 1, 1);
+  ok = work != NULL && info == 0;
+  for (int64_t j = 0; ok && j < m; j++) /* column j of U_A VT_A: out[j * n .. + n) */
+    for (int64_t i = 0; i < n; i++) {
+      double acc = 0.0;
+      for (int t = 0; t < k; t++)
+        acc += u[(int64_t)t * n + i] * vt[j * k + t];
+      out[j * n + i] = acc;
+    }
+  free(a);
+  free(sv);
+  free(u);
+  free(vt);
   free(work);
   return ok;
 }

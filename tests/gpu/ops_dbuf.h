@@ -44,8 +44,7 @@ static cudaStream_t g_stream;
 /* The first test of each program: skipped without a GPU, else creates the
  * context (a failure here fails every later test through NEED_CTX). */
 static inline void test_create_single_rank_context(void) {
-  if (gpu_count() == 0)
-    SKIP("no CUDA device");
+  REQUIRE_GPUS(1, gpu_count());
   g_state = SETUP_FAILED;
   tpla_unique_id_t id;
   ASSERT_TRUE(cudaSetDevice(0) == cudaSuccess);

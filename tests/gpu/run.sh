@@ -7,8 +7,10 @@
 # 2. runs every CTest test (unit + gpu) with CUDA_VISIBLE_DEVICES=0, then
 #    again with all the GPUs the machine gives us;
 # 3. runs the MPI test under `mpirun -np 2` (if MPI was found);
-# 4. with --memcheck, runs MEMCHECK_TESTS (the GEMM, ops and NS tests) under
-#    compute-sanitizer memcheck.
+# 4. with --memcheck, runs MEMCHECK_TESTS (GEMM, ops, NS, FP8 and the overlap
+#    tests, TPLA_TEST_QUICK=1) under compute-sanitizer memcheck, and
+#    RACECHECK_TESTS (the kernels with shared memory) under racecheck, on one
+#    GPU; a test of the lists that was not built fails the step.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends). Logs go to
 # $OUT if set, else ./gpu-logs. Needs only cmake, a C compiler, the CUDA
 # toolkit and NCCL (and mpirun for step 3); installs nothing. The last line
@@ -19,7 +21,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build-gpu"
 LOGS="${OUT:-$PWD/gpu-logs}"
 MEMCHECK=0
-MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch"}
+MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch test_gpu_fp8 test_gpu_overlap test_gpu_overlap_groups test_gpu_overlap_mlp"}
+RACECHECK_TESTS=${RACECHECK_TESTS:-"test_gpu_norm test_gpu_ops_batch test_gpu_fp8_kernels"}
 CLEAN=1
 for arg in "$@"; do
   case "$arg" in
@@ -34,6 +37,9 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 # Keep whatever device list the machine imposes for the "all GPUs" runs.
 ALL_GPUS_SET=${CUDA_VISIBLE_DEVICES+x}
 ALL_GPUS=${CUDA_VISIBLE_DEVICES-}
+# The one-GPU steps: the first GPU the machine gives us, not physical GPU 0.
+FIRST_GPU=0
+[ -n "$ALL_GPUS" ] && FIRST_GPU=${ALL_GPUS%%,*}
 JOBS=$(nproc 2>/dev/null || echo 4)
 
 PASSED=0
@@ -74,7 +80,18 @@ finish() {
   command -v nvcc && nvcc --version | tail -n 2
   cmake --version | head -n 1
 } > "$LOGS/machine.log" 2>&1
-note "machine: $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s) listed; details in machine.log"
+LISTED=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
+# The GPUs the "all GPUs" steps may use: those listed, or CUDA_VISIBLE_DEVICES's if it names
+# fewer. A test that needs no more than that and finds fewer fails instead of skipping
+# (TPLA_TEST_REQUIRE_GPUS, tests/gpu/gpu_util.h): a machine that hides a GPU must not pass
+# with the 2-GPU cases skipped.
+USABLE=$LISTED
+if [ -n "$ALL_GPUS_SET" ]; then
+  named=$(echo "$ALL_GPUS" | tr ',' '\n' | grep -c . || true)
+  [ "$named" -lt "$USABLE" ] && USABLE=$named
+fi
+ONE=$(( LISTED > 0 ? 1 : 0 ))
+note "machine: $LISTED GPU(s) listed, $USABLE usable by the all-GPUs steps; details in machine.log"
 
 # ---- configure and build ----------------------------------------------------------
 [ "$CLEAN" -eq 1 ] && rm -rf "$BUILD"
@@ -84,6 +101,9 @@ if ! cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON \
   show_tail "$LOGS/configure.log"
   fail_step "configure"
   finish
+fi
+if grep -q "no LAPACK found" "$LOGS/configure.log"; then
+  fail_step "configure: no LAPACK, so the GPU tests' SVD checks would be left out"
 fi
 note "build (-j$JOBS)"
 if ! cmake --build "$BUILD" -j "$JOBS" > "$LOGS/build.log" 2>&1; then
@@ -122,13 +142,15 @@ count_ctest() {
   [ "$failed" -gt 0 ] && show_tail "$log" 80
 }
 
-note "ctest, CUDA_VISIBLE_DEVICES=0"
-(cd "$BUILD" && CUDA_VISIBLE_DEVICES=0 ctest --output-on-failure --no-tests=error) \
+note "ctest, CUDA_VISIBLE_DEVICES=$FIRST_GPU"
+(cd "$BUILD" && CUDA_VISIBLE_DEVICES=$FIRST_GPU TPLA_TEST_REQUIRE_GPUS=$ONE ctest --output-on-failure \
+  --no-tests=error) \
   > "$LOGS/ctest-1gpu.log" 2>&1
 count_ctest "$LOGS/ctest-1gpu.log" "ctest 1 GPU"
 
 note "ctest, all GPUs (${ALL_GPUS:-unrestricted})"
-(cd "$BUILD" && with_all_gpus ctest --output-on-failure --no-tests=error) \
+(cd "$BUILD" && TPLA_TEST_REQUIRE_GPUS=$USABLE with_all_gpus ctest --output-on-failure \
+  --no-tests=error) \
   > "$LOGS/ctest-all.log" 2>&1
 count_ctest "$LOGS/ctest-all.log" "ctest all GPUs"
 
@@ -149,6 +171,9 @@ else
   rc=$?
   if [ $rc -eq 0 ]; then
     PASSED=$((PASSED + 1)); note "mpi: passed"
+  elif [ "$USABLE" -ge 2 ] && { [ $rc -eq 77 ] || grep -q "^skip test_gpu_mpi" "$LOGS/mpi.log"; }; then
+    show_tail "$LOGS/mpi.log" 20
+    fail_step "mpi: test_gpu_mpi skipped with $USABLE GPUs usable"
   elif [ $rc -eq 77 ] || grep -q "^skip test_gpu_mpi" "$LOGS/mpi.log"; then
     SKIPPED=$((SKIPPED + 1)); note "mpi: skipped ($(grep -m1 '^skip' "$LOGS/mpi.log"))"
   else
@@ -170,21 +195,29 @@ if [ "$MEMCHECK" -eq 1 ]; then
   else
     # API errors are not reported: tests provoke some on purpose (an
     # out-of-memory context) and NCCL probes kernels; memory errors are.
-    for t in $MEMCHECK_TESTS; do
-      [ -x "$BUILD/tests/$t" ] || continue
-      note "memcheck: compute-sanitizer --tool memcheck $t (slow)"
-      CUDA_VISIBLE_DEVICES=0 TPLA_TEST_NO_WATCHDOG=1 TPLA_TEST_SANITIZER=1 timeout 1800 \
-        "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 "$BUILD/tests/$t" \
-        > "$LOGS/memcheck-$t.log" 2>&1
-      rc=$?
-      if [ $rc -eq 0 ]; then
-        PASSED=$((PASSED + 1)); note "memcheck $t: clean"
-      elif [ $rc -eq 77 ]; then
-        SKIPPED=$((SKIPPED + 1)); note "memcheck $t: skipped (no GPU)"
-      else
-        show_tail "$LOGS/memcheck-$t.log" 60
-        fail_step "memcheck: $t (exit $rc)"
-      fi
+    for tool in memcheck racecheck; do
+      list=$MEMCHECK_TESTS
+      [ "$tool" = racecheck ] && list=$RACECHECK_TESTS
+      for t in $list; do
+        if [ ! -x "$BUILD/tests/$t" ]; then
+          fail_step "$tool: $t was not built"
+          continue
+        fi
+        note "$tool: compute-sanitizer --tool $tool $t (slow)"
+        CUDA_VISIBLE_DEVICES=$FIRST_GPU TPLA_TEST_NO_WATCHDOG=1 TPLA_TEST_SANITIZER=1 \
+          TPLA_TEST_QUICK=1 TPLA_TEST_REQUIRE_GPUS=$ONE timeout 1800 "$SAN" --tool "$tool" \
+          --report-api-errors no --error-exitcode 99 "$BUILD/tests/$t" \
+          > "$LOGS/$tool-$t.log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ]; then
+          PASSED=$((PASSED + 1)); note "$tool $t: clean"
+        elif [ $rc -eq 77 ]; then
+          SKIPPED=$((SKIPPED + 1)); note "$tool $t: skipped (no GPU)"
+        else
+          show_tail "$LOGS/$tool-$t.log" 60
+          fail_step "$tool: $t (exit $rc)"
+        fi
+      done
     done
   fi
 fi

@@ -115,8 +115,7 @@ static void *a2a_thread(void *p) {
 static void test_alltoallv_across_gpus(void) {
   int devices = 0;
   ASSERT_TRUE(cudaGetDeviceCount(&devices) == cudaSuccess);
-  if (devices < 2)
-    SKIP("alltoallv across GPUs needs 2 devices, found %d", devices);
+  REQUIRE_GPUS(2, devices);
   int n = devices < 4 ? devices : 4;
   a2a_rank_t ranks[4];
   pthread_t threads[4];

@@ -227,8 +227,10 @@ static int run_case(const fp8_case_t *c, gpu_rng_t *rng, fp8_result_t *res, int 
   double ds = 1.0;
   if (is_fp8(c->td) && c->d_scale && amax_ref > 0)
     ds = ldexp(1, (int)floor(log2(fp8_max(c->td) / 4 / amax_ref)));
-  float scalars[16] = {(float)sa};  /* 16 bytes apart (cuBLASLt); amax -1 = never written */
-  scalars[4] = (float)sb, scalars[8] = (float)ds, scalars[12] = -1.0f;
+  /* 16 bytes apart (cuBLASLt); amax starts above any result: one kept = never written,
+   * and a max with what the slot held (an amax that accumulates) fails too */
+  float scalars[16] = {(float)sa};
+  scalars[4] = (float)sb, scalars[8] = (float)ds, scalars[12] = 1e30f;
   failed += CUDA_FAILED(gpu_upload(g_scalars, scalars, sizeof scalars));
   tpla_gemm_args_t args = TPLA_GEMM_ARGS_INIT;
   args.alpha = c->alpha;
@@ -305,7 +307,7 @@ static int run_case(const fp8_case_t *c, gpu_rng_t *rng, fp8_result_t *res, int 
     printf(", amax %.7g vs ref %.7g (tol %.3g)", (double)amax_got, amax_ref, amax_tol);
     if (!(fabs((double)amax_got - amax_ref) <= amax_tol)) {
       fprintf(stderr, "\n  %s: d_amax %.9g, want %.9g (tol %.3g)%s\n", name, (double)amax_got,
-              amax_ref, amax_tol, amax_got == -1.0f ? ": never written" : "");
+              amax_ref, amax_tol, amax_got == 1e30f ? ": never written, or a max with the old value" : "");
       bad++;
     }
   }

@@ -131,7 +131,12 @@ static int loop_body(rank_env_t *e, void *arg) {
     CHECK(&failures, pws1 == pws0, "rank %d: plan workspace %zu -> %zu bytes", r, pws0, pws1);
     CHECK(&failures, gpu_steady_ok(&g, r), "rank %d: free device memory shrank over windows of "
           "200 calls (the last: %zu -> %zu bytes)", r, g.before, g.after);
-    double err = shard_error(e, &s, s.dout);
+    /* and one more into a poisoned output: the loop's last call rewrote what the first
+     * one left there, so only this shows the calls still compute */
+    int poisoned = team_fill(e, s.dout, 0xFF, s.bytes) == 0; /* the call is collective */
+    failed = TPLA_FAILED(tpla_ns_execute_out(plan, s.out, s.x, e->stream)) ||
+             team_drain(e, "the call after the loop") || !poisoned;
+    double err = failed ? -1.0 : shard_error(e, &s, s.dout);
     CHECK(&failures, err >= 0 && err <= TOL_BF16, "rank %d: after 200 calls: error %.3e", r, err);
     if (r == 0)
       printf("# %d rank%s: 200 calls, workspace %zu bytes (context %zu), error %.2e\n",

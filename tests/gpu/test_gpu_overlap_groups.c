@@ -144,16 +144,18 @@ static int body(gt_rank_t *r, void *arg) {
                                : tpla_gemm_ar(mb[i].ar, mb[i].d, a, mb[i].b, &args[i], r->stream);
       failures += TPLA_FAILED(st);
     }
-  /* the AG plan once more, last: its gathered view is then the group's */
+  /* the AG plan once more, last, on the other sign (a call that wrote nothing would leave
+   * the last round's D): its gathered view is then the group's */
   int ag = 1;
   if (failures == 0)
-    failures += TPLA_FAILED(tpla_ag_gemm(mb[ag].ag, mb[ag].d, mb[ag].a[(rounds - 1) % 2],
-                                         mb[ag].b, &args[ag], r->stream));
+    failures += TPLA_FAILED(tpla_ag_gemm(mb[ag].ag, mb[ag].d, mb[ag].a[rounds % 2], mb[ag].b,
+                                         &args[ag], r->stream));
   failures += gt_sync(r, "the calls");
-  double sign = rounds % 2 ? 1.0 : -1.0;
+  double last_round = rounds % 2 ? 1.0 : -1.0, sign = -last_round; /* sign: the AG's */
   for (int i = 0; i < NPLANS && failures == 0; i++) {
     double *out = gt_download(mb[i].d, &failures);
-    double worst = out ? check_output(&cases[i], P, me, &in[i], out, sign) : INFINITY;
+    double worst = out ? check_output(&cases[i], P, me, &in[i], out, i == ag ? sign : last_round)
+                       : INFINITY;
     if (!(worst <= 1.0)) {
       fprintf(stderr, "  rank %d: %s in the group: error %.3g x the rounding bound\n", me,
               kind_name(cases[i].kind), worst);

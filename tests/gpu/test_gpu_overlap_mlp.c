@@ -14,7 +14,8 @@
  * relative to the output's largest element), for bf16 and fp32, with
  * uneven sequence and feature splits; the context counters must show one
  * all-gather and one reduce-scatter per pass: the wgrads gather nothing.
- * A warm-up runs each wgrad GEMM once first (why: see tp_body).
+ * A warm-up runs each wgrad GEMM once first (why: see tp_body), on -x and -dy, and the
+ * outputs are NaN before the checked pass: nothing it leaves passes for a result.
  *
  * Run: build/tests/test_gpu_overlap_mlp (exits 77 without a GPU).
  */
@@ -94,6 +95,11 @@ static int tp_body(gt_rank_t *r, void *arg) {
   double *hw2 = block(m->W2, F, 0, H, fo, fp), *hdy = block(m->dY, H, so, sp, 0, H);
   tpla_matrix_t x = dev(hx, sp, H, t, &f), w1 = dev(hw1, fp, H, t, &f);
   tpla_matrix_t w2 = dev(hw2, H, fp, t, &f), dy = dev(hdy, sp, H, t, &f);
+  for (int64_t i = 0; i < sp * H; i++)
+    hx[i] = -hx[i], hdy[i] = -hdy[i];
+  /* the warm-up's inputs: -x and -dy, so that what it leaves behind (outputs, gathered
+   * views) is wrong for the pass that is checked */
+  tpla_matrix_t neg_x = dev(hx, sp, H, t, &f), neg_dy = dev(hdy, sp, H, t, &f);
   free(hx), free(hw1), free(hw2), free(hdy);
   tpla_matrix_t h = dev(NULL, S, fp, t, &f), y = dev(NULL, sp, H, t, &f);
   tpla_matrix_t dh = dev(NULL, S, fp, t, &f), dw2 = dev(NULL, H, fp, t, &f);
@@ -132,7 +138,8 @@ static int tp_body(gt_rank_t *r, void *arg) {
     gt_step(r, pass ? "MLP: warm-up, wgrad on x" : "MLP: warm-up, wgrad on dy");
     tpla_ag_gemm_plan_t agp = pass ? fwd_ag : bwd_ag;
     tpla_matrix_t g;
-    f += TPLA_FAILED(tpla_ag_gemm(agp, pass ? h : dh, pass ? x : dy, pass ? w1 : w2, NULL, st));
+    f += TPLA_FAILED(
+        tpla_ag_gemm(agp, pass ? h : dh, pass ? neg_x : neg_dy, pass ? w1 : w2, NULL, st));
     f += sync_stream_timeout(r->stream, 60, "warm-up all-gather");
     gt_barrier(r);
     f += TPLA_FAILED(tpla_ag_gemm_gathered(agp, &g));
@@ -142,6 +149,10 @@ static int tp_body(gt_rank_t *r, void *arg) {
     f += sync_stream_timeout(r->stream, 60, "warm-up wgrad");
     gt_barrier(r);
   }
+  tpla_matrix_t outs[NOUT] = {h, y, dh, dw2, dx, dw1};
+  for (int i = 0; i < NOUT; i++) /* NaN: an output the checked pass does not write fails */
+    f += CUDA_FAILED(gpu_fill(outs[i].data, 0xFF, (size_t)(outs[i].rows * outs[i].ld) *
+                                                      tpla_dtype_size(t)));
   tpla_counters_t c0 = TPLA_COUNTERS_INIT, c1 = TPLA_COUNTERS_INIT, c2 = TPLA_COUNTERS_INIT;
   tpla_ctx_get_counters(r->ctx, &c0);
   if (f == 0) { /* forward */
@@ -179,7 +190,6 @@ static int tp_body(gt_rank_t *r, void *arg) {
   m->reduce_scatters[me][1] = c2.reduce_scatters - c1.reduce_scatters;
   gt_step(r, "MLP: sync and downloads");
   f += sync_stream_timeout(r->stream, 120, "tensor-parallel MLP");
-  tpla_matrix_t outs[NOUT] = {h, y, dh, dw2, dx, dw1};
   for (int i = 0; i < NOUT; i++)
     m->shard[me][i] = f == 0 ? gt_download(outs[i], &f) : NULL;
   gt_barrier(r); /* no plan goes while a peer may still use it */
@@ -190,6 +200,7 @@ static int tp_body(gt_rank_t *r, void *arg) {
   for (int i = 0; i < NOUT; i++)
     cudaFree(outs[i].data);
   cudaFree(x.data), cudaFree(w1.data), cudaFree(w2.data), cudaFree(dy.data);
+  cudaFree(neg_x.data), cudaFree(neg_dy.data);
   gt_barrier_at(r, "after the frees"); /* cudaFree waits for peer GPUs in one process */
   return f;
 }

@@ -266,7 +266,7 @@ static inline tpla_dtype_t gt_b_dtype(const gcase_t *c) {
   return c->dtype == TPLA_FLOAT8_E5M2 ? TPLA_FLOAT8_E4M3 : c->dtype;
 }
 static inline double gt_a_scale(const gcase_t *c, int q) {
-  return gt_fp8(c->dtype) ? 0.5 + 0.25 * q : 1.0;
+  return gt_fp8(c->dtype) ? 0.5 + 2.0 * q : 1.0; /* rank 1's above 1 (2.5) */
 }
 static inline double gt_b_scale(const gcase_t *c) { return gt_fp8(c->dtype) ? 0.75 : 1.0; }
 
@@ -311,7 +311,8 @@ static inline double unit(tpla_dtype_t t) { return unit_roundoff(t); }
 /* The mean signed rounding error of half-precision outputs over every case
  * checked so far (all ranks): sum of (d - ref) sign(ref) / (u |ref|) over the
  * elements whose rounding dominates (|ref| at least half the sum of |terms|,
- * in the normal range). Round to nearest even keeps it near 0; a truncating
+ * in the normal range) and whose value is mostly a sum of at least 4 products
+ * (see test_overlap_fuzz.c). Round to nearest even keeps it near 0; a truncating
  * epilogue or fold store drifts toward -0.5 while the per-element bound still
  * passes it (review 87). gt_rounding_drift_ok() judges it. */
 static pthread_mutex_t gt_drift_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -375,7 +376,8 @@ static inline double check_output(const gcase_t *c, int P, int r, const inputs_t
       double scale = fabs(c->alpha) * sa + fabs(c->beta * d0) + fabs(bias) + 1e-30;
       double err = fabs(d[i * c->n + j] - ref) / (factor * scale);
       worst = isnan(err) ? INFINITY : fmax(worst, err);
-      if (half && err <= 1.0 && fabs(ref) >= 0.5 * scale && fabs(ref) >= 0x1p-14) {
+      if (half && err <= 1.0 && ktot >= 4 && fabs(c->alpha * s) >= 0.5 * scale &&
+          fabs(ref) >= 0.5 * scale && fabs(ref) >= 0x1p-14) { /* why: test_overlap_fuzz.c */
         double signed_err = (d[i * c->n + j] - ref) * (ref > 0 ? 1.0 : -1.0);
         drift += signed_err / (unit(c->d_dtype) * fabs(ref));
         drift_n++;
@@ -488,6 +490,8 @@ static inline int run_case(gt_rank_t *r, const gcase_t *c, tpla_overlap_info_t *
         failures += gpu_steady_begin(&g);
         tpla_ctx_workspace_bytes(r->ctx, &ws_early);
       }
+      if (args.fp8.d_amax != NULL) /* 3.4e38, above any result: the amax is overwritten */
+        failures += CUDA_FAILED(cudaMemsetAsync(args.fp8.d_amax, 0x7F, 4, r->stream));
       if (call > 0 && c->beta != 0.0f) /* D back to D0 (stream-ordered): every call sees it */
         failures += CUDA_FAILED(cudaMemcpyAsync(d.data, d0.data, d_bytes,
                                                 cudaMemcpyDeviceToDevice, r->stream));

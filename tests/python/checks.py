@@ -528,6 +528,9 @@ ALL = [check_communicator, check_ns_numerics, check_ns_errors, check_overlap_ops
 
 def run_all(rank, world, device, names=None):
     """Run the checks named (default all); returns {name: (ok, info or error)}."""
+    unknown = set(names or ()) - {fn.__name__ for fn in ALL}
+    if unknown:  # a misspelt name would run nothing and pass
+        raise ValueError("no such check: %s" % ", ".join(sorted(unknown)))
     out = {}
     for fn in ALL:
         if names and fn.__name__ not in names:

@@ -297,6 +297,19 @@ static int errors_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   EXPECT(tpla_ag_gemm(plan, d, a, b, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
   const float *scales = NULL;
   EXPECT(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_ERROR_INVALID_USAGE); /* no call yet */
+  /* the gathered scales passed back in, as the next call's a_scale: the call rewrites them
+   * while it reads them (review 92) */
+  tpla_matrix_t d_out = oc_alloc(4 * nranks, 8, 0, TPLA_BFLOAT16);
+  args = (tpla_overlap_args_t)TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.a_scale = args.fp8.b_scale = &scale;
+  EXPECT(tpla_ag_gemm(plan, d_out, a, b, &args, NULL), TPLA_SUCCESS);
+  EXPECT(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_SUCCESS);
+  args.fp8.a_scale = scales;
+  EXPECT(tpla_ag_gemm(plan, d_out, a, b, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  args.fp8.a_scale = &scale;
+  args.fp8.d_amax = (float *)scales + TPLA_FP8_SCALE_STRIDE * (nranks - 1);
+  EXPECT(tpla_ag_gemm(plan, d_out, a, b, &args, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  free(d_out.data);
   tpla_ag_gemm_plan_destroy(plan);
   /* E5M2 x E5M2 */
   desc.dtype = TPLA_FLOAT8_E5M2;
