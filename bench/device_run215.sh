@@ -14,6 +14,6 @@ rm -rf $m && cp -r "$PWD" $m && rm -rf $m/build-gpu
 bounded ${LIMIT:-520} "$L/mutate.log" python3 bench/gpu_mutate.py "${MUTANTS:-bench/gpu_mutants.json}" $m \
   $m/build-gpu "$L/mutants" --timeout 90 ${ONLY:+--only "$ONLY"}
 say "gpu_mutate: exit $? ($(el))"
-grep -E "^baseline|^\| |^totals" "$L/mutate.log" >> "$S"
+grep -E "^baseline|^M[0-9]+ |^totals" "$L/mutate.log" >> "$S"
 pack
 cat "$S"
