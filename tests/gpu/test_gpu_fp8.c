@@ -436,7 +436,7 @@ static void test_fp8_null_scales(void) {
   float amax = 0;
   ASSERT_EQ_INT(cudaMemcpy(&amax, g_scalars + 12, sizeof amax, cudaMemcpyDeviceToHost),
                 cudaSuccess);
-  ASSERT_EQ_INT(amax == -1.0f, 1);
+  ASSERT_EQ_INT(amax == 1e30f, 1); /* as run_case left it: not written */
 }
 
 /* cuBLASLt takes only 16-byte aligned scale pointers: a scale 4 bytes into

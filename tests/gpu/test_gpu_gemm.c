@@ -212,6 +212,10 @@ static void test_gemm_k_zero(void) {
   gemm_case_t zero = {19, 23, 0, TPLA_FLOAT16, TPLA_FLOAT16, TPLA_OP_T, TPLA_OP_N, 0, 0, 3,
                       0, 0, 1, 1.0f, 0.0f, 0, 1};
   ASSERT_EQ_INT(run_case(&zero, &rng), 0); /* NaN-poisoned D becomes exact zeros */
+  /* more columns and rows than one block walks: every block scales its own part once */
+  gemm_case_t wide = {300, 700, 0, TPLA_BFLOAT16, TPLA_FLOAT32, TPLA_OP_N, TPLA_OP_N, 0, 0, 2,
+                      0, 0, 0, 1.0f, 0.5f, 0, 0};
+  ASSERT_EQ_INT(run_case(&wide, &rng), 0);
 }
 
 /* Device buffers for the cache and loop tests: bf16 A (m x k), B (k x n),
