@@ -6,9 +6,9 @@
 # (seconds for all of them, default 520).
 # Run in the repository root (no carry): bash bench/device_run215.sh
 set -u
-. bench/device_lib.sh 215
+. bench/device_lib.sh "${RUN:-215}" # RUN: this script again under another run number
 export CUDA_VISIBLE_DEVICES=0 TPLA_TEST_REQUIRE_GPUS=1
-m=/tmp/run215-tree
+m=/tmp/run${RUN:-215}-tree
 rm -rf $m && cp -r "$PWD" $m && rm -rf $m/build-gpu
 (cd $m && gpu_build tpla_testlib)
 bounded ${LIMIT:-520} "$L/mutate.log" python3 bench/gpu_mutate.py "${MUTANTS:-bench/gpu_mutants.json}" $m \
