@@ -381,6 +381,25 @@ static void test_fp8_odd_shapes(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* The TN layout cuBLASLt reads directly (every size a multiple of 16) with B
+ * off 16-byte alignment, by its pointer or by its ld: B must be staged, not
+ * handed over as it is. */
+static void test_fp8_tn_with_misaligned_b(void) {
+  NEED_FP8();
+  gpu_rng_t rng;
+  gpu_rng_seed(&rng, g_seed + 7);
+  int failures = 0;
+  fp8_result_t r;
+  static const int offs[][2] = {{0, 1}, {0, 8}, {8, 0}}; /* {pad_b, off_b} in bytes */
+  for (int v = 0; v < 3; v++) {
+    fp8_case_t c = {64, 48, 96, E4M3, E4M3, TPLA_BFLOAT16, TPLA_OP_N, TPLA_OP_T, 0,
+                    offs[v][0], 0, 0, offs[v][1], 0, 1.0f, 0.0f, TPLA_FP8_ACCUM_SPLIT, 0.5f,
+                    0.75f, 0, 1};
+    failures += run_case(&c, &rng, &r, 0);
+  }
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* Both accumulation modes on a long k into fp32: each within its bound,
  * and split no less accurate than fast. */
 static void test_fp8_split_vs_fast(void) {
@@ -666,6 +685,7 @@ int main(void) {
   TEST(test_fp8_odd_shapes);
   TEST(test_fp8_split_vs_fast);
   TEST(test_fp8_beta_one_fp32);
+  TEST(test_fp8_tn_with_misaligned_b);
   TEST(test_fp8_null_scales);
   TEST(test_fp8_misaligned_scale);
   TEST(test_fp8_e5m2_output);

@@ -130,8 +130,9 @@ static int make_cases(int P, gcase_t *out) {
             c.chunks = 2, c.bias = 1, c.alpha = -1.5f, c.beta = 0.5f, c.calls = 2;
             set_sizes(&c, P, 520, 0, 64, 160, 96);
             break;
-          case 3: /* the serial reference mode */
-            c.mode = TPLA_OVERLAP_SERIAL, c.bias = 1, c.beta = 1.0f, c.calls = 2;
+          case 3: /* the serial reference mode; beta 0.5: on one GPU its fold is the only
+                   * one, and it must scale D (mutation run 216) */
+            c.mode = TPLA_OVERLAP_SERIAL, c.bias = 1, c.beta = 0.5f, c.calls = 2;
             set_sizes(&c, P, 129, 383, 200, 56, 144);
             break;
           default: /* automatic chunks, fp32 output, odd leading dimensions */
