@@ -249,3 +249,21 @@ extern "C" cudaError_t tpla_cuda_amax(float *amax, const void *x, tpla_dtype_t d
   default: return cudaErrorInvalidValue;
   }
 }
+
+/* Every kernel above loaded now (see tpla_transport_preload_kernels): an overlapped FP8
+ * call launches them mid-call (the amax after the schedule, the staging of a B whose
+ * pitch the rehearsal's dense B did not have), where a lazy load could wait on a peer. */
+extern "C" cudaError_t tpla_fp8_preload_kernels(void) {
+  cudaFuncAttributes attr;
+  const void *kernels[] = {
+      (const void *)stage_kernel<false>,          (const void *)stage_kernel<true>,
+      (const void *)transpose128_kernel,          (const void *)amax_kernel<float>,
+      (const void *)amax_kernel<__half>,          (const void *)amax_kernel<__nv_bfloat16>,
+      (const void *)amax_kernel<__nv_fp8_e4m3>,   (const void *)amax_kernel<__nv_fp8_e5m2>};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    cudaError_t e = cudaFuncGetAttributes(&attr, kernels[i]);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}

@@ -40,6 +40,8 @@ cudaError_t tpla_cuda_stage_bytes(void *dst, int64_t dst_ld, int64_t dst_rows, i
  * concurrent calls on different streams may target the same *amax. */
 cudaError_t tpla_cuda_amax(float *amax, const void *x, tpla_dtype_t dtype, int64_t rows,
                            int64_t cols, int64_t ld, int accumulate, cudaStream_t stream);
+/* Loads every FP8 kernel (lazy module loading would load each at its first launch). */
+cudaError_t tpla_fp8_preload_kernels(void);
 
 #ifdef __cplusplus
 }

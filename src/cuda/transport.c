@@ -64,6 +64,15 @@ static tpla_status_t follow(tpla_xport_t *xp, cudaStream_t waiter, int source) {
   return TPLA_SUCCESS;
 }
 
+static bool capturing(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &c) != cudaSuccess) {
+    (void)cudaGetLastError(); /* a bad stream: the call's own operations report it */
+    return false;
+  }
+  return c != cudaStreamCaptureStatusNone;
+}
+
 static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_t caller,
                                      const char *fn) {
   tpla_cuda_ctx_t *impl = xp->impl;
@@ -71,10 +80,16 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
     return tpla_fail(TPLA_ERROR_REMOTE, fn, "the context's communicator was aborted after an "
                      "earlier timeout or NCCL error; destroy the context");
   CUDA_TRY(fn, cudaEventRecord(xp->fork, caller));
+  /* A call on another stream than the last one's: every lane also waits for the last call
+   * to end, so that this call's copies and announcements cannot overwrite the window while
+   * the last call's GEMMs still read it (each lane follows only its own earlier work). */
+  bool after_other = xp->joined_valid && xp->joined_on != caller && !capturing(caller);
   for (int s = 0; s < XP_STREAMS; s++) {
     if (!streams_used(xp, s))
       continue;
     CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], xp->fork, 0));
+    if (after_other)
+      CUDA_TRY(fn, cudaStreamWaitEvent(xp->streams[s], xp->joined, 0));
     if (s < 2) /* the compute lanes use the context's GEMM workspace */
       TPLA_TRY(tpla_lt_ctx_follow(impl, xp->streams[s], caller, fn));
   }
@@ -86,15 +101,6 @@ static tpla_status_t begin_on_device(tpla_xport_t *xp, uint32_t seq, cudaStream_
       TPLA_TRY(xp_write(xp, xp->streams[2], xp_ready_word(xp, q, xp->rank), seq,
                         "announce the call to a peer"));
   return TPLA_SUCCESS;
-}
-
-static bool capturing(cudaStream_t stream) {
-  enum cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &c) != cudaSuccess) {
-    (void)cudaGetLastError(); /* a bad stream: the call's own operations report it */
-    return false;
-  }
-  return c != cudaStreamCaptureStatusNone;
 }
 
 /* PEER: the host waits until call seq - in_flight has finished on the device.
@@ -157,6 +163,15 @@ static tpla_status_t xp_end(tpla_xport_t *xp, void *stream) {
     int slot = (int)(atomic_load(&xp->last_seq) % (uint32_t)xp->in_flight);
     cudaError_t e = cudaEventRecord(xp->ended[slot], caller);
     xp->ended_valid[slot] = e == cudaSuccess;
+    if (e != cudaSuccess && first == TPLA_SUCCESS)
+      first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (end of a call)");
+  }
+  if (capturing(caller)) { /* its end exists only in the graph */
+    xp->joined_valid = false;
+  } else {
+    cudaError_t e = cudaEventRecord(xp->joined, caller);
+    xp->joined_valid = e == cudaSuccess;
+    xp->joined_on = caller;
     if (e != cudaSuccess && first == TPLA_SUCCESS)
       first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (end of a call)");
   }
@@ -384,6 +399,9 @@ static tpla_status_t xp_rehearse_begin(tpla_xport_t *xp, size_t scratch_bytes, v
   cudaStream_t st = xp->streams[0];
   tpla_status_t s = tpla_cuda_status(tpla_transport_preload_kernels(), fn,
                                      "cudaFuncGetAttributes (loading the fold kernels)");
+  if (s == TPLA_SUCCESS)
+    s = tpla_cuda_status(tpla_fp8_preload_kernels(), fn,
+                         "cudaFuncGetAttributes (loading the FP8 kernels)");
   /* stream-ordered: cudaMalloc/cudaFree could wait for peer GPUs in one process */
   if (s == TPLA_SUCCESS && scratch_bytes > 0) {
     s = tpla_cuda_status(cudaMallocAsync(scratch, scratch_bytes, st), fn,

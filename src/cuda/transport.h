@@ -70,6 +70,9 @@ struct tpla_xport {
                                  results for each GEMM shape and keeps the fastest */
   cudaEvent_t ended[XP_IN_FLIGHT_MAX]; /* call seq's end on the caller's stream: slot seq % */
   unsigned char ended_valid[XP_IN_FLIGHT_MAX]; /* in_flight; valid once recorded          */
+  cudaEvent_t joined;         /* the last uncaptured call's end on its caller's stream */
+  cudaStream_t joined_on;     /* that stream; NULL: none (or a captured call since) */
+  bool joined_valid;
 };
 
 /* ---- stream memory operations (transport_map.c) -------------------------- */

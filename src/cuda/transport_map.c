@@ -169,6 +169,8 @@ void xp_destroy(tpla_xport_t *xp) {
   }
   if (xp->fork)
     (void)cudaEventDestroy(xp->fork);
+  if (xp->joined)
+    (void)cudaEventDestroy(xp->joined);
   for (int i = 0; i < XP_IN_FLIGHT_MAX; i++)
     if (xp->ended[i])
       (void)cudaEventDestroy(xp->ended[i]);
@@ -222,6 +224,7 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
     STEP(cudaEventCreateWithFlags(&xp->ev[i], cudaEventDisableTiming));
   }
   STEP(cudaEventCreateWithFlags(&xp->fork, cudaEventDisableTiming));
+  STEP(cudaEventCreateWithFlags(&xp->joined, cudaEventDisableTiming));
   xp->in_flight = want_ipc ? xp_in_flight_bound() : 0; /* used once the kind is PEER */
   const char *tune = getenv("TPLA_OVERLAP_TUNE"); /* checked by overlap_desc.c */
   xp->tune = tune != NULL && strcmp(tune, "1") == 0;
