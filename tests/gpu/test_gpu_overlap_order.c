@@ -5,10 +5,12 @@
  * lanes. One rank, each operation (AG+GEMM, GEMM+RS, GEMM+AR) in both
  * modes; the GEMMs are long (k = 8192), D starts as NaN, and the copy must
  * equal D once the device is idle. (Mutation run 216: dropping the join of
- * the lanes into the caller's stream passed every other GPU test.) And calls
- * of one plan on two streams, unsynchronized, each equal to the same call
- * alone (review 93: a call on another stream overwrote the window the last
- * call's GEMMs still read).
+ * the lanes into the caller's stream passed every other GPU test; this test
+ * catches it, run 218.) And calls of one plan on two streams, unsynchronized,
+ * each equal to the same call alone. (Review 93's race, a call on another
+ * stream overwriting the window the last call's GEMMs still read, needs two
+ * ranks: on one the racing lanes carry nothing the GEMMs read, and this test
+ * passed without the fix too, run 217.)
  *
  * Run: build-gpu/tests/test_gpu_overlap_order (exits 77 without a GPU).
  */
