@@ -532,7 +532,12 @@ typedef enum {
  * the Muon quintic): fewer FLOPs when the long side exceeds the short one by
  * more than ~15%, the same polynomial map up to rounding. Restarting from X
  * every two steps keeps its rounding error at the X iteration's level
- * (bench/ns_gram_iteration_study.py). With TPLA_NS_ALGO_GRAM_SHARDED every
+ * (bench/ns_gram_iteration_study.py) when the Gram is the short side's;
+ * forced onto the long side's Gram (GRAM with GRAM_ALLREDUCE on a wide
+ * rows-sharded matrix, or with REDISTRIBUTE on a tall one; AUTO never picks
+ * that pair) with fp16/bf16 input, the update operand rounded to the input
+ * type costs accuracy: 5-14x the X iteration's error measured at 1x53 to
+ * 16x128 (review 94). With TPLA_NS_ALGO_GRAM_SHARDED every
  * s x s product is split across the ranks; AUTO takes that pair only on two
  * ranks whose Gram sums are pulls (tpla_ns_gram_sum_t; measured on 2 H200s,
  * docs/ALGORITHMS.md), otherwise it runs only when both are asked for.

@@ -102,6 +102,8 @@ typedef struct {
   int steps;
   bool gram_iter;        /* TPLA_NS_ITERATE_GRAM (ns_gram_iter.c)           */
   bool pulled;           /* two ranks whose sums and products travel by pulls (ns_pull.c) */
+  bool ring;             /* columns sharded: GATHER passes the blocks around a ring of
+                            P - 1 sendrecv hops (ns_dist.c), not one all-gather */
 } ns_shape_t;
 
 /* Estimated seconds of one execute with algorithm `a` (never AUTO); LOCAL:

@@ -291,12 +291,17 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
                   : gram_allreduce_cost(mach, sh, sh->M, cols));
   }
   case TPLA_NS_ALGO_GATHER: {
-    int64_t least = sh->rows[0];
-    for (int q = 1; q < P; q++)
+    int64_t least = sh->rows[0], most = sh->rows[0];
+    for (int q = 1; q < P; q++) {
       least = sh->rows[q] < least ? sh->rows[q] : least;
-    double in = ((double)sh->M - (double)least) * (double)sh->N * e;
+      most = sh->rows[q] > most ? sh->rows[q] : most;
+    }
+    /* one all-gather; or P - 1 hops, each as long as the largest block (every block
+     * travels P - 1 hops, so some hop carries it at every step) */
+    double gather = sh->ring ? (P - 1) * alltoall_time(mach, P, (double)most * sh->N * e)
+                             : alltoall_time(mach, P, ((double)sh->M - least) * sh->N * e);
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
-    return allreduce_time(mach, P, 4.0) + alltoall_time(mach, P, in) + iterate_time(mach, sh, s, l);
+    return allreduce_time(mach, P, 4.0) + gather + iterate_time(mach, sh, s, l);
   }
   case TPLA_NS_ALGO_AUTO: break;
   }

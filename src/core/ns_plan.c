@@ -232,7 +232,7 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
   }
   bool pulled = windows > 0;
   ns_shape_t sh = {P,     p->M, p->N, parts, p->desc.dtype, p->desc.gram_dtype, p->desc.steps,
-                   false, pulled};
+                   false, pulled, p->trans};
   ns_shape_t one = sh;
   one.nranks = 1;
   ns_resolve(mach, &one, TPLA_NS_ALGO_LOCAL, p->desc.iteration, &p->whole_gram_iter,
