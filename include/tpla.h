@@ -834,7 +834,8 @@ typedef struct {
    * last call with the same b pointer, ld and b_version, so that transposed
    * copy is reused (e.g. a weight's update count: one transpose for the
    * forward and backward calls of a step). 0: always transpose. Ignored by
-   * other plans. */
+   * other plans, and once a call of the plan (or of its window group) was
+   * captured into a CUDA graph (docs/API.md). */
   uint64_t b_version;
 } tpla_overlap_args_t;
 #define TPLA_OVERLAP_ARGS_INIT                                                            \

@@ -134,6 +134,8 @@ struct tpla_xport_ops {
    * graph that this transport's calls cannot be replayed from (PEER: each
    * call's flags carry its number). Asked before a call is counted. */
   bool (*cannot_capture)(const tpla_xport_t *xp, void *stream);
+  /* Optional (NULL: never). Whether `stream` is being captured into a CUDA graph. */
+  bool (*capturing)(void *stream);
   /* Start call `seq` of public function `fn` (named by the messages of the
    * call's operations): lanes follow the work on `stream`; PEER: announce
    * "ready for seq" to every peer. REMOTE once a peer aborted. */
@@ -218,6 +220,8 @@ typedef struct {
     int64_t ld;
     uint64_t b_version;
   } bt_of;
+  bool bt_in_graph;           /* a captured call transposed B: graph replays rewrite the staged
+                                 B^T unseen, so nothing is reused any more (group: the group's) */
   size_t scales_off;          /* FP8 AG: window offset of the nranks A scales */
 
   tpla_xport_t *xp;
@@ -287,6 +291,9 @@ void ovl_group_leave(ovl_plan_t *p);
 tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn);
 void ovl_group_exit(ovl_plan_t *p, bool failed);
 bool ovl_group_holds(const ovl_plan_t *p);
+/* A captured call staged B^T: the plan's (or its group's) staging is a graph's from now on. */
+void ovl_group_mark_graph(ovl_plan_t *p);
+bool ovl_group_in_graph(const ovl_plan_t *p);
 size_t ovl_group_bytes(const ovl_plan_t *p);
 tpla_xport_t *ovl_group_xport(const ovl_plan_t *p);
 /* The memory the plan's calls write (its group's, in a group): this rank's

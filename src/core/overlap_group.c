@@ -37,6 +37,7 @@ struct ovl_group {
   const ovl_plan_t *last;    /* the member whose call last used the buffers (NULL: none since
                                 a member joined) */
   bool broken;               /* a call failed after it started: every member is unusable */
+  bool in_graph;             /* a member's captured call staged its B^T (ovl_plan_t.bt_in_graph) */
   bool listed;               /* in the context's list: since its first member's creation */
   struct {                   /* larger buffers made for the plan being created (`by`): the
                                 group's once its creation succeeds (ovl_group_commit) */
@@ -265,6 +266,16 @@ void ovl_group_exit(ovl_plan_t *p, bool failed) {
 }
 
 bool ovl_group_holds(const ovl_plan_t *p) { return p->group == NULL || p->group->last == p; }
+
+void ovl_group_mark_graph(ovl_plan_t *p) {
+  if (p->group != NULL)
+    p->group->in_graph = true;
+  p->bt_in_graph = true;
+}
+
+bool ovl_group_in_graph(const ovl_plan_t *p) {
+  return p->bt_in_graph || (p->group != NULL && p->group->in_graph);
+}
 
 tpla_xport_t *ovl_group_xport(const ovl_plan_t *p) {
   return p->group != NULL ? p->group->xp : p->xp;

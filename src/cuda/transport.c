@@ -127,6 +127,8 @@ static tpla_status_t wait_in_flight(tpla_xport_t *xp, uint32_t seq, cudaStream_t
   }
 }
 
+static bool xp_capturing(void *stream) { return capturing((cudaStream_t)stream); }
+
 /* A PEER call's flags and waits carry its number (seq) as literal values, so a
  * graph replayed would repeat one call's numbers: its waits would pass on the
  * flags of the last launch, before the peer's pieces. One rank has no flags. */
@@ -492,6 +494,7 @@ const struct tpla_xport_ops tpla_cuda_xport_ops = {
     .stream = xp_stream,
     .peer_window = xp_peer_window,
     .cannot_capture = xp_cannot_capture,
+    .capturing = xp_capturing,
     .begin = xp_begin,
     .end = xp_end,
     .step = xp_step,

@@ -1,0 +1,107 @@
+/*
+ * test_gpu_overlap_graph_bt.c - an FP8 AllGather+GEMM plan with op(B) N
+ * keeps B^T in its staging and reuses it for a call with the same B pointer,
+ * ld and nonzero b_version. CUDA graphs must not fool that cache (review 93):
+ *   - a graph replayed between uncaptured calls rewrites the staged B^T with
+ *     its own B, so an uncaptured call of the cached B must transpose again;
+ *   - a call captured while the cache held its B must transpose inside the
+ *     graph, since uncaptured calls may stage another B before the replay.
+ * One rank; A, B1 and B2 constant (1, 1 and 2 in E4M3), so each D is k or
+ * 2k everywhere, exactly.
+ *
+ * Run: build-gpu/tests/test_gpu_overlap_graph_bt (exits 77 without a GPU).
+ */
+#include "test.h"
+#include "tpla.h"
+
+#ifdef TPLA_HAVE_CUDA
+#include "ops_dbuf.h"
+
+#define DIM 64
+
+/* 0 if every element of the DIM x DIM bf16 D equals want. */
+static int all_equal(const void *d, float want, const char *what) {
+  uint16_t host[DIM * DIM];
+  if (CUDA_FAILED(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost)))
+    return 1;
+  for (int i = 0; i < DIM * DIM; i++) {
+    float got = (float)tpla_load_elem(host, TPLA_BFLOAT16, (size_t)i);
+    if (got != want) {
+      fprintf(stderr, "  %s: D[%d] = %g, want %g (a stale staged B^T?)\n", what, i, got, want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void test_graphs_and_the_staged_b_transpose(void) {
+  NEED_CTX();
+  tpla_features_t feat = TPLA_FEATURES_INIT;
+  ASSERT_OK(tpla_get_features(&feat, 0));
+  if (!feat.fp8)
+    SKIP("device 0 has no FP8 GEMMs");
+  void *a = NULL, *b[2] = {NULL, NULL}, *d = NULL;
+  ASSERT_TRUE(!CUDA_FAILED(cudaMalloc(&a, DIM * DIM)) &&
+              !CUDA_FAILED(cudaMalloc(&b[0], DIM * DIM)) &&
+              !CUDA_FAILED(cudaMalloc(&b[1], DIM * DIM)) &&
+              !CUDA_FAILED(cudaMalloc(&d, DIM * DIM * 2)));
+  ASSERT_TRUE(!CUDA_FAILED(gpu_fill(a, 0x38, DIM * DIM)) &&    /* E4M3 1.0 */
+              !CUDA_FAILED(gpu_fill(b[0], 0x38, DIM * DIM)) && /* 1.0 */
+              !CUDA_FAILED(gpu_fill(b[1], 0x40, DIM * DIM)));  /* 2.0 */
+  tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
+  x.local_rows = DIM, x.k = DIM, x.n = DIM, x.op_b = TPLA_OP_N, x.mode = TPLA_OVERLAP_OVERLAP;
+  x.dtype = TPLA_FLOAT8_E4M3, x.d_dtype = TPLA_BFLOAT16;
+  tpla_ag_gemm_plan_t plan = NULL;
+  ASSERT_OK(tpla_ag_gemm_plan_create(&plan, g_ctx, &x));
+  tpla_matrix_t am = {a, DIM, DIM, DIM, TPLA_FLOAT8_E4M3}, dm = {d, DIM, DIM, DIM, TPLA_BFLOAT16};
+  tpla_matrix_t bm[2] = {{b[0], DIM, DIM, DIM, TPLA_FLOAT8_E4M3},
+                         {b[1], DIM, DIM, DIM, TPLA_FLOAT8_E4M3}};
+  tpla_overlap_args_t args[2] = {TPLA_OVERLAP_ARGS_INIT, TPLA_OVERLAP_ARGS_INIT};
+  args[0].b_version = 1, args[1].b_version = 2;
+  const float want[2] = {DIM, 2 * DIM};
+  int bad = 0;
+  cudaGraph_t graph[2] = {NULL, NULL};
+  cudaGraphExec_t exec[2] = {NULL, NULL};
+  /* 1. B1 staged; a graph of B2; replayed; B1 again uncaptured must not use B2^T */
+  bad |= TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[0], &args[0], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) || all_equal(d, want[0], "B1 staged");
+  bad |= CUDA_FAILED(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal)) ||
+         TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[1], &args[1], g_stream)) ||
+         CUDA_FAILED(cudaStreamEndCapture(g_stream, &graph[0])) ||
+         CUDA_FAILED(cudaGraphInstantiate(&exec[0], graph[0], 0));
+  bad |= bad || CUDA_FAILED(cudaGraphLaunch(exec[0], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) || all_equal(d, want[1], "graph of B2");
+  bad |= bad || TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[0], &args[0], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
+         all_equal(d, want[0], "B1 uncaptured after a replay of B2's graph");
+  /* 2. a graph captured while B1 is staged; B2 staged uncaptured; the replay must be B1's */
+  bad |= bad || CUDA_FAILED(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal)) ||
+         TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[0], &args[0], g_stream)) ||
+         CUDA_FAILED(cudaStreamEndCapture(g_stream, &graph[1])) ||
+         CUDA_FAILED(cudaGraphInstantiate(&exec[1], graph[1], 0));
+  bad |= bad || TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[1], &args[1], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) || all_equal(d, want[1], "B2 uncaptured");
+  bad |= bad || CUDA_FAILED(cudaGraphLaunch(exec[1], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
+         all_equal(d, want[0], "a graph of B1 replayed after B2 was staged");
+  for (int i = 0; i < 2; i++) {
+    if (exec[i])
+      cudaGraphExecDestroy(exec[i]);
+    if (graph[i])
+      cudaGraphDestroy(graph[i]);
+  }
+  tpla_ag_gemm_plan_destroy(plan);
+  cudaFree(a), cudaFree(b[0]), cudaFree(b[1]), cudaFree(d);
+  ASSERT_EQ_INT(bad, 0);
+}
+
+int main(void) {
+  TEST(test_create_single_rank_context);
+  TEST(test_graphs_and_the_staged_b_transpose);
+  destroy_single_rank_context();
+  return test_summary();
+}
+
+#else /* a build without the CUDA executor */
+TEST_MAIN_WITHOUT_CUDA()
+#endif
