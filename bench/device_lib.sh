@@ -67,7 +67,9 @@ patched_build() {
   fi
   rm -rf "$dir" && cp -r "$PWD" "$dir"
   python3 "$patch" "$dir" > "$L/$tag-patch.log" 2>&1
-  say "patch $tag: exit $? $(tail -n 1 "$L/$tag-patch.log")"
+  local rc=$?
+  say "patch $tag: exit $rc $(tail -n 1 "$L/$tag-patch.log")"
+  [ $rc = 0 ] || return 1 # nothing measured on an unpatched copy
   cd "$dir" || return 1
   cmake -S . -B build-exp -DCMAKE_BUILD_TYPE=Release -DTPLA_CUDA=ON > "$L/$tag-configure.log" 2>&1
   cmake --build build-exp -j "$(nproc)" --target tpla_tool > "$L/$tag-build.log" 2>&1

@@ -28,8 +28,14 @@ show_log() {
 }
 
 start=$(date +%s)
+# CMake looks for nvcc on PATH only: the toolkit's usual place too, when PATH lacks it
+cuda_hint=()
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ] &&
+   ! grep -qs '^CMAKE_CUDA_COMPILER:' "$dir/CMakeCache.txt"; then
+  cuda_hint=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+fi
 # shellcheck disable=SC2086 # TPLA_CMAKE_ARGS is a list of options
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release ${TPLA_CMAKE_ARGS:-} "$@" \
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_hint[@]}" ${TPLA_CMAKE_ARGS:-} "$@" \
   >"$dir/configure.log" 2>&1 || show_log "$dir/configure.log"
 cuda=$(sed -n 's/^TPLA_CUDA:BOOL=//p' "$dir/CMakeCache.txt")
 echo "build.sh: building $dir (CUDA executor: ${cuda:-?}; log: $dir/build.log)"

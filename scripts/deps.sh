@@ -17,8 +17,9 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 # unversioned .so, which the -dev package installs, is known to ldconfig or
 # lies in a standard directory.
 have_lib() {
-  { /sbin/ldconfig -p || ldconfig -p; } 2>/dev/null |
-    grep -Eq "[[:space:]]lib($1)\.so[[:space:]]" && return 0
+  local cache # not piped into grep -q: under pipefail its early exit fails the pipe
+  cache=$({ /sbin/ldconfig -p || ldconfig -p; } 2>/dev/null || true)
+  grep -Eq "[[:space:]]lib($1)\.so[[:space:]]" <<<"$cache" && return 0
   local dir name
   for dir in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib \
              /usr/local/lib; do

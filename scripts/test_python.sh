@@ -18,7 +18,8 @@ if [ -z "${TPLA_LIBRARY:-}" ]; then
     { cat "$build/build.log"; exit 1; }
   cmake --build "$build" -j "$(nproc)" --target tpla >>"$build/build.log" 2>&1 ||
     { cat "$build/build.log"; exit 1; }
-  export TPLA_LIBRARY=$PWD/$build/libtpla.so
+  TPLA_LIBRARY=$(cd "$build" && pwd)/libtpla.so # $build may be absolute
+  export TPLA_LIBRARY
 fi
 echo "test_python: TPLA_LIBRARY=$TPLA_LIBRARY"
 

@@ -5,7 +5,8 @@ The library is looked for, in order:
      must load - there is no silent fallback;
   2. the package directory (pip install bundles it there);
   3. ../build*/libtpla.so relative to the repository this package sits in
-     (python/tpla/../../build*), the most recently built first;
+     (python/tpla/../../build*), the most recently built first, sanitizer
+     builds left out;
   4. the system loader path (libtpla.so.0, libtpla.so).
 Structures mirror include/tpla.h field for field (tests/python compares
 their layout with a C compiler's); every struct with a `size` field gets it
@@ -224,9 +225,19 @@ def _candidates():
     found = sorted(here.glob("libtpla.so*"))
     repo = here.parent.parent
     if (repo / "include" / "tpla.h").exists():
-        builds = [p for p in repo.glob("build*/libtpla.so") if p.exists()]
+        builds = [p for p in repo.glob("build*/libtpla.so") if p.exists() and not _sanitized(p)]
         found += sorted(builds, key=lambda p: p.stat().st_mtime, reverse=True)
     return found + ["libtpla.so.0", "libtpla.so"], False
+
+
+def _sanitized(lib):
+    """A build configured with TPLA_SANITIZE=ON: loading its library into an
+    interpreter without the sanitizer runtime ends the process (ASan aborts)
+    instead of raising, so it is never tried unasked (TPLA_LIBRARY still can)."""
+    try:
+        return "TPLA_SANITIZE:BOOL=ON" in (lib.parent / "CMakeCache.txt").read_text()
+    except OSError:
+        return False
 
 
 class Library:

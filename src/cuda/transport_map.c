@@ -342,11 +342,14 @@ static tpla_status_t map_peers(tpla_xport_t *xp, const rec_t *all, const char *f
     }
   }
   cudaStream_t st = xp->streams[0];
-  for (int q = 0; q < xp->nranks; q++)
+  tpla_status_t s = TPLA_SUCCESS;
+  for (int q = 0; q < xp->nranks && s == TPLA_SUCCESS; q++)
     if (q != xp->rank)
-      TPLA_TRY(xp_write(xp, st, xp_step_word(xp, q, xp->nflags), 0u, "test write to a peer"));
-  return tpla_cuda_status(cudaStreamSynchronize(st), fn,
-                          "cudaStreamSynchronize (test writes to the peers' flags)");
+      s = xp_write(xp, st, xp_step_word(xp, q, xp->nflags), 0u, "test write to a peer");
+  /* drained even after a failed enqueue: the caller unmaps the peers next */
+  tpla_status_t synced = tpla_cuda_status(cudaStreamSynchronize(st), fn,
+                                          "cudaStreamSynchronize (test writes to the peers' flags)");
+  return s != TPLA_SUCCESS ? s : synced;
 }
 
 /* Undo map_peers (IPC mappings only; peer access stays enabled). */

@@ -118,6 +118,24 @@ def test_library_not_found_says_what_to_do():
     assert "TPLA_LIBRARY" in out.stdout and "/nonexistent/libtpla.so" in out.stdout
 
 
+def test_library_search_leaves_sanitizer_builds_out(tmp_path, monkeypatch):
+    # a repository whose newest build is an ASan one: loading it into this interpreter
+    # would abort the process (review 95), so the search skips it
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "tpla.h").write_text("")
+    (tmp_path / "python" / "tpla").mkdir(parents=True)
+    for name, sanitize in (("build-plain", "OFF"), ("build-asan", "ON")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "CMakeCache.txt").write_text("TPLA_SANITIZE:BOOL=%s\n" % sanitize)
+        (tmp_path / name / "libtpla.so").write_text("")
+    os.utime(tmp_path / "build-asan" / "libtpla.so", (2e9, 2e9))  # the newest
+    monkeypatch.delenv("TPLA_LIBRARY", raising=False)
+    monkeypatch.setattr(_lib, "__file__", str(tmp_path / "python" / "tpla" / "_lib.py"))
+    found, explicit = _lib._candidates()
+    assert not explicit
+    assert [str(p) for p in found[:-2]] == [str(tmp_path / "build-plain" / "libtpla.so")]
+
+
 @pytest.mark.parametrize("coefficients,steps,table,safety", [
     ("muon", 5, schedule(MUON, 5), 1.0),
     ("muon5", 7, schedule(MUON5, 7), 1.0),
