@@ -1031,7 +1031,8 @@ TPLA_API tpla_status_t tpla_gemm_ar_plan_get_info(tpla_gemm_ar_plan_t plan,
  * values and the plan is unusable). A call that fails after it began, on
  * a context of more than one rank, also stops the context, as a timeout
  * does (tpla_ctx_abort): the peers' calls that wait for its steps end at
- * once with REMOTE instead of at their timeout. Calls of one plan may use
+ * once with REMOTE instead of at their timeout (not a call being captured
+ * into a CUDA graph, which ran nothing). Calls of one plan may use
  * different streams: on the CUDA executor a call on another stream than
  * the plan's previous call waits, on the device, for that call to end (the
  * two share the plan's buffers). The same holds for tpla_gemm_rs and

@@ -31,8 +31,14 @@ start=$(date +%s)
 # CMake looks for nvcc on PATH only: the toolkit's usual place too, when PATH lacks it
 cuda_hint=()
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ] &&
-   ! grep -qs '^CMAKE_CUDA_COMPILER:' "$dir/CMakeCache.txt"; then
+   ! grep -qsE '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$dir/CMakeCache.txt"; then
   cuda_hint=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+fi
+if grep -qs '^TPLA_CUDA:BOOL=OFF' "$dir/CMakeCache.txt" &&
+   [[ " $* ${TPLA_CMAKE_ARGS:-} " != *"TPLA_CUDA=OFF"* ]] &&
+   { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+  echo "build.sh: note: $dir was configured without the CUDA executor (TPLA_CUDA=OFF is" \
+       "cached); remove $dir, or pass -DTPLA_CUDA=ON, to build it" >&2
 fi
 # shellcheck disable=SC2086 # TPLA_CMAKE_ARGS is a list of options
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_hint[@]}" ${TPLA_CMAKE_ARGS:-} "$@" \

@@ -235,9 +235,15 @@ def _sanitized(lib):
     interpreter without the sanitizer runtime ends the process (ASan aborts)
     instead of raising, so it is never tried unasked (TPLA_LIBRARY still can)."""
     try:
-        return "TPLA_SANITIZE:BOOL=ON" in (lib.parent / "CMakeCache.txt").read_text()
+        cache = (lib.parent / "CMakeCache.txt").read_text()
     except OSError:
         return False
+    for line in cache.splitlines():
+        if line.startswith("TPLA_SANITIZE:"):
+            value = line.split("=", 1)[1].strip().upper()  # CMake's false constants:
+            return not (value in ("", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND")
+                        or value.endswith("-NOTFOUND"))
+    return False
 
 
 class Library:

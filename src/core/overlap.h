@@ -220,8 +220,8 @@ typedef struct {
     int64_t ld;
     uint64_t b_version;
   } bt_of;
-  bool bt_in_graph;           /* a captured call transposed B: graph replays rewrite the staged
-                                 B^T unseen, so nothing is reused any more (group: the group's) */
+  bool bt_in_graph;           /* a call was captured: graph replays rewrite the staging unseen,
+                                 so no staged B^T is reused any more (group: the group's) */
   size_t scales_off;          /* FP8 AG: window offset of the nranks A scales */
 
   tpla_xport_t *xp;
@@ -291,7 +291,7 @@ void ovl_group_leave(ovl_plan_t *p);
 tpla_status_t ovl_group_enter(ovl_plan_t *p, const char *fn);
 void ovl_group_exit(ovl_plan_t *p, bool failed);
 bool ovl_group_holds(const ovl_plan_t *p);
-/* A captured call staged B^T: the plan's (or its group's) staging is a graph's from now on. */
+/* A call was captured: the plan's (or its group's) staging is a graph's from now on. */
 void ovl_group_mark_graph(ovl_plan_t *p);
 bool ovl_group_in_graph(const ovl_plan_t *p);
 size_t ovl_group_bytes(const ovl_plan_t *p);

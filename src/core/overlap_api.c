@@ -184,8 +184,10 @@ static tpla_status_t run(ovl_plan_t *p, const ovl_call_t *call, const char *fn) 
   if (st == TPLA_SUCCESS) {
     st = ovl_run(p, call, fn);
     ovl_group_exit(p, st != TPLA_SUCCESS);
-    if (st != TPLA_SUCCESS && p->nranks > 1) { /* the peers' calls wait for this one's steps:
-                              stop them now (REMOTE), as a timeout would, not at theirs */
+    /* The peers' calls wait for this one's steps: stop them now (REMOTE), as a timeout
+     * would, not at their timeout. A failed capture ran nothing: only the plan is broken. */
+    if (st != TPLA_SUCCESS && p->nranks > 1 &&
+        !(p->ops->capturing != NULL && p->ops->capturing(call->stream))) {
       char why[sizeof p->ctx->failure.why];
       snprintf(why, sizeof why, "%s", tpla_last_error());
       tpla_ctx_fail(p->ctx, st, "rank %d: a call of an overlap plan failed after it began: %s",

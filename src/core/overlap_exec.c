@@ -503,14 +503,17 @@ static tpla_status_t ar_serial(ovl_plan_t *p, const ovl_call_t *c) {
  * the staging already holds this B (same pointer, ld and nonzero b_version).
  * The lanes are the plan's own streams, so a later call's GEMMs are ordered
  * after the transpose an earlier call enqueued. A captured call always
- * transposes (its graph holds its own B^T), and from then on no call reuses
- * one: every replay rewrites the staging without the host knowing. */
+ * transposes (its graph holds its own B^T), and once any call of the plan or
+ * of its window group was captured, no call reuses one: every replay
+ * rewrites the staging without the host knowing. */
 static tpla_status_t stage_b(ovl_plan_t *p, ovl_call_t *c) {
   p->cur_op_b = p->op_b;
+  bool captured = p->ops->capturing != NULL && p->ops->capturing(c->stream);
+  if (captured) /* any member's graph rewrites the group's staging when it replays */
+    ovl_group_mark_graph(p);
   if (p->bt_off == SIZE_MAX)
     return TPLA_SUCCESS;
   tpla_matrix_t bt = ovl_dense(p->staging, p->bt_off, p->n, p->k, c->b.dtype);
-  bool captured = p->ops->capturing != NULL && p->ops->capturing(c->stream);
   bool held = !captured && !ovl_group_in_graph(p) && c->b_version != 0 &&
               p->bt_of.b_version == c->b_version && p->bt_of.data == c->b.data &&
               p->bt_of.ld == c->b.ld;
@@ -518,8 +521,6 @@ static tpla_status_t stage_b(ovl_plan_t *p, ovl_call_t *c) {
     p->bt_of.b_version = 0; /* until the transpose is enqueued */
     TPLA_TRY(p->ops->transpose(p->xp, OVL_LANE_COMPUTE0, bt, c->b));
     TPLA_TRY(p->ops->sync_lanes(p->xp, OVL_LANE_COMPUTE1));
-    if (captured)
-      ovl_group_mark_graph(p);
     p->bt_of.data = c->b.data;
     p->bt_of.ld = c->b.ld;
     p->bt_of.b_version = ovl_group_in_graph(p) ? 0 : c->b_version;

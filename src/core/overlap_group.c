@@ -37,7 +37,7 @@ struct ovl_group {
   const ovl_plan_t *last;    /* the member whose call last used the buffers (NULL: none since
                                 a member joined) */
   bool broken;               /* a call failed after it started: every member is unusable */
-  bool in_graph;             /* a member's captured call staged its B^T (ovl_plan_t.bt_in_graph) */
+  bool in_graph;             /* a member's call was captured (ovl_plan_t.bt_in_graph) */
   bool listed;               /* in the context's list: since its first member's creation */
   struct {                   /* larger buffers made for the plan being created (`by`): the
                                 group's once its creation succeeds (ovl_group_commit) */

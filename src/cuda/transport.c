@@ -168,9 +168,7 @@ static tpla_status_t xp_end(tpla_xport_t *xp, void *stream) {
     if (e != cudaSuccess && first == TPLA_SUCCESS)
       first = tpla_cuda_status(e, xp->fn, "cudaEventRecord (end of a call)");
   }
-  if (capturing(caller)) { /* its end exists only in the graph */
-    xp->joined_valid = false;
-  } else {
+  if (!capturing(caller)) { /* a captured call ran nothing yet: the last one still counts */
     cudaError_t e = cudaEventRecord(xp->joined, caller);
     xp->joined_valid = e == cudaSuccess;
     xp->joined_on = caller;

@@ -71,8 +71,8 @@ struct tpla_xport {
   cudaEvent_t ended[XP_IN_FLIGHT_MAX]; /* call seq's end on the caller's stream: slot seq % */
   unsigned char ended_valid[XP_IN_FLIGHT_MAX]; /* in_flight; valid once recorded          */
   cudaEvent_t joined;         /* the last uncaptured call's end on its caller's stream */
-  cudaStream_t joined_on;     /* that stream; NULL: none (or a captured call since) */
-  bool joined_valid;
+  cudaStream_t joined_on;     /* that stream */
+  bool joined_valid;          /* recorded */
 };
 
 /* ---- stream memory operations (transport_map.c) -------------------------- */

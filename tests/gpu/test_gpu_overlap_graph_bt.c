@@ -51,8 +51,9 @@ static void test_graphs_and_the_staged_b_transpose(void) {
   tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
   x.local_rows = DIM, x.k = DIM, x.n = DIM, x.op_b = TPLA_OP_N, x.mode = TPLA_OVERLAP_OVERLAP;
   x.dtype = TPLA_FLOAT8_E4M3, x.d_dtype = TPLA_BFLOAT16;
-  tpla_ag_gemm_plan_t plan = NULL;
+  tpla_ag_gemm_plan_t plan = NULL, fresh = NULL; /* scenario 2 on a plan with no graph yet */
   ASSERT_OK(tpla_ag_gemm_plan_create(&plan, g_ctx, &x));
+  ASSERT_OK(tpla_ag_gemm_plan_create(&fresh, g_ctx, &x));
   tpla_matrix_t am = {a, DIM, DIM, DIM, TPLA_FLOAT8_E4M3}, dm = {d, DIM, DIM, DIM, TPLA_BFLOAT16};
   tpla_matrix_t bm[2] = {{b[0], DIM, DIM, DIM, TPLA_FLOAT8_E4M3},
                          {b[1], DIM, DIM, DIM, TPLA_FLOAT8_E4M3}};
@@ -75,12 +76,15 @@ static void test_graphs_and_the_staged_b_transpose(void) {
   bad |= bad || TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[0], &args[0], g_stream)) ||
          CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
          all_equal(d, want[0], "B1 uncaptured after a replay of B2's graph");
-  /* 2. a graph captured while B1 is staged; B2 staged uncaptured; the replay must be B1's */
+  /* 2. B1 staged; a graph captured while it is (a cache hit but for the capture); B2 staged
+   * uncaptured; the replay must be B1's */
+  bad |= bad || TPLA_FAILED(tpla_ag_gemm(fresh, dm, am, bm[0], &args[0], g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) || all_equal(d, want[0], "B1 staged");
   bad |= bad || CUDA_FAILED(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal)) ||
-         TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[0], &args[0], g_stream)) ||
+         TPLA_FAILED(tpla_ag_gemm(fresh, dm, am, bm[0], &args[0], g_stream)) ||
          CUDA_FAILED(cudaStreamEndCapture(g_stream, &graph[1])) ||
          CUDA_FAILED(cudaGraphInstantiate(&exec[1], graph[1], 0));
-  bad |= bad || TPLA_FAILED(tpla_ag_gemm(plan, dm, am, bm[1], &args[1], g_stream)) ||
+  bad |= bad || TPLA_FAILED(tpla_ag_gemm(fresh, dm, am, bm[1], &args[1], g_stream)) ||
          CUDA_FAILED(cudaStreamSynchronize(g_stream)) || all_equal(d, want[1], "B2 uncaptured");
   bad |= bad || CUDA_FAILED(cudaGraphLaunch(exec[1], g_stream)) ||
          CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
@@ -92,6 +96,7 @@ static void test_graphs_and_the_staged_b_transpose(void) {
       cudaGraphDestroy(graph[i]);
   }
   tpla_ag_gemm_plan_destroy(plan);
+  tpla_ag_gemm_plan_destroy(fresh);
   cudaFree(a), cudaFree(b[0]), cudaFree(b[1]), cudaFree(d);
   ASSERT_EQ_INT(bad, 0);
 }

@@ -124,11 +124,12 @@ def test_library_search_leaves_sanitizer_builds_out(tmp_path, monkeypatch):
     (tmp_path / "include").mkdir()
     (tmp_path / "include" / "tpla.h").write_text("")
     (tmp_path / "python" / "tpla").mkdir(parents=True)
-    for name, sanitize in (("build-plain", "OFF"), ("build-asan", "ON")):
+    for name, sanitize in (("build-plain", "OFF"), ("build-asan", "ON"), ("build-asan1", "1")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "CMakeCache.txt").write_text("TPLA_SANITIZE:BOOL=%s\n" % sanitize)
         (tmp_path / name / "libtpla.so").write_text("")
-    os.utime(tmp_path / "build-asan" / "libtpla.so", (2e9, 2e9))  # the newest
+    for name in ("build-asan", "build-asan1"):
+        os.utime(tmp_path / name / "libtpla.so", (2e9, 2e9))  # the newest
     monkeypatch.delenv("TPLA_LIBRARY", raising=False)
     monkeypatch.setattr(_lib, "__file__", str(tmp_path / "python" / "tpla" / "_lib.py"))
     found, explicit = _lib._candidates()
