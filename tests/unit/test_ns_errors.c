@@ -372,10 +372,16 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
     tpla_matrix_t xs[3];
     for (int i = 0; i < 3; i++)
       xs[i] = (tpla_matrix_t){buf[i], d[i].local_rows, 8, 8, TPLA_FLOAT32};
-    if (c->which == 5)
+    if (c->which == 5) {
       xs[1].rows += 1, needle = "argument 'xs[1]'";
-    else
+    } else if (c->which == 6) {
       xs[2].data = buf[0] + 8, needle = "argument 'xs[2]' overlaps xs[0]";
+    } else { /* rows of 16 floats: xs[1] between the others in start order, interleaved
+              * with both and overlapping neither, xs[2] inside xs[0] (review 99) */
+      for (int i = 0; i < 3; i++)
+        xs[i] = (tpla_matrix_t){buf[0] + 8 * i, d[i].local_rows, 8, 16, TPLA_FLOAT32};
+      needle = "argument 'xs[2]' overlaps xs[0]";
+    }
     s = tpla_ns_batch_execute(plan, xs, NULL);
     bad = s != want || !strstr(tpla_last_error(), needle) || memcmp(buf, copy, sizeof buf);
     int owner = 0;
@@ -422,7 +428,7 @@ static void test_batch_workspace_past_2_64(void) {
 }
 
 static void test_batch_errors(void) {
-  for (int which = 0; which < 7; which++) {
+  for (int which = 0; which < 8; which++) {
     batch_case_t c = {which};
     ASSERT_EQ_INT(run_host_ranks(2, batch_body, &c), 0);
   }

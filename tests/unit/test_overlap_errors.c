@@ -210,6 +210,19 @@ static void test_create_bad_rank(void) {
 
 /* The tuning variables (docs/OVERLAP.md) are checked at plan creation: a bad
  * value is every rank's own INVALID_ARGUMENT, naming the variable. */
+/* A plan every rank agrees on: created (0), else prints why. */
+static int plain_create_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks, (void)arg;
+  tpla_ag_gemm_desc_t ag = TPLA_AG_GEMM_DESC_INIT;
+  ag.local_rows = 4, ag.k = 8, ag.n = 5;
+  tpla_ag_gemm_plan_t plan = NULL;
+  tpla_status_t s = tpla_ag_gemm_plan_create(&plan, ctx, &ag);
+  if (s != TPLA_SUCCESS)
+    fprintf(stderr, "  rank %d: %s\n", rank, tpla_last_error());
+  tpla_ag_gemm_plan_destroy(plan);
+  return s != TPLA_SUCCESS;
+}
+
 static void test_create_bad_tuning_environment(void) {
   static const char *const vars[][2] = {{"TPLA_OVERLAP_TAIL", "17"},  {"TPLA_OVERLAP_TAIL", "2x"},
                                         {"TPLA_OVERLAP_TAIL", "-1"},  {"TPLA_OVERLAP_DIRECT", "2"},
@@ -224,6 +237,13 @@ static void test_create_bad_tuning_environment(void) {
       ASSERT_CONTAINS(c.msg[r], vars[v][0]);
       ASSERT_TRUE(c.plan_null[r]);
     }
+  }
+  static const char *const fine[] = {"0", "16"}; /* the ends of the documented range */
+  for (int v = 0; v < 2; v++) {
+    setenv("TPLA_OVERLAP_TAIL", fine[v], 1);
+    int failures = run_host_ranks(2, plain_create_body, NULL);
+    unsetenv("TPLA_OVERLAP_TAIL");
+    ASSERT_EQ_INT(failures, 0);
   }
 }
 
