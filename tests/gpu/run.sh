@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh - the whole test suite on a GPU machine, from a fresh tree.
 #
-#   bash tests/gpu/run.sh [--memcheck] [--no-clean]
+#   bash tests/gpu/run.sh [--memcheck | --sanitizers-only] [--no-clean]
 #
 # 1. configures and builds (Release, -DTPLA_CUDA=ON) into build-gpu;
 # 2. runs every CTest test (unit + gpu) with CUDA_VISIBLE_DEVICES=0, then
@@ -11,6 +11,8 @@
 #    tests, TPLA_TEST_QUICK=1) under compute-sanitizer memcheck, and
 #    RACECHECK_TESTS (the kernels with shared memory) under racecheck, on one
 #    GPU; a test of the lists that was not built fails the step.
+#    --sanitizers-only builds and runs step 4 alone (steps 2-4 together
+#    take more than 10 minutes on one H200).
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends). Logs go to
 # $OUT if set, else ./gpu-logs. Needs only cmake, a C compiler, the CUDA
 # toolkit and NCCL (and mpirun for step 3); installs nothing. The last line
@@ -21,14 +23,18 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build-gpu"
 LOGS="${OUT:-$PWD/gpu-logs}"
 MEMCHECK=0
-MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch test_gpu_fp8 test_gpu_overlap test_gpu_overlap_groups test_gpu_overlap_mlp"}
+CTEST=1
+MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv
+  test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch test_gpu_fp8 test_gpu_overlap
+  test_gpu_overlap_groups test_gpu_overlap_mlp test_gpu_overlap_graph_bt"}
 RACECHECK_TESTS=${RACECHECK_TESTS:-"test_gpu_norm test_gpu_ops_batch test_gpu_fp8_kernels"}
 CLEAN=1
 for arg in "$@"; do
   case "$arg" in
     --memcheck) MEMCHECK=1 ;;
+    --sanitizers-only) MEMCHECK=1 CTEST=0 ;;
     --no-clean) CLEAN=0 ;;
-    *) echo "usage: $0 [--memcheck] [--no-clean]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--memcheck | --sanitizers-only] [--no-clean]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$LOGS"
@@ -142,44 +148,46 @@ count_ctest() {
   [ "$failed" -gt 0 ] && show_tail "$log" 80
 }
 
-note "ctest, CUDA_VISIBLE_DEVICES=$FIRST_GPU"
-(cd "$BUILD" && CUDA_VISIBLE_DEVICES=$FIRST_GPU TPLA_TEST_REQUIRE_GPUS=$ONE \
-  ctest --output-on-failure --no-tests=error) > "$LOGS/ctest-1gpu.log" 2>&1
-count_ctest "$LOGS/ctest-1gpu.log" "ctest 1 GPU"
+if [ "$CTEST" -eq 1 ]; then
+  note "ctest, CUDA_VISIBLE_DEVICES=$FIRST_GPU"
+  (cd "$BUILD" && CUDA_VISIBLE_DEVICES=$FIRST_GPU TPLA_TEST_REQUIRE_GPUS=$ONE \
+    ctest --output-on-failure --no-tests=error) > "$LOGS/ctest-1gpu.log" 2>&1
+  count_ctest "$LOGS/ctest-1gpu.log" "ctest 1 GPU"
 
-note "ctest, all GPUs (${ALL_GPUS:-unrestricted})"
-(cd "$BUILD" && TPLA_TEST_REQUIRE_GPUS=$USABLE with_all_gpus ctest --output-on-failure \
-  --no-tests=error) \
-  > "$LOGS/ctest-all.log" 2>&1
-count_ctest "$LOGS/ctest-all.log" "ctest all GPUs"
+  note "ctest, all GPUs (${ALL_GPUS:-unrestricted})"
+  (cd "$BUILD" && TPLA_TEST_REQUIRE_GPUS=$USABLE with_all_gpus ctest --output-on-failure \
+    --no-tests=error) \
+    > "$LOGS/ctest-all.log" 2>&1
+  count_ctest "$LOGS/ctest-all.log" "ctest all GPUs"
 
-# ---- MPI -------------------------------------------------------------------------------
-MPI_TEST="$BUILD/tests/gpu/mpi/test_gpu_mpi"
-if ! command -v mpirun > /dev/null 2>&1; then
-  note "mpi: no mpirun on this machine: skipped"
-  SKIPPED=$((SKIPPED + 1))
-elif [ ! -x "$MPI_TEST" ]; then
-  note "mpi: test_gpu_mpi was not built (CMake found no MPI; see configure.log): skipped"
-  SKIPPED=$((SKIPPED + 1))
-else
-  note "mpi: mpirun -np 2 test_gpu_mpi"
-  XS=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
-  [ -n "$ALL_GPUS_SET" ] && XS+=(-x CUDA_VISIBLE_DEVICES)
-  with_all_gpus timeout 600 mpirun -np 2 --allow-run-as-root --oversubscribe "${XS[@]}" \
-    "$MPI_TEST" > "$LOGS/mpi.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ]; then
-    PASSED=$((PASSED + 1)); note "mpi: passed"
-  elif [ $rc -eq 77 ] || grep -q "^skip test_gpu_mpi" "$LOGS/mpi.log"; then
-    if [ "$USABLE" -ge 2 ]; then
-      show_tail "$LOGS/mpi.log" 20
-      fail_step "mpi: test_gpu_mpi skipped with $USABLE GPUs usable"
-    else
-      SKIPPED=$((SKIPPED + 1)); note "mpi: skipped ($(grep -m1 '^skip' "$LOGS/mpi.log"))"
-    fi
+  # ---- MPI -------------------------------------------------------------------------------
+  MPI_TEST="$BUILD/tests/gpu/mpi/test_gpu_mpi"
+  if ! command -v mpirun > /dev/null 2>&1; then
+    note "mpi: no mpirun on this machine: skipped"
+    SKIPPED=$((SKIPPED + 1))
+  elif [ ! -x "$MPI_TEST" ]; then
+    note "mpi: test_gpu_mpi was not built (CMake found no MPI; see configure.log): skipped"
+    SKIPPED=$((SKIPPED + 1))
   else
-    show_tail "$LOGS/mpi.log" 60
-    fail_step "mpi: test_gpu_mpi under mpirun -np 2 (exit $rc)"
+    note "mpi: mpirun -np 2 test_gpu_mpi"
+    XS=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+    [ -n "$ALL_GPUS_SET" ] && XS+=(-x CUDA_VISIBLE_DEVICES)
+    with_all_gpus timeout 600 mpirun -np 2 --allow-run-as-root --oversubscribe "${XS[@]}" \
+      "$MPI_TEST" > "$LOGS/mpi.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      PASSED=$((PASSED + 1)); note "mpi: passed"
+    elif [ $rc -eq 77 ] || grep -q "^skip test_gpu_mpi" "$LOGS/mpi.log"; then
+      if [ "$USABLE" -ge 2 ]; then
+        show_tail "$LOGS/mpi.log" 20
+        fail_step "mpi: test_gpu_mpi skipped with $USABLE GPUs usable"
+      else
+        SKIPPED=$((SKIPPED + 1)); note "mpi: skipped ($(grep -m1 '^skip' "$LOGS/mpi.log"))"
+      fi
+    else
+      show_tail "$LOGS/mpi.log" 60
+      fail_step "mpi: test_gpu_mpi under mpirun -np 2 (exit $rc)"
+    fi
   fi
 fi
 
