@@ -5,7 +5,7 @@
 # Run in the repository root (no carry): bash bench/device_run221.sh
 set -u
 . bench/device_lib.sh 221
-OUT=$L/gpu-run bounded 480 "$L/run_sh.log" bash tests/gpu/run.sh
+bounded 480 "$L/run_sh.log" env OUT="$L/gpu-run" bash tests/gpu/run.sh
 say "tests/gpu/run.sh: exit $? ($(el)) $(tail -n 1 "$L/run_sh.log")"
 grep -E "^== (ctest|mpi)|^   " "$L/run_sh.log" >> "$S"
 pack
