@@ -192,7 +192,7 @@ static double fp8_ulp(double x, tpla_dtype_t t) {
   return ldexp(1.0, e - 1 - mbits);
 }
 
-/* Accumulation error per unit of sum |products| (test_gpu_fp8.c). */
+/* Accumulation error per unit of sum |products| (fp8_cases.h). */
 static double fp8_u_acc(const gemm_case_t *c) {
   double split = ldexp(1.0, -9), fast = ceil((double)c->k / 32.0) * ldexp(1.0, -12);
   double tc = c->accum == TPLA_FP8_ACCUM_FAST ? fmax(split, fast) : split;
@@ -273,7 +273,7 @@ typedef struct {
   double rel;      /* max error / max |want| */
   double max_have; /* max |stored D| */
   double amax_ref; /* max |want| before d_scale and rounding */
-  double acc_max;  /* the largest accumulation bound (test_gpu_fp8.c's amax slack) */
+  double acc_max;  /* the largest accumulation bound (fp8_cases.h's amax slack) */
 } dcheck_t;
 
 /* D's elements against the reference; returns the number of bad elements. */
@@ -325,7 +325,7 @@ static int check_d_values(const gemm_case_t *c, const fmat_t *d, const unsigned 
   return bad;
 }
 
-/* The amax written against max |want| (before d_scale; test_gpu_fp8.c's
+/* The amax written against max |want| (before d_scale; fp8_cases.h's
  * tolerance) and, where the CUDA executor takes it over the stored D
  * (bf16/fp16/fp32 D, docs/API.md), exactly max |stored D|. */
 static int check_amax(const gemm_case_t *c, float amax_got, const dcheck_t *r,

@@ -25,7 +25,7 @@ LOGS="${OUT:-$PWD/gpu-logs}"
 MEMCHECK=0
 CTEST=1
 MEMCHECK_TESTS=${MEMCHECK_TESTS:-"test_gpu_gemm test_gpu_ops test_gpu_norm test_gpu_alltoallv
-  test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch test_gpu_fp8 test_gpu_overlap
+  test_gpu_ns test_gpu_ns_batch test_gpu_ops_batch test_gpu_fp8 test_gpu_fp8_edges test_gpu_overlap
   test_gpu_overlap_groups test_gpu_overlap_mlp test_gpu_overlap_graph_bt"}
 RACECHECK_TESTS=${RACECHECK_TESTS:-"test_gpu_norm test_gpu_ops_batch test_gpu_fp8_kernels"}
 CLEAN=1

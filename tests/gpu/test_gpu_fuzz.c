@@ -32,7 +32,7 @@
  *
  * Tolerances are those of the systematic tests: per GEMM element as
  * test_gpu_gemm.c (fp32 accumulation k 2^-23, output rounding, TF32 2^-9)
- * and test_gpu_fp8.c (split 2^-9 / fast ceil(k/32) 2^-12 of sum |products|,
+ * and fp8_cases.h (split 2^-9 / fast ceil(k/32) 2^-12 of sum |products|,
  * one FP8 ulp for an FP8 D); Newton-Schulz: the relative Frobenius error of
  * test_gpu_ns.c (fp32 1e-4, bf16 6e-2, 8e-2 with a bf16 Gram or the Gram
  * iteration), fp16 4x tighter than bf16, widened for more than 5 steps,

@@ -17,7 +17,7 @@
  *    rank's a_scale, exactly, at 16-byte aligned slots;
  *  - D and dW against float64 GEMMs of the inputs dequantized on the host
  *    by a decoder of this file (not the library's codec), within the FP8
- *    bound of test_gpu_fp8.c: S u_acc + |ref| u_out per element, S the
+ *    bound of fp8_cases.h: S u_acc + |ref| u_out per element, S the
  *    scale of the sum (|alpha| sum |a_p b_p|, scales included), u_acc 2^-9
  *    for split accumulation (fast: ceil(K/32) 2^-12 if larger) + (K+4)
  *    2^-24, and S u_out for each extra rounding of a beta = 1 accumulation;
@@ -243,7 +243,7 @@ static void free_host(host_t *h) {
 
 /* ---- the checks ------------------------------------------------------------------- */
 
-/* test_gpu_fp8.c's accumulation bound over K products, relative to S. */
+/* fp8_cases.h's accumulation bound over K products, relative to S. */
 static double fp8_u_acc(int64_t k, tpla_fp8_accum_t accum) {
   double split = 0x1p-9, fast = ceil((double)k / 32.0) * 0x1p-12;
   return (accum == TPLA_FP8_ACCUM_FAST ? fmax(split, fast) : split) + (double)(k + 4) * 0x1p-24;
