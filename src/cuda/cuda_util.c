@@ -63,6 +63,12 @@ int64_t tpla_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t tpla_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void tpla_poll_sleep(int round) {
   long us = 20L << (round < 6 ? round : 6); /* 20, 40, ..., 1280 us */
   if (us > 1000)

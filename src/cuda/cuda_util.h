@@ -53,6 +53,7 @@ void tpla_device_guard_exit(tpla_device_guard_t *g);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t tpla_now_ms(void);
+int64_t tpla_now_us(void);
 /* Sleep for a poll loop: 20 us at first, doubling up to 1 ms, so short
  * waits stay short and long ones do not spin a core. `round` counts the
  * polls made so far. */

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,14 +83,20 @@ static tpla_status_t async_error(ncclComm_t comm, ncclResult_t ae, int *aborted_
   return abort_with(comm, aborted_flag, s == TPLA_SUCCESS ? TPLA_ERROR_NCCL : s);
 }
 
+/* A non-blocking communicator hands each call to a thread of NCCL's, which
+ * finishes an enqueue in tens of microseconds: spin (yielding) that long
+ * before the sleeping ladder, whose first 20-us nanosleep lasts ~90 us with
+ * Linux's default timer slack (review 100; bench/nccl_poll_bench.c). */
+#define NCCL_SPIN_US 500
+
 tpla_status_t tpla_nccl_finish(ncclComm_t comm, ncclResult_t r, int64_t timeout_ms,
                                int *aborted_flag, const char *fn, const char *call) {
   if (r == ncclSuccess)
     return TPLA_SUCCESS;
   if (r != ncclInProgress)
     return tpla_nccl_status(r, comm, fn, call);
-  int64_t deadline = tpla_now_ms() + timeout_ms;
-  for (int round = 0;; round++) {
+  int64_t deadline = tpla_now_ms() + timeout_ms, spin_until = tpla_now_us() + NCCL_SPIN_US;
+  for (int round = 0;;) {
     ncclResult_t ae = ncclSuccess;
     ncclResult_t q = ncclCommGetAsyncError(comm, &ae);
     if (q != ncclSuccess)
@@ -106,7 +113,10 @@ tpla_status_t tpla_nccl_finish(ncclComm_t comm, ncclResult_t r, int64_t timeout_
                                   call, timeout_ms);
       return abort_with(comm, aborted_flag, s);
     }
-    tpla_poll_sleep(round);
+    if (tpla_now_us() < spin_until)
+      sched_yield();
+    else
+      tpla_poll_sleep(round++);
   }
 }
 
