@@ -229,16 +229,15 @@ static tpla_status_t gather_round(tpla_ctx_t ctx, const ns_iter_t *it, int r, vo
                                   side != NULL ? side : stream);
 }
 
-/* Place round r's rows (every rank's, or only this rank's) from the packed
- * triangle at `packed` at their diagonals in d. */
+/* Place round r's rows (every rank's) from the packed triangle at `packed`
+ * at their diagonals in d. */
 static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d, int r,
-                                  const void *packed, bool own_only, void *stream) {
+                                  const void *packed, void *stream) {
   const ns_split_t *sh = &it->split;
   int64_t s = it->s;
   for (int i = 0; i < sh->nbk; i++) {
     block_row_t br = block_row(sh, s, i);
-    if (ns_shard_round(i, sh->nbk) != r || br.h == 0 ||
-        (own_only && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank))
+    if (ns_shard_round(i, sh->nbk) != r || br.h == 0)
       continue;
     TPLA_TRY(ns_axpby(ctx, ns_sub(d, br.o, br.h, br.o, br.w),
                       ns_dense(elem((void *)packed, (size_t)sh->row_at[i], sh->dtype), br.h,
@@ -248,19 +247,23 @@ static tpla_status_t unpack_round(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matr
   return TPLA_SUCCESS;
 }
 
-/* By pulls (two ranks), block row by block row: this rank's into its
- * window on lane 0 (packed, or in place when d is the window), each
- * published under its own flag once its GEMM is done; the peer's pulled into
- * their place in d once published. Each rank computes its rows in index
- * order, so the peer's become ready in that order too, and only the last
- * row's pull follows the GEMMs, not a round's (run 60, 8192^2: the peer's
- * round 1 arrived 88 us after the own round's GEMMs). */
+/* By pulls (two ranks), block row by block row: this rank's computed in
+ * place in d, which always lies in the pulls' memory (the X iteration's P is
+ * the exchange's window, the Gram iteration's matrices are past it:
+ * ns_iter_bind), each published under its own flag once its GEMM is done;
+ * the peer's pulled from the same place in the peer's d once published. Each
+ * rank computes its rows in index order, so the peer's become ready in that
+ * order too, and only the last row's pull follows the GEMMs, not a round's
+ * (run 60, 8192^2: the peer's round 1 arrived 88 us after the own round's
+ * GEMMs). */
 static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shard_product_t *pr,
                                  int tf32) {
   const ns_split_t *sh = &it->split;
   ns_pull_t *p = it->pull;
-  void *lane0 = ns_pull_lane(p, OVL_LANE_COMPUTE0), *win = ns_pull_window(p);
-  const bool in_place = ns_pull_maps(p, pr->d.data); /* the peer reads d itself */
+  void *lane0 = ns_pull_lane(p, OVL_LANE_COMPUTE0);
+  if (!ns_pull_maps(p, pr->d.data)) /* the peer reads d itself */
+    return tpla_fail(TPLA_ERROR_INTERNAL, "tpla_ns_execute",
+                     "a pulled product into memory the peer does not map");
   const tpla_matrix_t none = {NULL, 0, 1, 1, sh->dtype};
   size_t scratch = 0;
   for (int i = 0; i < sh->nbk; i++) {
@@ -268,21 +271,17 @@ static tpla_status_t pulled_rows(tpla_ctx_t ctx, const ns_iter_t *it, const shar
     if (br.h == 0)
       continue;
     if (ns_shard_owner(i, sh->nbk, sh->nranks) == sh->rank) {
-      TPLA_TRY(own_row(ctx, it, pr, i, tf32, in_place ? NULL : win, &scratch, lane0));
+      TPLA_TRY(own_row(ctx, it, pr, i, tf32, NULL, &scratch, lane0));
       TPLA_TRY(ns_pull_piece(p, i, true, none, NULL, 0, OVL_LANE_COMPUTE0));
       continue;
     }
     tpla_matrix_t place = ns_sub(pr->d, br.o, br.h, br.o, br.w);
-    const void *from = in_place ? place.data : elem(win, (size_t)sh->row_at[i], sh->dtype);
-    TPLA_TRY(ns_pull_piece(p, i, false, place, from, in_place ? pr->d.ld : 0, -1));
+    TPLA_TRY(ns_pull_piece(p, i, false, place, place.data, pr->d.ld, -1));
   }
-  for (int r = 0; r < 2 && !in_place; r++)
-    TPLA_TRY(unpack_round(ctx, it, pr->d, r, win, true, lane0));
   for (int i = 0; i < sh->nbk; i++)
     if (block_row(sh, it->s, i).h > 0 && ns_shard_owner(i, sh->nbk, sh->nranks) != sh->rank)
       TPLA_TRY(ns_pull_arrived(p, OVL_LANE_COMPUTE0, i));
-  if (in_place) /* the peer has read the own diagonal blocks */
-    TPLA_TRY(ns_pull_close(p, OVL_LANE_COMPUTE0));
+  TPLA_TRY(ns_pull_close(p, OVL_LANE_COMPUTE0)); /* the peer has read the own diagonal blocks */
   return ctx->backend->mirror_upper(ctx, pr->d, 0, (tpla_batch_t){0}, lane0);
 }
 
@@ -318,10 +317,10 @@ static tpla_status_t shard_product(tpla_ctx_t ctx, const ns_iter_t *it,
   if (side != NULL) /* round 0 is in (one event: wait before round 1 is queued) */
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
   TPLA_TRY(gather_round(ctx, it, 1, side, stream));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, it->pk, false, stream)); /* behind round 1 */
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 0, it->pk, stream)); /* behind round 1 */
   if (side != NULL)
     TPLA_TRY(ctx->backend->stream_wait(ctx, stream, side));
-  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, false, stream));
+  TPLA_TRY(unpack_round(ctx, it, pr->d, 1, it->pk, stream));
   return ctx->backend->mirror_upper(ctx, pr->d, 0, (tpla_batch_t){0}, stream);
 }
 
