@@ -867,7 +867,10 @@ typedef struct {
  *              stream order (one stream, or the caller orders them).
  *              Creating a member waits for the group's calls enqueued so
  *              far (it may replace the buffers with larger ones; a
- *              creation that fails leaves the group's as they were). A
+ *              creation that fails leaves the group's as they were; once
+ *              a call of the group was captured into a CUDA graph, which
+ *              keeps using the buffers, a member that needs larger ones
+ *              is refused: INVALID_USAGE on every rank). A
  *              gathered view (and an FP8 plan's staged B^T) lasts until
  *              the group's next call or the creation of a member. A group holds plans of one mode and
  *              one transport (INVALID_ARGUMENT otherwise, on every rank

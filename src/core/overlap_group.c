@@ -64,6 +64,7 @@ typedef struct {
   int32_t holds;  /* holds the group */
   int32_t xkind;  /* its transport's kind (if it holds it) */
   int32_t nflags; /* flags the group or the new plan needs, the larger */
+  int32_t in_graph; /* a call of the group's plans was captured (its graph uses the buffers) */
 } join_view_t;
 
 /* The view every rank acts on: grows if any rank must; the kind of the
@@ -75,6 +76,7 @@ static tpla_status_t agree_view(tpla_ctx_t ctx, int id, const char *fn, join_vie
   int holder = -1;
   for (int r = 0; st == TPLA_SUCCESS && r < ctx->nranks; r++) {
     v->grow |= all[r].grow;
+    v->in_graph |= all[r].in_graph;
     v->nflags = all[r].nflags > v->nflags ? all[r].nflags : v->nflags;
     if (!all[r].holds)
       continue;
@@ -130,8 +132,14 @@ tpla_status_t ovl_group_join(ovl_plan_t *p, int id, const ovl_xport_desc_t *xd,
   join_view_t view = {g == NULL || xd->window_bytes > g->window_bytes || xd->nflags > g->nflags ||
                           p->staging_bytes > g->staging_bytes,
                       g != NULL, g != NULL ? (int32_t)g->xkind : (int32_t)xd->kind,
-                      g != NULL && g->nflags > xd->nflags ? g->nflags : xd->nflags};
+                      g != NULL && g->nflags > xd->nflags ? g->nflags : xd->nflags,
+                      g != NULL && g->in_graph};
   TPLA_TRY(agree_view(ctx, id, fn, &view)); /* ranks' windows may differ in size */
+  if (view.grow && view.in_graph) /* every rank: from the agreed view */
+    return tpla_fail(TPLA_ERROR_INVALID_USAGE, fn, "argument 'desc': window_group %d would move "
+                     "to larger buffers for this plan and free its current ones, which a CUDA "
+                     "graph captured from one of its plans still uses; create every member of "
+                     "a group before capturing its calls, or use another window_group", id);
   if (view.grow) { /* new buffers on every rank, or none: the old ones stay until all have them */
     ovl_xport_desc_t bigger = *xd;
     size_t staging_bytes = p->staging_bytes;

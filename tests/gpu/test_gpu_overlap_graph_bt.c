@@ -9,7 +9,8 @@
  *   - a graph of another member of the plan's window group (here a bf16
  *     SERIAL GEMM+ReduceScatter, whose partial product lies where the
  *     group's staging keeps B^T) rewrites the staged B^T when it replays,
- *     although that member stages no B^T itself (review 98).
+ *     although that member stages no B^T itself (review 98); and a member
+ *     that needs larger buffers than the graph uses is refused (review 101).
  * One rank; A, B1 and B2 constant (1, 1 and 2 in E4M3), so each D is k or
  * 2k everywhere, exactly.
  *
@@ -156,6 +157,21 @@ static void test_a_group_members_graph_and_the_staged_b_transpose(void) {
   bad |= bad || TPLA_FAILED(tpla_ag_gemm(fp8, dm, am, bm, &args, g_stream)) ||
          CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
          all_equal(d, DIM, "B again after a replay of the other member's graph");
+  /* the graph uses the group's buffers: a member that needs larger ones is refused (review
+   * 101: they were freed under it), one that fits joins, and the group still works */
+  tpla_gemm_rs_plan_t larger = NULL, fits = NULL;
+  y.m = 2 * DIM;
+  ASSERT_EQ_INT(tpla_gemm_rs_plan_create(&larger, g_ctx, &y), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "window_group 7 would move to larger buffers");
+  ASSERT_TRUE(larger == NULL);
+  y.m = DIM / 2;
+  ASSERT_OK(tpla_gemm_rs_plan_create(&fits, g_ctx, &y));
+  bad |= bad || CUDA_FAILED(cudaGraphLaunch(exec, g_stream)) ||
+         TPLA_FAILED(tpla_ag_gemm(fp8, dm, am, bm, &args, g_stream)) ||
+         CUDA_FAILED(cudaStreamSynchronize(g_stream)) ||
+         all_equal(d16, DIM, "the graph after a refused member") ||
+         all_equal(d, DIM, "B after a refused member");
+  tpla_gemm_rs_plan_destroy(fits);
   if (exec)
     cudaGraphExecDestroy(exec);
   if (graph)
