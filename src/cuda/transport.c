@@ -236,6 +236,8 @@ static tpla_status_t step_sendrecv(tpla_xport_t *xp, const ovl_step_t *s, cudaSt
   r = ncclGroupEnd();
   if (first != ncclSuccess)
     return tpla_nccl_status(first, impl->comm, fn, failed);
+  if (r == ncclSuccess) /* the message below only for a poll: nothing formatted per step */
+    return TPLA_SUCCESS;
   char what[160];
   snprintf(what, sizeof what, "ncclGroupEnd (overlap step: %zu bytes to rank %d, %zu from %d)", sb,
            s->to, rb, s->from);

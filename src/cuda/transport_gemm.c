@@ -23,31 +23,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XG_SLOTS 32 /* distinct GEMM shapes of one plan: a few per chunk size */
+/* A window group's members share one transport and so this cache: with a
+ * layer stack's plans, their chunk sizes and alignments, that is tens to
+ * hundreds of keys (review 100: 24 plans kept 32 round-robin slots missing
+ * 36-48 times a step, each miss a cuBLASLt heuristic mid-call, and a tuned
+ * plan came back untuned). So the cache grows to XG_MAX keys and then
+ * evicts the least recently used. */
+#define XG_FIRST 32
+#define XG_MAX 1024
 
 typedef struct {
-  int used;
-  tpla_lt_plan_t plan; /* plan.key is the slot's key */
+  tpla_lt_key_t key;
+  tpla_lt_plan_t plan;
+  uint64_t used_at;  /* the cache's clock at its last lookup */
+  bool unsupported; /* a bias-epilogue key without a kernel: the caller folds (asked once) */
 } xg_slot_t;
 
 struct xg_cache {
-  xg_slot_t slots[XG_SLOTS];
-  int next; /* round-robin victim when full */
+  xg_slot_t **slots; /* one allocation each: a plan stays put while the table grows */
+  int count, cap;
+  uint64_t clock;
 };
 
 tpla_status_t xg_cache_create(xg_cache_t **cache, const char *fn) {
   *cache = calloc(1, sizeof **cache);
+  if (*cache != NULL && ((*cache)->slots = calloc(XG_FIRST, sizeof(xg_slot_t *))) == NULL) {
+    free(*cache);
+    *cache = NULL;
+  }
   if (*cache == NULL)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory for GEMM plans");
+  (*cache)->cap = XG_FIRST;
   return TPLA_SUCCESS;
 }
 
 void xg_cache_destroy(xg_cache_t *cache) {
   if (cache == NULL)
     return;
-  for (int i = 0; i < XG_SLOTS; i++)
-    if (cache->slots[i].used)
-      tpla_lt_plan_release(&cache->slots[i].plan);
+  for (int i = 0; i < cache->count; i++) {
+    tpla_lt_plan_release(&cache->slots[i]->plan);
+    free(cache->slots[i]);
+  }
+  free(cache->slots);
   free(cache);
 }
 
@@ -62,32 +79,65 @@ static void describe_chunk(char *buf, size_t size, const void *arg) {
   snprintf(buf, size, "an overlap GEMM chunk (rank %d, lane %d)", w->xp->rank, w->lane);
 }
 
-/* The cached plan of `key`, or a new one (*built set). */
+/* A slot for a new key: a fresh one while the cache may grow, else the
+ * least recently used one's (its plan released: plans may go while their
+ * GEMMs run, lt_plan.h). NULL when out of host memory. */
+static xg_slot_t *free_slot(xg_cache_t *c) {
+  if (c->count == c->cap && c->cap < XG_MAX) {
+    xg_slot_t **more = realloc(c->slots, (size_t)(2 * c->cap) * sizeof *more);
+    if (more != NULL) {
+      c->slots = more;
+      c->cap *= 2;
+    }
+  }
+  if (c->count < c->cap) {
+    xg_slot_t *s = calloc(1, sizeof *s);
+    if (s != NULL)
+      c->slots[c->count++] = s;
+    return s;
+  }
+  xg_slot_t *lru = c->slots[0];
+  for (int i = 1; i < c->count; i++)
+    if (c->slots[i]->used_at < lru->used_at)
+      lru = c->slots[i];
+  tpla_lt_plan_release(&lru->plan);
+  return lru;
+}
+
+/* The cached plan of `key`, or a new one (*built set). A bias-epilogue key
+ * that has no kernel is NOT_SUPPORTED without a message, from the second
+ * time on, for the caller to fold the bias. */
 static tpla_status_t lookup(tpla_xport_t *xp, const tpla_lt_key_t *key,
                             const tpla_lt_operands_t *first, const tpla_lt_what_t *what,
                             tpla_lt_plan_t **out, bool *built) {
   xg_cache_t *c = xp->gemm_cache;
   *built = false;
-  for (int i = 0; i < XG_SLOTS; i++)
-    if (c->slots[i].used && memcmp(&c->slots[i].plan.key, key, sizeof *key) == 0) {
-      *out = &c->slots[i].plan;
-      return TPLA_SUCCESS;
+  for (int i = 0; i < c->count; i++)
+    if (memcmp(&c->slots[i]->key, key, sizeof *key) == 0) {
+      c->slots[i]->used_at = ++c->clock;
+      *out = &c->slots[i]->plan;
+      return c->slots[i]->unsupported ? TPLA_ERROR_NOT_SUPPORTED : TPLA_SUCCESS;
     }
-  int i = 0;
-  while (i < XG_SLOTS && c->slots[i].used)
-    i++;
-  if (i == XG_SLOTS) {
-    i = c->next;
-    c->next = (c->next + 1) % XG_SLOTS;
-    tpla_lt_plan_release(&c->slots[i].plan); /* may go while its GEMMs run (lt_plan.h) */
-    c->slots[i].used = 0;
+  tpla_lt_plan_t plan;
+  tpla_status_t st = tpla_lt_plan_build(&plan, xp->impl->lt, xp->gemm_ws_bytes, key, first,
+                                        xp->fn, what);
+  if (st != TPLA_SUCCESS && !(st == TPLA_ERROR_NOT_SUPPORTED && key->bias))
+    return st;
+  xg_slot_t *s = free_slot(c);
+  if (s == NULL) {
+    if (st == TPLA_SUCCESS)
+      tpla_lt_plan_release(&plan);
+    return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, xp->fn, "out of host memory for GEMM plans");
   }
-  TPLA_TRY(tpla_lt_plan_build(&c->slots[i].plan, xp->impl->lt, xp->gemm_ws_bytes, key, first,
-                              xp->fn, what));
-  c->slots[i].used = 1;
-  *out = &c->slots[i].plan;
-  *built = true;
-  return TPLA_SUCCESS;
+  s->key = *key;
+  s->unsupported = st != TPLA_SUCCESS;
+  memset(&s->plan, 0, sizeof s->plan);
+  if (st == TPLA_SUCCESS)
+    s->plan = plan;
+  s->used_at = ++c->clock;
+  *out = &s->plan;
+  *built = st == TPLA_SUCCESS;
+  return st;
 }
 
 tpla_status_t xp_fold(tpla_xport_t *xp, int lane, const ovl_fold_t *f) {
