@@ -25,10 +25,11 @@
 
 /* A window group's members share one transport and so this cache: with a
  * layer stack's plans, their chunk sizes and alignments, that is tens to
- * hundreds of keys (review 100: 24 plans kept 32 round-robin slots missing
- * 36-48 times a step, each miss a cuBLASLt heuristic mid-call, and a tuned
- * plan came back untuned). So the cache grows to XG_MAX keys and then
- * evicts the least recently used. */
+ * hundreds of keys. 32 round-robin slots missed on every call of a cycle of
+ * more (review 100), and an evicted tuned plan came back untuned, its kernel
+ * maybe never loaded (the lazy load the rehearsal is there to avoid); the
+ * rebuilds themselves cost little on one rank (run 224). So the cache grows
+ * to XG_MAX keys and then evicts the least recently used. */
 #define XG_FIRST 32
 #define XG_MAX 1024
 
