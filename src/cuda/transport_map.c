@@ -107,14 +107,14 @@ tpla_status_t xp_wait(const tpla_xport_t *xp, cudaStream_t stream, uint32_t *add
 /* One rank's record. int32 fields, then 8-byte fields, then bytes: no
  * padding, the same layout in every process. */
 typedef struct {
-  int32_t status, device, pid, memops_ok;
+  int32_t status, device, pid, memops_ok, ipc_ok, unused;
   uint64_t nonce, base;
   char ipc[64]; /* cudaIpcMemHandle_t */
   char host[64], boot_id[48], pci[32];
   char message[192];
 } rec_t;
 _Static_assert(sizeof(cudaIpcMemHandle_t) == 64, "cudaIpcMemHandle_t is 64 bytes");
-_Static_assert(sizeof(rec_t) == 16 + 16 + 64 + 64 + 48 + 32 + 192, "rec_t has padding");
+_Static_assert(sizeof(rec_t) == 24 + 16 + 64 + 64 + 48 + 32 + 192, "rec_t has padding");
 
 typedef struct {
   int32_t ok;
@@ -214,6 +214,8 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
   xp->flag_pull = calloc((size_t)xp->nflags + 1, 1);
   if (!xp->peer_base || !xp->ipc_opened || !xp->flag_events || !xp->flag_pull)
     return tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory");
+  if (want_ipc) /* a PEER transport goes into the watchdog's list once created */
+    TPLA_TRY(tpla_wd_reserve_xport(xp->impl, fn));
   /* compute stream 0 (GEMM+RS/AR: the partials the peers wait for) gets the
    * highest priority; copy engines ignore priorities */
   int least = 0, greatest = 0;
@@ -260,10 +262,15 @@ static tpla_status_t create_local(tpla_xport_t *xp, bool want_ipc, rec_t *rec, c
   TPLA_TRY(xg_cache_create(&xp->gemm_cache, fn));
   rec->base = (uint64_t)(uintptr_t)xp->alloc;
   if (want_ipc) {
+    /* not fatal: only a peer in another process needs the handle, and judge()
+     * then turns AUTO into SENDRECV on every rank (a forced PEER fails there) */
     cudaIpcMemHandle_t h;
-    STEP(cudaIpcGetMemHandle(&h, xp->alloc));
-    if (s == TPLA_SUCCESS)
+    cudaError_t e = cudaIpcGetMemHandle(&h, xp->alloc);
+    rec->ipc_ok = e == cudaSuccess;
+    if (e == cudaSuccess)
       memcpy(rec->ipc, &h, sizeof h);
+    else
+      (void)cudaGetLastError();
     /* the self test of the stream memory operations, on the spare word */
     uint32_t *spare = xp_step_word(xp, xp->rank, xp->nflags);
     if (s == TPLA_SUCCESS && xp->nranks > 1) {
@@ -299,6 +306,9 @@ static void judge(const tpla_xport_t *xp, const rec_t *all, verdict_t *v) {
                xp->rank, me->host);
     } else if (o->nonce == me->nonce) {
       dev = o->device;
+    } else if (!o->ipc_ok) {
+      snprintf(v->why, sizeof v->why, "rank %d could not export its transfer window "
+               "(cudaIpcGetMemHandle failed)", q);
     } else if (cudaDeviceGetByPCIBusId(&dev, o->pci) != cudaSuccess) {
       (void)cudaGetLastError();
       snprintf(v->why, sizeof v->why, "GPU %.31s of rank %d is not visible to rank %d's process "

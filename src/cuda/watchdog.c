@@ -146,10 +146,11 @@ void tpla_wd_call_end(tpla_ctx_t ctx, bool on_device, void *stream) {
 
 /* ---- transports ---------------------------------------------------------------------------- */
 
-void tpla_wd_add_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp) {
+tpla_status_t tpla_wd_reserve_xport(tpla_cuda_ctx_t *impl, const char *fn) {
   struct tpla_watchdog *wd = impl->wd;
-  if (wd == NULL || xp->kind != OVL_XPORT_PEER)
-    return;
+  if (wd == NULL)
+    return TPLA_SUCCESS;
+  tpla_status_t st = TPLA_SUCCESS;
   pthread_mutex_lock(&wd->mu);
   if (wd->nxports == wd->cap) {
     int cap = wd->cap ? 2 * wd->cap : 8;
@@ -157,9 +158,22 @@ void tpla_wd_add_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp) {
     if (grown != NULL) {
       wd->xports = grown;
       wd->cap = cap;
+    } else {
+      st = tpla_fail(TPLA_ERROR_OUT_OF_MEMORY, fn, "out of host memory (the watchdog's list "
+                     "of transports)");
     }
   }
-  if (wd->nxports < wd->cap) /* else unwatched: an abort cannot release its waits */
+  pthread_mutex_unlock(&wd->mu);
+  return st;
+}
+
+void tpla_wd_add_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp) {
+  struct tpla_watchdog *wd = impl->wd;
+  if (wd == NULL || xp->kind != OVL_XPORT_PEER)
+    return;
+  pthread_mutex_lock(&wd->mu);
+  /* room reserved by this creation (tpla_wd_reserve_xport; creations hold the call lock) */
+  if (wd->nxports < wd->cap)
     wd->xports[wd->nxports++] = xp;
   pthread_mutex_unlock(&wd->mu);
 }

@@ -53,6 +53,10 @@ tpla_status_t tpla_wd_wait_calls(tpla_ctx_t ctx, const char *fn);
 /* The transports whose flags an abort releases and whose marks the
  * watchdog reads: added once created, removed before destruction. */
 void tpla_wd_add_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp);
+/* Room for one more transport in the list, made by a creation before its
+ * collective rounds (so that a failure is agreed like any other there):
+ * tpla_wd_add_xport then cannot fail. */
+tpla_status_t tpla_wd_reserve_xport(tpla_cuda_ctx_t *impl, const char *fn);
 void tpla_wd_remove_xport(tpla_cuda_ctx_t *impl, struct tpla_xport *xp);
 
 #endif /* TPLA_CUDA_WATCHDOG_H */
