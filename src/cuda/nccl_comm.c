@@ -83,10 +83,11 @@ static tpla_status_t async_error(ncclComm_t comm, ncclResult_t ae, int *aborted_
   return abort_with(comm, aborted_flag, s == TPLA_SUCCESS ? TPLA_ERROR_NCCL : s);
 }
 
-/* A non-blocking communicator hands each call to a thread of NCCL's, which
- * finishes an enqueue in tens of microseconds: spin (yielding) that long
- * before the sleeping ladder, whose first 20-us nanosleep lasts ~90 us with
- * Linux's default timer slack (review 100; bench/nccl_poll_bench.c). */
+/* A call on a non-blocking communicator may return ncclInProgress while a
+ * thread of NCCL's enqueues it: spin (yielding) a while before the sleeping
+ * ladder, whose first 20-us nanosleep lasts ~90 us with Linux's default timer
+ * slack (review 100). Not measured where it matters: on one rank NCCL never
+ * returns ncclInProgress (run 223, bench/nccl_poll_bench.c). */
 #define NCCL_SPIN_US 500
 
 tpla_status_t tpla_nccl_finish(ncclComm_t comm, ncclResult_t r, int64_t timeout_ms,

@@ -132,9 +132,7 @@ static tpla_status_t lookup(tpla_xport_t *xp, const tpla_lt_key_t *key,
   }
   s->key = *key;
   s->unsupported = st != TPLA_SUCCESS;
-  memset(&s->plan, 0, sizeof s->plan);
-  if (st == TPLA_SUCCESS)
-    s->plan = plan;
+  s->plan = st == TPLA_SUCCESS ? plan : (tpla_lt_plan_t){0};
   s->used_at = ++c->clock;
   *out = &s->plan;
   *built = st == TPLA_SUCCESS;
