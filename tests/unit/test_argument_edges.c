@@ -1,0 +1,295 @@
+/*
+ * test_argument_edges.c - argument checks at their edges, one test per check
+ * that a mutation of it passed the rest of the suite (review 102, host
+ * mutation round 3): a view's extent that counts its last row's columns and
+ * no more (too large to address; no false overlap with D's last row's
+ * padding), an in-place sendrecv only with oneself, src/dst below -1, an fp64
+ * D, the collectives' counters, tpla_appendf's cut marker and tiny buffers,
+ * tpla_fail_again's message, and Newton-Schulz descriptors: ranks whose user
+ * tables differ in the last coefficient's sign, too many or infinite user
+ * coefficients, a preset with ncoefficients, infinite eps, NaN or infinite
+ * safety.
+ *
+ * Run: build/tests/test_argument_edges
+ */
+#include "internal.h"
+#include "rank_check.h"
+#include "ranks.h"
+#include "test.h"
+#include "tpla.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#define IA TPLA_ERROR_INVALID_ARGUMENT
+
+static tpla_host_group_t group_;
+static tpla_ctx_t open_ctx(void) {
+  tpla_ctx_t ctx = NULL;
+  if (single_host_ctx(&group_, &ctx) != 0)
+    exit(1);
+  return ctx;
+}
+static void close_ctx(tpla_ctx_t ctx) {
+  tpla_ctx_destroy(ctx);
+  tpla_host_group_destroy(group_);
+}
+
+/* the extent check must count the last row's cols:
+ * 2 x (2^59 + 1) fp32 with ld = cols spans (2^60 + 2) * 4 bytes > 2^62. */
+static void test_extent_counts_last_row_cols(void) {
+  tpla_ctx_t ctx = open_ctx();
+  static float buf[16];
+  int64_t c = ((int64_t)1 << 59) + 1;
+  tpla_matrix_t d = {buf, 2, c, c, TPLA_FLOAT32};
+  tpla_matrix_t a = {buf + 8, 2, 2, 2, TPLA_FLOAT32}, b = {buf + 12, 2, c, c, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_gemm(ctx, d, a, TPLA_OP_N, b, TPLA_OP_N, NULL, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "'d'");
+  ASSERT_CONTAINS(tpla_last_error(), "too large to address");
+  close_ctx(ctx);
+}
+
+/* a view's byte extent ends at its last row's last
+ * column, not at rows * ld: an input with another pitch placed in D's last
+ * row's padding does not overlap D. */
+static void test_view_in_last_row_padding_does_not_overlap(void) {
+  tpla_ctx_t ctx = open_ctx();
+  float buf[32] = {0};
+  tpla_matrix_t d = {buf, 2, 2, 8, TPLA_FLOAT32};      /* elements 0,1 and 8,9 */
+  tpla_matrix_t a = {buf + 10, 2, 2, 2, TPLA_FLOAT32}; /* elements 10..13, pitch 2 */
+  tpla_matrix_t b = {buf + 16, 2, 2, 2, TPLA_FLOAT32};
+  for (int i = 0; i < 4; i++)
+    buf[10 + i] = (float)(i + 1), buf[16 + i] = (i == 0 || i == 3) ? 1.0f : 0.0f; /* B = I */
+  ASSERT_OK(tpla_gemm(ctx, d, a, TPLA_OP_N, b, TPLA_OP_N, NULL, NULL));
+  ASSERT_TRUE(buf[0] == 1.0f && buf[1] == 2.0f && buf[8] == 3.0f && buf[9] == 4.0f);
+  close_ctx(ctx);
+}
+
+/* only a self exchange may pass recv == send. */
+static int inplace_ring_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  float buf[4] = {1, 2, 3, 4};
+  int peer = 1 - rank;
+  RCHECK_STATUS(tpla_sendrecv(ctx, buf, 4, peer, buf, 4, peer, TPLA_FLOAT32, NULL), IA);
+  RCHECK(strstr(tpla_last_error(), "'recv'") != NULL, "message: %s", tpla_last_error());
+  RCHECK(buf[0] == 1 && buf[3] == 4, "buffer changed");
+  return 0;
+}
+static void test_sendrecv_in_place_needs_self(void) {
+  ASSERT_EQ_INT(run_host_ranks(2, inplace_ring_body, NULL), 0);
+}
+
+/* successful collectives are counted, rejected ones not. */
+static void test_collectives_are_counted(void) {
+  tpla_ctx_t ctx = open_ctx();
+  float x[4] = {1, 2, 3, 4}, y[4];
+  size_t counts[1] = {4};
+  tpla_counters_t c0 = TPLA_COUNTERS_INIT, c1 = TPLA_COUNTERS_INIT;
+  ASSERT_OK(tpla_ctx_get_counters(ctx, &c0));
+  ASSERT_OK(tpla_allreduce(ctx, y, x, 4, TPLA_FLOAT32, NULL));
+  ASSERT_OK(tpla_allgatherv(ctx, y, x, counts, TPLA_FLOAT32, NULL));
+  ASSERT_OK(tpla_reduce_scatterv(ctx, y, x, counts, TPLA_FLOAT32, NULL));
+  ASSERT_STATUS(tpla_allreduce(ctx, y, x, 4, TPLA_UINT8, NULL), IA);
+  ASSERT_OK(tpla_ctx_get_counters(ctx, &c1));
+  ASSERT_EQ_INT(c1.allreduces - c0.allreduces, 1);
+  ASSERT_EQ_INT(c1.allgathers - c0.allgathers, 1);
+  ASSERT_EQ_INT(c1.reduce_scatters - c0.reduce_scatters, 1);
+  close_ctx(ctx);
+}
+
+/* dst = -2 is rejected even when src = -1 makes the call
+ * otherwise a no-op (on one rank the executor's own check hides it). */
+static void test_sendrecv_dst_below_minus_one(void) {
+  tpla_ctx_t ctx = open_ctx();
+  float x[4] = {0};
+  ASSERT_STATUS(tpla_sendrecv(ctx, x, 4, -2, NULL, 0, -1, TPLA_FLOAT32, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "'dst'");
+  ASSERT_STATUS(tpla_sendrecv(ctx, NULL, 0, -1, x, 4, -2, TPLA_FLOAT32, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "'src'");
+  close_ctx(ctx);
+}
+
+/* D is a's dtype or fp32; fp64 (or u8) D is refused. */
+static void test_gemm_d_dtype_fp64_refused(void) {
+  tpla_ctx_t ctx = open_ctx();
+  float a[4] = {1, 0, 0, 1}, b[4] = {1, 2, 3, 4};
+  double d[4] = {-1, -1, -1, -1};
+  tpla_matrix_t vd = {d, 2, 2, 2, TPLA_FLOAT64}, va = {a, 2, 2, 2, TPLA_FLOAT32},
+                vb = {b, 2, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_gemm(ctx, vd, va, TPLA_OP_N, vb, TPLA_OP_N, NULL, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "'d'");
+  ASSERT_TRUE(d[0] == -1 && d[3] == -1);
+  close_ctx(ctx);
+}
+
+/* a buffer under 4 bytes is left alone; the cut
+ * marker must never be written before the buffer. */
+static void test_appendf_tiny_buffer_stays_inside(void) {
+  char raw[8];
+  memset(raw, 'x', sizeof raw);
+  char *out = raw + 1;
+  out[0] = '\0';
+  tpla_appendf(out, 3, "%s", "abcdef");
+  ASSERT_TRUE(raw[0] == 'x'); /* nothing before the buffer */
+  ASSERT_TRUE(raw[4] == 'x'); /* nor after it */
+  ASSERT_TRUE(strlen(out) < 3);
+}
+
+/* a text one character too long (only its last
+ * character is cut) is still marked as cut. */
+static void test_appendf_cut_by_one_is_marked(void) {
+  char out[16] = "abc";
+  tpla_appendf(out, sizeof out, "%s", "0123456789abc"); /* 3 + 13 = 16 does not fit in 15 */
+  ASSERT_EQ_INT((int)strlen(out), 15);
+  ASSERT_TRUE(strcmp(out, "abc012345678...") == 0);
+  char fits[16] = "abc";
+  tpla_appendf(fits, sizeof fits, "%s", "0123456789ab"); /* exactly 15: not cut */
+  ASSERT_TRUE(strcmp(fits, "abc0123456789ab") == 0);
+}
+
+/* ---- Newton-Schulz plans ---- */
+typedef struct {
+  tpla_ns_desc_t desc[4];
+  tpla_status_t st[4];
+  char msg[4][400];
+} ns_case_t;
+
+static int ns_create_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  ns_case_t *c = arg;
+  tpla_ns_plan_t plan = NULL;
+  c->st[rank] = tpla_ns_plan_create(&plan, ctx, &c->desc[rank]);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", tpla_last_error());
+  tpla_ns_plan_destroy(plan);
+  return 0;
+}
+
+static tpla_ns_desc_t ns_desc(int r, int P) {
+  tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
+  d.local_rows = 12 / P + (r < 12 % P);
+  d.local_cols = 8;
+  return d;
+}
+
+/* the coefficient hash covers every byte of the
+ * table: ranks whose USER tables differ only in the sign of the very last
+ * coefficient (the last byte of the table) disagree. */
+static void test_ns_last_coefficient_sign_disagrees(void) {
+  static float coef[2][6] = {{1.5f, -0.5f, 0.0f, 1.5f, -0.5f, 0.25f},
+                             {1.5f, -0.5f, 0.0f, 1.5f, -0.5f, -0.25f}};
+  ns_case_t c;
+  memset(&c, 0, sizeof c);
+  for (int r = 0; r < 2; r++) {
+    c.desc[r] = ns_desc(r, 2);
+    c.desc[r].steps = 2;
+    c.desc[r].preset = TPLA_NS_USER;
+    c.desc[r].coefficients = coef[r];
+    c.desc[r].ncoefficients = 6;
+  }
+  ASSERT_EQ_INT(run_host_ranks(2, ns_create_body, &c), 0);
+  for (int r = 0; r < 2; r++) {
+    ASSERT_STATUS(c.st[r], TPLA_ERROR_REMOTE);
+    ASSERT_CONTAINS(c.msg[r], "rank 1 has coefficients");
+  }
+}
+
+/* TPLA_NS_USER needs exactly 3 * steps coefficients,
+ * not at least. */
+static void test_ns_too_many_user_coefficients(void) {
+  static const float coef[9] = {1.5f, -0.5f, 0, 1.5f, -0.5f, 0, 1.5f, -0.5f, 0};
+  ns_case_t c;
+  memset(&c, 0, sizeof c);
+  c.desc[0] = ns_desc(0, 1);
+  c.desc[0].steps = 2;
+  c.desc[0].preset = TPLA_NS_USER;
+  c.desc[0].coefficients = coef;
+  c.desc[0].ncoefficients = 9;
+  ASSERT_EQ_INT(run_host_ranks(1, ns_create_body, &c), 0);
+  ASSERT_STATUS(c.st[0], IA);
+  ASSERT_CONTAINS(c.msg[0], "ncoefficients is 9, expected 3 * steps = 6");
+}
+
+/* an infinite USER coefficient is refused like a NaN. */
+static void test_ns_infinite_user_coefficient(void) {
+  static float coef[6] = {1.5f, -0.5f, 0, 1.5f, -0.5f, 0};
+  coef[4] = -INFINITY;
+  ns_case_t c;
+  memset(&c, 0, sizeof c);
+  c.desc[0] = ns_desc(0, 1);
+  c.desc[0].steps = 2;
+  c.desc[0].preset = TPLA_NS_USER;
+  c.desc[0].coefficients = coef;
+  c.desc[0].ncoefficients = 6;
+  ASSERT_EQ_INT(run_host_ranks(1, ns_create_body, &c), 0);
+  ASSERT_STATUS(c.st[0], IA);
+  ASSERT_CONTAINS(c.msg[0], "coefficients[4] is not finite");
+}
+
+/* tpla_fail_again sets the last error to its message
+ * (overlap_api.c restores a failed call's message with it after the abort;
+ * on the host executor the abort sets none, so only a direct test sees it). */
+static void test_fail_again_restores_message(void) {
+  char saved[64];
+  tpla_fail(IA, "f", "first");
+  snprintf(saved, sizeof saved, "%s", tpla_last_error());
+  tpla_fail(TPLA_ERROR_REMOTE, "g", "second");
+  ASSERT_STATUS(tpla_fail_again(IA, saved), IA);
+  ASSERT_TRUE(strcmp(tpla_last_error(), "f: first") == 0);
+  ASSERT_STATUS(tpla_fail_again(IA, tpla_last_error()), IA); /* its own text: unchanged */
+  ASSERT_TRUE(strcmp(tpla_last_error(), "f: first") == 0);
+}
+
+/* One rank: the descriptor is refused with INVALID_ARGUMENT and `needle`. */
+static int ns_refused(tpla_ns_desc_t d, const char *needle) {
+  ns_case_t c;
+  memset(&c, 0, sizeof c);
+  c.desc[0] = d;
+  if (run_host_ranks(1, ns_create_body, &c) != 0)
+    return 1;
+  if (c.st[0] != IA || strstr(c.msg[0], needle) == NULL) {
+    fprintf(stderr, "  got %s \"%s\", want INVALID_ARGUMENT containing \"%s\"\n",
+            tpla_status_string(c.st[0]), c.msg[0], needle);
+    return 1;
+  }
+  return 0;
+}
+
+/* a preset with ncoefficients != 0 (coefficients NULL). */
+static void test_ns_preset_with_ncoefficients(void) {
+  tpla_ns_desc_t d = ns_desc(0, 1);
+  d.ncoefficients = 15;
+  ASSERT_EQ_INT(ns_refused(d, "coefficients given (15) with a preset"), 0);
+}
+
+/* eps = +inf. */
+static void test_ns_infinite_eps(void) {
+  tpla_ns_desc_t d = ns_desc(0, 1);
+  d.eps = INFINITY;
+  ASSERT_EQ_INT(ns_refused(d, "eps inf must be finite"), 0);
+}
+
+/* safety NaN or +inf. */
+static void test_ns_nonfinite_safety(void) {
+  tpla_ns_desc_t d = ns_desc(0, 1);
+  d.safety = NAN;
+  ASSERT_EQ_INT(ns_refused(d, "safety nan must be finite"), 0);
+  d.safety = INFINITY;
+  ASSERT_EQ_INT(ns_refused(d, "safety inf must be finite"), 0);
+}
+
+int main(void) {
+  TEST(test_extent_counts_last_row_cols);
+  TEST(test_view_in_last_row_padding_does_not_overlap);
+  TEST(test_sendrecv_in_place_needs_self);
+  TEST(test_collectives_are_counted);
+  TEST(test_sendrecv_dst_below_minus_one);
+  TEST(test_gemm_d_dtype_fp64_refused);
+  TEST(test_appendf_tiny_buffer_stays_inside);
+  TEST(test_appendf_cut_by_one_is_marked);
+  TEST(test_ns_last_coefficient_sign_disagrees);
+  TEST(test_ns_too_many_user_coefficients);
+  TEST(test_ns_infinite_user_coefficient);
+  TEST(test_fail_again_restores_message);
+  TEST(test_ns_preset_with_ncoefficients);
+  TEST(test_ns_infinite_eps);
+  TEST(test_ns_nonfinite_safety);
+  return test_summary();
+}
