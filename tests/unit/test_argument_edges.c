@@ -8,7 +8,8 @@
  * tpla_fail_again's message, and Newton-Schulz descriptors: ranks whose user
  * tables differ in the last coefficient's sign, too many or infinite user
  * coefficients, a preset with ncoefficients, infinite eps, NaN or infinite
- * safety.
+ * safety; an overlap plan's allow_tf32, FP8 fields and scales of a non-FP8
+ * plan, and tpla_allgather_rows' buffers.
  *
  * Run: build/tests/test_argument_edges
  */
@@ -275,6 +276,48 @@ static void test_ns_nonfinite_safety(void) {
   ASSERT_EQ_INT(ns_refused(d, "safety inf must be finite"), 0);
 }
 
+/* An overlap plan: allow_tf32 only 0 or 1; a non-FP8 plan refuses FP8 call
+ * fields (the accumulation mode too) and has no gathered scales. */
+static void test_overlap_plan_and_call_fields(void) {
+  tpla_ctx_t ctx = open_ctx();
+  tpla_ag_gemm_desc_t x = TPLA_AG_GEMM_DESC_INIT;
+  x.local_rows = 2, x.k = 2, x.n = 2, x.allow_tf32 = 2;
+  tpla_ag_gemm_plan_t plan = NULL;
+  ASSERT_STATUS(tpla_ag_gemm_plan_create(&plan, ctx, &x), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "allow_tf32 2 is not 0 or 1");
+  x.allow_tf32 = 0;
+  ASSERT_OK(tpla_ag_gemm_plan_create(&plan, ctx, &x));
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, d[4] = {-1, -1, -1, -1};
+  tpla_matrix_t am = {a, 2, 2, 2, TPLA_FLOAT32}, bm = {b, 2, 2, 2, TPLA_FLOAT32};
+  tpla_matrix_t dm = {d, 2, 2, 2, TPLA_FLOAT32};
+  tpla_overlap_args_t args = TPLA_OVERLAP_ARGS_INIT;
+  args.fp8.accum = TPLA_FP8_ACCUM_FAST;
+  ASSERT_STATUS(tpla_ag_gemm(plan, dm, am, bm, &args, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "fp8 fields set for a fp32 plan");
+  ASSERT_TRUE(d[0] == -1 && d[3] == -1);
+  ASSERT_OK(tpla_ag_gemm(plan, dm, am, bm, NULL, NULL));
+  const float *scales = NULL;
+  ASSERT_STATUS(tpla_ag_gemm_gathered_scales(plan, &scales), TPLA_ERROR_INVALID_USAGE);
+  ASSERT_CONTAINS(tpla_last_error(), "has no scales");
+  tpla_ag_gemm_plan_destroy(plan);
+  close_ctx(ctx);
+}
+
+/* tpla_allgather_rows gathers into a dense buffer only, and refuses an
+ * a_local that overlaps it away from its own place. */
+static void test_allgather_rows_buffers(void) {
+  tpla_ctx_t ctx = open_ctx();
+  float buf[16] = {0};
+  const int64_t rows[1] = {2};
+  tpla_matrix_t strided = {buf, 2, 2, 4, TPLA_FLOAT32}, a = {buf + 8, 2, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_allgather_rows(ctx, strided, a, rows, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "must equal cols");
+  tpla_matrix_t gathered = {buf, 2, 2, 2, TPLA_FLOAT32}, shifted = {buf + 1, 2, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_allgather_rows(ctx, gathered, shifted, rows, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "overlaps 'gathered' away from its place");
+  close_ctx(ctx);
+}
+
 int main(void) {
   TEST(test_extent_counts_last_row_cols);
   TEST(test_view_in_last_row_padding_does_not_overlap);
@@ -291,5 +334,7 @@ int main(void) {
   TEST(test_ns_preset_with_ncoefficients);
   TEST(test_ns_infinite_eps);
   TEST(test_ns_nonfinite_safety);
+  TEST(test_overlap_plan_and_call_fields);
+  TEST(test_allgather_rows_buffers);
   return test_summary();
 }
