@@ -192,36 +192,42 @@ static void test_ns_last_coefficient_sign_disagrees(void) {
   }
 }
 
-/* TPLA_NS_USER needs exactly 3 * steps coefficients,
- * not at least. */
-static void test_ns_too_many_user_coefficients(void) {
-  static const float coef[9] = {1.5f, -0.5f, 0, 1.5f, -0.5f, 0, 1.5f, -0.5f, 0};
+/* One rank: the descriptor is refused with INVALID_ARGUMENT and `needle`. */
+static int ns_refused(tpla_ns_desc_t d, const char *needle) {
   ns_case_t c;
   memset(&c, 0, sizeof c);
-  c.desc[0] = ns_desc(0, 1);
-  c.desc[0].steps = 2;
-  c.desc[0].preset = TPLA_NS_USER;
-  c.desc[0].coefficients = coef;
-  c.desc[0].ncoefficients = 9;
-  ASSERT_EQ_INT(run_host_ranks(1, ns_create_body, &c), 0);
-  ASSERT_STATUS(c.st[0], IA);
-  ASSERT_CONTAINS(c.msg[0], "ncoefficients is 9, expected 3 * steps = 6");
+  c.desc[0] = d;
+  if (run_host_ranks(1, ns_create_body, &c) != 0)
+    return 1;
+  if (c.st[0] != IA || strstr(c.msg[0], needle) == NULL) {
+    fprintf(stderr, "  got %s \"%s\", want INVALID_ARGUMENT containing \"%s\"\n",
+            tpla_status_string(c.st[0]), c.msg[0], needle);
+    return 1;
+  }
+  return 0;
+}
+
+/* A one-rank TPLA_NS_USER descriptor of two steps with these coefficients. */
+static tpla_ns_desc_t user_desc(const float *coef, int n) {
+  tpla_ns_desc_t d = ns_desc(0, 1);
+  d.steps = 2;
+  d.preset = TPLA_NS_USER;
+  d.coefficients = coef;
+  d.ncoefficients = n;
+  return d;
+}
+
+/* TPLA_NS_USER needs exactly 3 * steps coefficients, not at least. */
+static void test_ns_too_many_user_coefficients(void) {
+  static const float coef[9] = {1.5f, -0.5f, 0, 1.5f, -0.5f, 0, 1.5f, -0.5f, 0};
+  ASSERT_EQ_INT(ns_refused(user_desc(coef, 9), "ncoefficients is 9, expected 3 * steps = 6"), 0);
 }
 
 /* an infinite USER coefficient is refused like a NaN. */
 static void test_ns_infinite_user_coefficient(void) {
   static float coef[6] = {1.5f, -0.5f, 0, 1.5f, -0.5f, 0};
   coef[4] = -INFINITY;
-  ns_case_t c;
-  memset(&c, 0, sizeof c);
-  c.desc[0] = ns_desc(0, 1);
-  c.desc[0].steps = 2;
-  c.desc[0].preset = TPLA_NS_USER;
-  c.desc[0].coefficients = coef;
-  c.desc[0].ncoefficients = 6;
-  ASSERT_EQ_INT(run_host_ranks(1, ns_create_body, &c), 0);
-  ASSERT_STATUS(c.st[0], IA);
-  ASSERT_CONTAINS(c.msg[0], "coefficients[4] is not finite");
+  ASSERT_EQ_INT(ns_refused(user_desc(coef, 6), "coefficients[4] is not finite"), 0);
 }
 
 /* tpla_fail_again sets the last error to its message
@@ -238,20 +244,6 @@ static void test_fail_again_restores_message(void) {
   ASSERT_TRUE(strcmp(tpla_last_error(), "f: first") == 0);
 }
 
-/* One rank: the descriptor is refused with INVALID_ARGUMENT and `needle`. */
-static int ns_refused(tpla_ns_desc_t d, const char *needle) {
-  ns_case_t c;
-  memset(&c, 0, sizeof c);
-  c.desc[0] = d;
-  if (run_host_ranks(1, ns_create_body, &c) != 0)
-    return 1;
-  if (c.st[0] != IA || strstr(c.msg[0], needle) == NULL) {
-    fprintf(stderr, "  got %s \"%s\", want INVALID_ARGUMENT containing \"%s\"\n",
-            tpla_status_string(c.st[0]), c.msg[0], needle);
-    return 1;
-  }
-  return 0;
-}
 
 /* a preset with ncoefficients != 0 (coefficients NULL). */
 static void test_ns_preset_with_ncoefficients(void) {
