@@ -28,7 +28,7 @@
  *   TPLA_TEST_SEED=<seed> ./test_ns_fuzz    replay a run's sequence of cases
  *   TPLA_FUZZ_VERBOSE=1                     print every case and comparison
  */
-#include "ns_fuzz_cases.h"
+#include "ns_fuzz_model.h"
 
 #include <time.h>
 
@@ -232,74 +232,28 @@ static void note(double *worst, tpla_dtype_t dt, double e) {
     worst[dt] = e;
 }
 
-/* A model of the rounding a run of mt suffers, in float64: the normalized
- * matrix rounded to the dtype, then after each step every entry perturbed by
- * one unit roundoff times the step's |a| + |b| + |c| (the size of the terms
- * that cancel into the result), at random (y), and every entry alike (w:
- * every singular value moves, as a rounded Gram moves them; for a matrix of
- * one singular value random perturbations would average out). Rounding need
- * not change direction at random from step to step, and a table whose steps
- * undo each other's gains can be sensitive to one order of directions only
- * (TPLA_FUZZ_SEED=4385759160738018935: a 1 x 81 bf16 matrix whose error was
- * 6x what a random order predicted), so w takes the worst of four orders:
- * always up, always down, alternating from either. Returns how far that
- * moves the result, relative: the gain the case applies to rounding. */
-static double sensitivity(const mat_t *mt, const double *x, const float *table, double safety) {
-  int64_t s = mt->m <= mt->n ? mt->m : mt->n, l = mt->m <= mt->n ? mt->n : mt->m;
-  size_t count = (size_t)(s * l);
-  double *z0 = malloc(sizeof(double) * count), *z = malloc(sizeof(double) * count);
-  double *y = malloc(sizeof(double) * count), ss = 0.0, u = unit_roundoff(mt->desc.dtype);
-  for (size_t i = 0; i < count; i++)
-    ss += x[i] * x[i];
-  double scale = 1.0 / (safety * sqrt(ss) + mt->desc.eps);
-  rng_t r;
-  rng_seed(&r, (uint64_t)count * 7919u + (uint64_t)mt->desc.steps);
-  for (int64_t i = 0; i < s; i++) /* the wide orientation, as ref_ns iterates */
-    for (int64_t j = 0; j < l; j++)
-      z0[i * l + j] = scale * (mt->m <= mt->n ? x[i * l + j] : x[j * s + i]);
-  memcpy(z, z0, sizeof(double) * count);
-  ref_ns_steps(z, s, l, table, mt->desc.steps);
-  double d = 0.0;
-  for (int order = -1; order < 4; order++) { /* random; up, down, up-down.., down-up.. */
-    double sign = order % 2 == 0 ? 1.0 : -1.0, flip = order < 2 ? 1.0 : -1.0;
-    for (size_t i = 0; i < count; i++)
-      y[i] = z0[i] * (1.0 + u * (order < 0 ? rng_uniform(&r) : sign));
-    for (int k = 0; k < mt->desc.steps; k++, sign *= flip) {
-      const float *t = table + 3 * k;
-      double du = u * (fabs(t[0]) + fabs(t[1]) + fabs(t[2]));
-      ref_ns_steps(y, s, l, t, 1);
-      for (size_t i = 0; i < count; i++)
-        y[i] *= 1.0 + du * (order < 0 ? rng_uniform(&r) : sign);
-    }
-    d = fmax(d, rel_diff(y, z, count));
-  }
-  free(z0);
-  free(z);
-  free(y);
-  return d;
-}
-
 /* Compares a result with one rank's and one rank's with float64; prints and
- * returns 1 on failure. same: as for tol_vs_one. */
+ * returns 1 on failure. */
 static int compare(const mat_t *mt, const double *x, const double *got, const double *one,
-                   bool same, const char *what) {
+                   ran_t ran, const char *what) {
   size_t count = (size_t)(mt->m * mt->n);
   tpla_dtype_t dt = mt->desc.dtype;
-  double *ref = calloc(count, sizeof(double)), sens = 0.0;
+  double *ref = calloc(count, sizeof(double)), sens = 0.0, sens_dist = 0.0;
   float table[3 * MAXSTEPS];
   double safety = expected_table(mt, table);
   if (!mt->zero) { /* zeros give zeros, also with eps = 0, where ref_ns divides by 0 */
     memcpy(ref, x, sizeof(double) * count);
     ref_ns(ref, mt->m, mt->n, table, mt->desc.steps, safety, mt->desc.eps);
-    sens = sensitivity(mt, x, table, safety);
+    sens = sensitivity(mt, x, table, safety, ran, &sens_dist);
   }
   double e1 = rel_diff(got, one, count), e2 = rel_diff(one, ref, count);
-  double t1 = tol_vs_one(dt, sens, same), t2 = tol_vs_f64(dt, sens);
+  double t1 = tol_vs_one(dt, sens_dist, ran.same), t2 = tol_vs_f64(dt, sens);
   free(ref);
   if (getenv("TPLA_FUZZ_VERBOSE"))
-    fprintf(stderr, "  cmp %s %s gram %s: vs one %.3e, vs float64 %.3e, sensitivity %.3e\n",
-            what, dt_name(dt), dt_name(mt->desc.gram_dtype), e1, e2, sens);
-  if (dt != TPLA_FLOAT32 && !(fmax(t1, t2) <= TOL_CAP)) {
+    fprintf(stderr, "  cmp %s %s gram %s: vs one %.3e, vs float64 %.3e, sensitivity %.3e "
+            "(distributed %.3e)\n", what, dt_name(dt), dt_name(mt->desc.gram_dtype), e1, e2,
+            sens, sens_dist);
+  if (dt != TPLA_FLOAT32 && !(t2 <= TOL_CAP)) { /* the case's, not the distributed run's */
     stats.ill_conditioned++;
     return 0;
   }
@@ -309,7 +263,7 @@ static int compare(const mat_t *mt, const double *x, const double *got, const do
   note(stats.of_tol_one, dt, e1 / t1);
   note(stats.of_tol_f64, dt, e2 / t2);
   if (sens > 0.0)
-    note(stats.of_sens, dt, fmax(e1, e2) / sens);
+    note(stats.of_sens, dt, fmax(e1 / sens_dist, e2 / sens));
   if (fmax(e1 / t1, e2 / t2) > stats.worst_of_tol[dt]) {
     stats.worst_of_tol[dt] = fmax(e1 / t1, e2 / t2);
     stats.worst_case[dt] = current_case;
@@ -317,7 +271,7 @@ static int compare(const mat_t *mt, const double *x, const double *got, const do
   if (e1 <= t1 && e2 <= t2)
     return 0;
   fprintf(stderr, "  %s: vs one rank %.3e (tolerance %.2e), one rank vs float64 %.3e (%.2e); "
-          "sensitivity %.3e\n", what, e1, t1, e2, t2, sens);
+          "sensitivity %.3e (distributed %.3e)\n", what, e1, t1, e2, t2, sens, sens_dist);
   return 1;
 }
 
@@ -406,7 +360,10 @@ static int plan_case(rng_t *r, uint64_t seed, char *desc, size_t size) {
   }
   if (!bad) {
     cat(desc, size, "; ran %s, %s iteration", ns_algorithm_name(run.algo[0]), ns_iteration_name(run.iter[0]));
-    bad = compare(&mt, x, dist, one, !long_gram(&mt, run.algo[0]), "result");
+    tpla_ns_algorithm_t a = run.algo[0];
+    ran_t ran = {!long_gram(&mt, a), P > 1 && a != TPLA_NS_ALGO_GATHER,
+                 run.iter[0] == TPLA_NS_ITERATE_GRAM};
+    bad = compare(&mt, x, dist, one, ran, "result");
   }
   stats.mats++;
   free(x);
@@ -521,8 +478,11 @@ static int batch_case(rng_t *r, uint64_t seed, char *desc, size_t size) {
     double *one = run_single(&b.mats[i], b.x[i], b.iter[0][i]);
     char what[32];
     snprintf(what, sizeof what, "matrix %d (owner %d)", i, b.owner[0][i]);
-    bool same = b.owner[0][i] >= 0 || !long_gram(&b.mats[i], b.mats[i].desc.algorithm);
-    bad = one == NULL || compare(&b.mats[i], b.x[i], b.out[i], one, same, what);
+    tpla_ns_algorithm_t a = b.mats[i].desc.algorithm; /* forced, or AUTO */
+    bool owned = b.owner[0][i] >= 0;
+    ran_t ran = {owned || !long_gram(&b.mats[i], a), !owned && b.P > 1 && a != TPLA_NS_ALGO_GATHER,
+                 b.iter[0][i] == TPLA_NS_ITERATE_GRAM};
+    bad = one == NULL || compare(&b.mats[i], b.x[i], b.out[i], one, ran, what);
     free(one);
   }
   for (int i = 0; i < b.count; i++) {
