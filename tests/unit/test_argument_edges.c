@@ -4,21 +4,26 @@
  * mutation round 3): a view's extent that counts its last row's columns and
  * no more (too large to address; no false overlap with D's last row's
  * padding), an in-place sendrecv only with oneself, src/dst below -1, an fp64
- * D, the collectives' counters, tpla_appendf's cut marker and tiny buffers,
- * tpla_fail_again's message, and Newton-Schulz descriptors: ranks whose user
- * tables differ in the last coefficient's sign, too many or infinite user
- * coefficients, a preset with ncoefficients, infinite eps, NaN or infinite
- * safety; an overlap plan's allow_tf32, FP8 fields and scales of a non-FP8
- * plan, and tpla_allgather_rows' buffers.
+ * D, a k past 2^31-1, the collectives' counters, tpla_appendf's cut marker
+ * and tiny buffers, tpla_fail_again's message, fp16 NaNs' sign, and
+ * Newton-Schulz descriptors: ranks whose user tables differ in the last
+ * coefficient's sign, too many or infinite user coefficients, a preset with
+ * ncoefficients, infinite eps, NaN or infinite safety, a global matrix past
+ * 2^60 bytes; an overlap plan's allow_tf32, FP8 fields and scales of a
+ * non-FP8 plan, a view in its staging memory, tpla_allgather_rows' buffers;
+ * and a host group broken twice (the first reason stays).
  *
  * Run: build/tests/test_argument_edges
  */
 #include "internal.h"
+#include "overlap.h" /* the plans' own memory (ovl_plan_memory) */
 #include "rank_check.h"
 #include "ranks.h"
 #include "test.h"
 #include "tpla.h"
 
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -122,6 +127,21 @@ static void test_gemm_d_dtype_fp64_refused(void) {
   close_ctx(ctx);
 }
 
+/* k beyond 2^31-1 is NOT_SUPPORTED like m and n (only m was tested): A and B
+ * are valid views of 2^31 columns (rows) that no check reads. Without the k
+ * check (review 102, X01) the host GEMM reads them and the process crashes. */
+static void test_gemm_k_beyond_int32(void) {
+  tpla_ctx_t ctx = open_ctx();
+  static float buf[64];
+  int64_t k = (int64_t)1 << 31;
+  tpla_matrix_t d = {buf, 2, 2, 2, TPLA_FLOAT32}, a = {buf + 8, 2, k, k, TPLA_FLOAT32},
+                b = {buf + 16, k, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_gemm(ctx, d, a, TPLA_OP_N, b, TPLA_OP_N, NULL, NULL),
+                TPLA_ERROR_NOT_SUPPORTED);
+  ASSERT_CONTAINS(tpla_last_error(), "k=2147483648");
+  close_ctx(ctx);
+}
+
 /* a buffer under 4 bytes is left alone; the cut
  * marker must never be written before the buffer. */
 static void test_appendf_tiny_buffer_stays_inside(void) {
@@ -145,6 +165,23 @@ static void test_appendf_cut_by_one_is_marked(void) {
   char fits[16] = "abc";
   tpla_appendf(fits, sizeof fits, "%s", "0123456789ab"); /* exactly 15: not cut */
   ASSERT_TRUE(strcmp(fits, "abc0123456789ab") == 0);
+}
+
+/* A NaN keeps its sign through fp16, as through bf16: every NaN half back and
+ * forth, and -NAN. The round trip in test_dtype.c checks NaN-ness only, so a
+ * NaN always encoded as +NaN (review 102, X06) passed it. */
+static void test_half_nan_keeps_sign(void) {
+  int wrong = 0;
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = tpla_half_to_float((uint16_t)h);
+    if (!isnan(f))
+      continue;
+    wrong += (tpla_float_to_half(f) & 0x8000u) != (h & 0x8000u);
+    wrong += (tpla_float_to_bf16(f) & 0x8000u) != (h & 0x8000u);
+  }
+  ASSERT_EQ_INT(wrong, 0);
+  ASSERT_EQ_INT(tpla_float_to_half(-NAN), 0xfe00);
+  ASSERT_EQ_INT(tpla_float_to_half(NAN), 0x7e00);
 }
 
 /* ---- Newton-Schulz plans ---- */
@@ -268,6 +305,21 @@ static void test_ns_nonfinite_safety(void) {
   ASSERT_EQ_INT(ns_refused(d, "safety inf must be finite"), 0);
 }
 
+/* A global matrix past 2^60 bytes is NOT_SUPPORTED at creation, before any
+ * allocation, though both dimensions fit int32: (2^31-1)^2 fp32 on one rank.
+ * Without the byte check (review 102, X09) the plan tries to allocate it and
+ * reports OUT_OF_MEMORY. */
+static void test_ns_global_matrix_too_large(void) {
+  ns_case_t c;
+  memset(&c, 0, sizeof c);
+  c.desc[0] = ns_desc(0, 1);
+  c.desc[0].local_rows = INT32_MAX;
+  c.desc[0].local_cols = INT32_MAX;
+  ASSERT_EQ_INT(run_host_ranks(1, ns_create_body, &c), 0);
+  ASSERT_STATUS(c.st[0], TPLA_ERROR_NOT_SUPPORTED);
+  ASSERT_CONTAINS(c.msg[0], "is too large");
+}
+
 /* An overlap plan: allow_tf32 only 0 or 1; a non-FP8 plan refuses FP8 call
  * fields (the accumulation mode too) and has no gathered scales. */
 static void test_overlap_plan_and_call_fields(void) {
@@ -295,6 +347,28 @@ static void test_overlap_plan_and_call_fields(void) {
   close_ctx(ctx);
 }
 
+/* A view inside the plan's staging memory is refused like one inside its
+ * window: the call overwrites both. White box, since the public API never hands
+ * out staging (review 102, OA08: only the window was checked); a one-rank SERIAL
+ * GEMM+AllReduce plan stages its partial product. */
+static void test_overlap_view_in_staging_refused(void) {
+  tpla_ctx_t ctx = open_ctx();
+  tpla_gemm_ar_desc_t desc = TPLA_GEMM_AR_DESC_INIT;
+  desc.m = 4, desc.k = 3, desc.n = 2, desc.mode = TPLA_OVERLAP_SERIAL;
+  tpla_gemm_ar_plan_t p = NULL;
+  ASSERT_OK(tpla_gemm_ar_plan_create(&p, ctx, &desc));
+  tpla_matrix_t win, stg;
+  ovl_plan_memory(&p->p, &win, &stg);
+  ASSERT_TRUE(stg.data != NULL && stg.cols >= 6 * (int64_t)sizeof(float));
+  float a[12] = {0}, d[8];
+  tpla_matrix_t vd = {d, 4, 2, 2, TPLA_FLOAT32}, va = {a, 4, 3, 3, TPLA_FLOAT32},
+                vb = {stg.data, 3, 2, 2, TPLA_FLOAT32};
+  ASSERT_STATUS(tpla_gemm_ar(p, vd, va, vb, NULL, NULL), IA);
+  ASSERT_CONTAINS(tpla_last_error(), "argument 'b' lies in the plan's own staging memory");
+  tpla_gemm_ar_plan_destroy(p);
+  close_ctx(ctx);
+}
+
 /* tpla_allgather_rows gathers into a dense buffer only, and refuses an
  * a_local that overlaps it away from its own place. */
 static void test_allgather_rows_buffers(void) {
@@ -310,6 +384,36 @@ static void test_allgather_rows_buffers(void) {
   close_ctx(ctx);
 }
 
+/* ---- a host group broken twice ---- */
+
+/* The first reason a group broke is the one every rank reports: rank 0 aborts,
+ * then rank 1, whose context has not looked yet, aborts too (recording its own
+ * reason); rank 2 must still read rank 0's. A later break that overwrote the
+ * first (review 102, X12) names rank 1. */
+static pthread_barrier_t abort_bar_;
+static int two_aborts_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks, (void)arg;
+  pthread_barrier_wait(&abort_bar_);
+  if (rank == 0)
+    RCHECK_OK(tpla_ctx_abort(ctx));
+  pthread_barrier_wait(&abort_bar_);
+  if (rank == 1)
+    RCHECK_OK(tpla_ctx_abort(ctx));
+  pthread_barrier_wait(&abort_bar_);
+  if (rank == 2) {
+    RCHECK_STATUS(tpla_ctx_get_async_error(ctx), TPLA_ERROR_REMOTE);
+    RCHECK(strstr(tpla_last_error(), "called on rank 0") != NULL, "message: %s",
+           tpla_last_error());
+  }
+  return 0;
+}
+
+static void test_group_keeps_first_break_reason(void) {
+  pthread_barrier_init(&abort_bar_, NULL, 3);
+  ASSERT_EQ_INT(run_host_ranks(3, two_aborts_body, NULL), 0);
+  pthread_barrier_destroy(&abort_bar_);
+}
+
 int main(void) {
   TEST(test_extent_counts_last_row_cols);
   TEST(test_view_in_last_row_padding_does_not_overlap);
@@ -317,8 +421,10 @@ int main(void) {
   TEST(test_collectives_are_counted);
   TEST(test_sendrecv_dst_below_minus_one);
   TEST(test_gemm_d_dtype_fp64_refused);
+  TEST(test_gemm_k_beyond_int32);
   TEST(test_appendf_tiny_buffer_stays_inside);
   TEST(test_appendf_cut_by_one_is_marked);
+  TEST(test_half_nan_keeps_sign);
   TEST(test_ns_last_coefficient_sign_disagrees);
   TEST(test_ns_too_many_user_coefficients);
   TEST(test_ns_infinite_user_coefficient);
@@ -326,7 +432,10 @@ int main(void) {
   TEST(test_ns_preset_with_ncoefficients);
   TEST(test_ns_infinite_eps);
   TEST(test_ns_nonfinite_safety);
+  TEST(test_ns_global_matrix_too_large);
   TEST(test_overlap_plan_and_call_fields);
+  TEST(test_overlap_view_in_staging_refused);
   TEST(test_allgather_rows_buffers);
+  TEST(test_group_keeps_first_break_reason);
   return test_summary();
 }

@@ -2,13 +2,15 @@
  * test_host_shared_failures.c - the cross-process host group
  * (tpla_host_group_create_shared) failing cleanly: fork()ed processes as ranks.
  *   - failures: disagreement and local rejection (REMOTE everywhere, group
- *     still usable), a sendrecv count mismatch, a peer that exits without
- *     cleaning up (also the receiver of a sendrecv that waits on another
- *     sender too), a peer that never comes (TIMEOUT), a peer that leaves;
+ *     still usable), a sendrecv count mismatch, TPLA_OVERLAP_TAIL that
+ *     differs between processes, a peer that exits without cleaning up (also
+ *     the receiver of a sendrecv that waits on another sender too), a peer
+ *     that never comes (TIMEOUT), a peer that leaves;
  *   - creation: bad arguments, attach timeouts, a taken rank, an nranks
  *     mismatch, a name in use (the refusal leaves it to its group), a
- *     leftover segment (of another build too, seen first by rank 1),
- *     context rules;
+ *     leftover segment (of another build too, seen first by rank 1; of a
+ *     killed rank 0), context rules (one's own rank only), the name's
+ *     200-character limit;
  *   - nothing is left in /dev/shm after any of it.
  * Correct results (collectives, NS, overlap): test_host_shared_group.c.
  * Run: ./test_host_shared_failures
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +194,27 @@ static void test_timeouts_and_departures(void) {
   ASSERT_EQ_INT(run_procs(2, body_late_peer, NULL, &o), 0);
   proc_opts_t slow = {60000, 0};
   ASSERT_EQ_INT(run_procs(2, body_peer_leaves, NULL, &slow), 0);
+}
+
+/* TPLA_OVERLAP_TAIL must agree across ranks (rank 1 would size its chunks
+ * differently). Threads as ranks share one environment, so only processes can
+ * disagree: without the check (review 102, OD11) both plans are created. */
+static int body_tail_disagrees(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
+  (void)nranks, (void)arg;
+  setenv("TPLA_OVERLAP_TAIL", rank == 1 ? "2" : "0", 1);
+  tpla_ag_gemm_desc_t d = TPLA_AG_GEMM_DESC_INIT;
+  d.local_rows = 4, d.k = 3, d.n = 2;
+  tpla_ag_gemm_plan_t p = NULL;
+  RCHECK_STATUS(tpla_ag_gemm_plan_create(&p, ctx, &d), TPLA_ERROR_REMOTE);
+  RCHECK(strstr(tpla_last_error(), "tail") != NULL, "message: %s", tpla_last_error());
+  RCHECK(p == NULL, "a plan was returned");
+  tpla_ag_gemm_plan_destroy(p);
+  RCHECK_OK(tpla_barrier(ctx, NULL)); /* a refused plan leaves the group usable */
+  return 0;
+}
+
+static void test_overlap_tail_disagreement(void) {
+  ASSERT_EQ_INT(run_procs(2, body_tail_disagrees, NULL, NULL), 0);
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -413,6 +437,114 @@ static void test_name_in_use_and_leftovers(void) {
   munmap(st, 2 * sizeof(tpla_status_t));
 }
 
+/* A name of 201 characters is refused, 200 accepted: the segment's path holds
+ * 200, so a longer name would be cut to another group's (review 102, SC01). */
+static void test_name_length_limit(void) {
+  char name[202];
+  unique_name(name, sizeof name);
+  size_t used = strlen(name);
+  memset(name + used, 'n', 201 - used);
+  name[201] = '\0';
+  tpla_host_group_t g = NULL;
+  ASSERT_STATUS(tpla_host_group_create_shared(&g, name, 1, 0, NULL), TPLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(tpla_last_error(), "'name'");
+  ASSERT_TRUE(g == NULL);
+  name[200] = '\0';
+  ASSERT_OK(tpla_host_group_create_shared(&g, name, 1, 0, NULL));
+  ASSERT_OK(tpla_host_group_destroy(g));
+  ASSERT_TRUE(!segment_exists(name));
+}
+
+/* A process that joined as rank r may create rank r's context only: each of two
+ * ranks first asks for the other's (review 102, SC03: accepted, two contexts of
+ * one rank in two processes). */
+static int wrong_rank_child(const char *name, int rank) {
+  tpla_config_t cfg = TPLA_CONFIG_INIT;
+  cfg.timeout_ms = 10000;
+  tpla_host_group_t g = NULL;
+  RCHECK_OK(tpla_host_group_create_shared(&g, name, 2, rank, &cfg));
+  tpla_ctx_t ctx = NULL;
+  tpla_status_t st = tpla_ctx_create_host(&ctx, g, 1 - rank, NULL);
+  if (st == TPLA_SUCCESS)
+    tpla_ctx_destroy(ctx);
+  RCHECK(st == TPLA_ERROR_INVALID_ARGUMENT, "got %s (%s)", tpla_status_string(st),
+         tpla_last_error());
+  RCHECK(strstr(tpla_last_error(), "joined the shared group as rank") != NULL, "message: %s",
+         tpla_last_error());
+  RCHECK_OK(tpla_ctx_create_host(&ctx, g, rank, NULL)); /* its own rank still works */
+  RCHECK_OK(tpla_ctx_destroy(ctx));
+  RCHECK_OK(tpla_host_group_destroy(g));
+  return 0;
+}
+
+static void test_context_of_another_rank(void) {
+  char name[96];
+  unique_name(name, sizeof name);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pids[2];
+  for (int r = 0; r < 2; r++)
+    if ((pids[r] = fork()) == 0)
+      _exit(wrong_rank_child(name, r));
+  int failed = 0;
+  for (int r = 0; r < 2; r++) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  ASSERT_EQ_INT(failed, 0);
+  ASSERT_TRUE(!segment_exists(name));
+}
+
+/* The segment of a rank 0 that was killed while it waited for its peers (a
+ * complete header, a dead creator) is a leftover the next rank 0 replaces: only
+ * a live creator holds the name (review 102, SG04: refused as "in use" for good).
+ * The garbage and other-build leftovers above never reach the creator check. */
+static void test_dead_creator_leftover_replaced(void) {
+  char name[96], path[100];
+  unique_name(name, sizeof name);
+  snprintf(path, sizeof path, "/%s", name);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) { /* rank 0 of 2: waits for a rank 1 that never comes */
+    tpla_config_t cfg = TPLA_CONFIG_INIT;
+    cfg.timeout_ms = 20000;
+    tpla_host_group_t g = NULL;
+    tpla_host_group_create_shared(&g, name, 2, 0, &cfg);
+    _exit(3);
+  }
+  /* until its header is complete: the magic "tpla", the header's first word, is stored last */
+  bool ready = false;
+  for (int i = 0; i < 2500 && !ready; i++) {
+    int fd = shm_open(path, O_RDONLY, 0);
+    struct stat stt;
+    if (fd >= 0 && fstat(fd, &stt) == 0 && stt.st_size >= (off_t)sizeof(uint32_t)) {
+      volatile uint32_t *w = mmap(NULL, sizeof(uint32_t), PROT_READ, MAP_SHARED, fd, 0);
+      if (w != MAP_FAILED) {
+        ready = w[0] == 0x74706c61u;
+        munmap((void *)w, sizeof(uint32_t));
+      }
+    }
+    if (fd >= 0)
+      close(fd);
+    if (!ready)
+      sleep_ms(2);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  if (!ready)
+    segment_exists(name); /* removes a half-made segment */
+  ASSERT_TRUE(ready);
+  tpla_host_group_t g = NULL;
+  tpla_status_t st = tpla_host_group_create_shared(&g, name, 1, 0, NULL);
+  if (st != TPLA_SUCCESS)
+    segment_exists(name); /* removes the leftover */
+  ASSERT_OK(st);
+  ASSERT_OK(tpla_host_group_destroy(g));
+  ASSERT_TRUE(!segment_exists(name));
+}
+
 int main(void) {
   TEST(test_create_bad_arguments);
   TEST(test_single_rank_and_context_rules);
@@ -422,5 +554,9 @@ int main(void) {
   TEST(test_timeouts_and_departures);
   TEST(test_create_failures);
   TEST(test_name_in_use_and_leftovers);
+  TEST(test_overlap_tail_disagreement);
+  TEST(test_name_length_limit);
+  TEST(test_context_of_another_rank);
+  TEST(test_dead_creator_leftover_replaced);
   return test_summary();
 }

@@ -3,7 +3,9 @@
  * without running a plan: the split's block rows and every rank's packed
  * layout, the model's choices with the CUDA executor's constants against the
  * pairs measured fastest on H200 (by NCCL and with pulled sums and products),
- * and the predictions docs/ALGORITHMS.md quotes (printed).
+ * the predictions docs/ALGORITHMS.md quotes (printed), and two costs pinned
+ * where no choice depends on them: GRAM_ALLREDUCE's formula and GRAM_SHARDED
+ * of a square matrix (no redistribution).
  *
  *   ./test_ns_cost        (CTest: test_ns_cost)
  */
@@ -13,6 +15,7 @@
 #include "ns.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 /* The split of GRAM_SHARDED's polynomial: nbk = 2 P k block rows covering
@@ -245,9 +248,55 @@ static void test_cost_model_choices(void) {
   ASSERT_EQ_INT(u, NS_UPDATE_SQUARE);
 }
 
+/* The ring all-reduce's bus traffic, 2 (P - 1) / P of its bytes (docs/ALGORITHMS.md's AR(b)). */
+static double ring_allreduce(const ns_machine_t *m, int P, double bytes) {
+  return P <= 1 ? 0.0 : m->latency + 2.0 * (P - 1) / P * bytes / m->allreduce_bw;
+}
+
+/* GRAM_ALLREDUCE (X iteration, no pulls) costs what docs/ALGORITHMS.md writes:
+ * AR(4) + k (max_p T(N, M_p) + AR(U(N) g)). The choices above all survive the
+ * all-reduce's bus factor halved (review 102, NC03), so the formula itself is
+ * pinned, at 2, 4 and 8 ranks. */
+static void test_cost_gram_allreduce_formula(void) {
+  struct tpla_ctx cuda = {0};
+  cuda.executor = TPLA_EXECUTOR_CUDA;
+  const ns_machine_t *mach = ns_machine(&cuda);
+  for (int P = 2; P <= 8; P *= 2) {
+    int64_t rows[8], N = 4096;
+    for (int q = 0; q < P; q++)
+      rows[q] = 4096;
+    ns_shape_t sh = {P, 4096 * P, N, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false};
+    double gram = (double)ns_iter_allreduce_bytes(N, ns_sym_blocks(mach, N), TPLA_FLOAT32);
+    double want = ring_allreduce(mach, P, 4.0) +
+                  5 * ns_step_time(mach, N, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, NULL) +
+                  5 * ring_allreduce(mach, P, gram);
+    ASSERT_NEAR(ns_cost(mach, &sh, TPLA_NS_ALGO_GRAM_ALLREDUCE), want, 1e-9 * want);
+  }
+}
+
+/* GRAM_SHARDED of a square matrix (N <= M) shards the dimension it already has,
+ * with no redistribution: its cost is continuous from 8192 x 8192 to 8193 x 8192
+ * (rows sharded, N unchanged). Costing the square as redistributed (N < M; review
+ * 102, NC08) adds two all-to-alls and flips no pinned choice, only this. */
+static void test_cost_gram_sharded_square_not_redistributed(void) {
+  struct tpla_ctx cuda = {0};
+  cuda.executor = TPLA_EXECUTOR_CUDA;
+  const ns_machine_t *mach = ns_machine(&cuda);
+  int64_t sq_rows[2] = {4096, 4096}, tall_rows[2] = {4097, 4096};
+  ns_shape_t sq = {2, 8192, 8192, sq_rows, TPLA_BFLOAT16, TPLA_BFLOAT16, 5, false, false, false};
+  ns_shape_t tall = sq;
+  tall.M = 8193;
+  tall.rows = tall_rows;
+  double c_sq = ns_cost(mach, &sq, TPLA_NS_ALGO_GRAM_SHARDED);
+  double c_tall = ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_SHARDED);
+  ASSERT_LE(fabs(c_sq - c_tall), 0.005 * c_tall);
+}
+
 int main(void) {
   TEST(test_shard_partition);
   TEST(test_cost_model_choices);
   TEST(test_auto_iteration_choices);
+  TEST(test_cost_gram_allreduce_formula);
+  TEST(test_cost_gram_sharded_square_not_redistributed);
   return test_summary();
 }
