@@ -544,11 +544,10 @@ typedef enum {
  * AUTO (default): the one the cost model finds faster for the plan's shape,
  * ranks, algorithm and Gram dtype (measured on 1 and 2 H200s: GRAM for
  * rectangular matrices with a bf16 Gram, X for square ones; the model can
- * differ elsewhere); tpla_ns_plan_iteration says which. With a half Gram the
- * GRAM iteration rounds the Gram before two steps act on it: on ill-
- * conditioned inputs with a steep table (Polar Express) it loses accuracy
- * and can diverge (NaN) where X does not; force X, or an fp32 Gram, there
- * (docs/ALGORITHMS.md). */
+ * differ elsewhere); tpla_ns_plan_iteration says which. With a half Gram and
+ * a steep table (a step with |a| + |b| + |c| > 16: Polar Express) AUTO
+ * keeps X: two such steps on one rounded Gram can diverge (NaN) on
+ * low-stable-rank inputs, which a forced GRAM then risks (docs/ALGORITHMS.md). */
 typedef enum {
   TPLA_NS_ITERATE_X = 0,
   TPLA_NS_ITERATE_GRAM = 1,

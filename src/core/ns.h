@@ -41,6 +41,11 @@ float ns_effective_safety(const tpla_ns_desc_t *desc);
  * preset (last triple repeated) or the user table, with the Polar Express
  * safety deflation. The descriptor must have been validated. */
 void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table);
+/* Whether AUTO must keep a table of a half-precision Gram off the Gram
+ * iteration: a step whose |a| + |b| + |c| passes 16 (Polar Express's first,
+ * 48; Muon's 10.3, its 5-step schedule's 13.9). Two such steps on one
+ * rounded Gram can diverge (docs/ALGORITHMS.md). */
+bool ns_steep_for_half_gram(const float *table, int steps);
 /* FNV-1a over bytes, chained through h (start with NS_HASH_INIT). */
 #define NS_HASH_INIT 1469598103934665603ull
 uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n);
@@ -104,6 +109,7 @@ typedef struct {
   bool pulled;           /* two ranks whose sums and products travel by pulls (ns_pull.c) */
   bool ring;             /* columns sharded: GATHER passes the blocks around a ring of
                             P - 1 sendrecv hops (ns_dist.c), not one all-gather */
+  bool half_gram_steep;  /* AUTO keeps the X iteration (ns_steep_for_half_gram) */
 } ns_shape_t;
 
 /* Estimated seconds of one execute with algorithm `a` (never AUTO); LOCAL:
@@ -112,7 +118,7 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
 /* The cheapest distributed algorithm (nranks >= 2). */
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost);
 /* The algorithm and iteration of a plan: `algo` and `iter` where given,
- * else the cheapest per the model (X on ties). Ignores sh->gram_iter;
+ * else the cheapest per the model (X on ties; X for sh->half_gram_steep). Ignores sh->gram_iter;
  * `algo` LOCAL (the only one for one rank) costs the whole matrix. */
 tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
                                tpla_ns_algorithm_t algo, tpla_ns_iteration_t iter,

@@ -5,6 +5,7 @@
  */
 #include "ns.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -81,6 +82,13 @@ void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table) {
     table[3 * k + 1] = (float)b;
     table[3 * k + 2] = (float)c;
   }
+}
+
+bool ns_steep_for_half_gram(const float *table, int steps) {
+  for (int k = 0; k < steps; k++)
+    if (fabsf(table[3 * k]) + fabsf(table[3 * k + 1]) + fabsf(table[3 * k + 2]) > 16.0f)
+      return true;
+  return false;
 }
 
 uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n) {

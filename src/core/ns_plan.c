@@ -231,8 +231,10 @@ static tpla_status_t plan_shapes(tpla_ns_plan_t p, const summary_t *all, const c
     windows = all[r].pull < windows ? all[r].pull : windows;
   }
   bool pulled = windows > 0;
+  bool steep = p->desc.gram_dtype != TPLA_FLOAT32 &&
+               ns_steep_for_half_gram(p->table, p->desc.steps);
   ns_shape_t sh = {P,     p->M, p->N, parts, p->desc.dtype, p->desc.gram_dtype, p->desc.steps,
-                   false, pulled, p->trans};
+                   false, pulled, p->trans, steep};
   ns_shape_t one = sh;
   one.nranks = 1;
   ns_resolve(mach, &one, TPLA_NS_ALGO_LOCAL, p->desc.iteration, &p->whole_gram_iter,

@@ -133,7 +133,7 @@ static void test_auto_iteration_choices(void) {
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     int64_t rows[2] = {cases[i].m / cases[i].P, cases[i].m / cases[i].P};
     ns_shape_t sh = {cases[i].P, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram,
-                     5, false, cases[i].pulled, false};
+                     5, false, cases[i].pulled, false, false};
     tpla_ns_algorithm_t want = cases[i].P == 1 ? TPLA_NS_ALGO_LOCAL : TPLA_NS_ALGO_AUTO;
     bool gram_iter = !cases[i].gram_iter; /* must be set */
     tpla_ns_algorithm_t a = ns_resolve(mach, &sh, want, TPLA_NS_ITERATE_AUTO, &gram_iter, NULL);
@@ -168,15 +168,15 @@ static void test_cost_model_choices(void) {
   for (int i = 0; i < 6; i++) {
     int64_t rows[2] = {cases[i].m / 2, cases[i].m / 2};
     ns_shape_t sh = {2, cases[i].m, cases[i].n, rows, TPLA_BFLOAT16, cases[i].gram, 5, false,
-                     false, false};
+                     false, false, false};
     ASSERT_EQ_INT(ns_choose(mach, &sh, NULL), cases[i].want);
   }
   int64_t rows[2] = {4096, 4096};
-  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false};
+  ns_shape_t sq = {2, 8192, 8192, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false, false};
   ASSERT_TRUE(ns_choose(mach, &sq, NULL) != TPLA_NS_ALGO_GATHER);
   /* the split polynomial costs 1/P of the triangle, not the whole square */
   ns_shape_t tall = {2,     16384,        4096, (int64_t[]){8192, 8192},
-                     TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false};
+                     TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false, false};
   ASSERT_TRUE(ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_SHARDED) <
               ns_cost(mach, &tall, TPLA_NS_ALGO_GRAM_ALLREDUCE));
   static const int64_t dims[][2] = {{8192, 8192}, {16384, 4096}, {4096, 14336}, {14336, 4096}};
@@ -193,7 +193,7 @@ static void test_cost_model_choices(void) {
         for (int q = 0; q < P; q++)
           parts[q] = m / P + (q < m % P);
         ns_shape_t sh = {P, m, n, parts, TPLA_BFLOAT16, g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false,
-                         d >= 4, false};
+                         d >= 4, false, false};
         ns_shape_t one = sh;
         one.nranks = 1;
         printf("  %s Gram P=%d%s %5" PRId64 "x%-5" PRId64 " %7.2f", g ? "bf16" : "fp32", P,
@@ -217,7 +217,7 @@ static void test_cost_model_choices(void) {
         for (int q = 0; q < P; q++)
           parts[q] = m / P + (q < m % P);
         ns_shape_t sh = {P, m, dims[d][1], parts, TPLA_BFLOAT16,
-                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false, false, false};
+                         g ? TPLA_BFLOAT16 : TPLA_FLOAT32, 5, false, false, false, false};
         ASSERT_TRUE(ns_choose(mach, &sh, NULL) != TPLA_NS_ALGO_GRAM_SHARDED);
         sh.gram_iter = true;
         ASSERT_TRUE(ns_choose(mach, &sh, NULL) != TPLA_NS_ALGO_GRAM_SHARDED);
@@ -227,7 +227,8 @@ static void test_cost_model_choices(void) {
    * ran ~2x GRAM_ALLREDUCE's time): a small matrix one rank holds whole, X 256 x 4096
    * columns sharded (Y = X^T: M = 4096 sharded, N = 256) */
   int64_t one_holds[8] = {4096, 0, 0, 0, 0, 0, 0, 0};
-  ns_shape_t ring = {8, 4096, 256, one_holds, TPLA_BFLOAT16, TPLA_FLOAT32, 5, true, false, true};
+  ns_shape_t ring = {8, 4096, 256, one_holds, TPLA_BFLOAT16,
+                     TPLA_FLOAT32, 5, true, false, true, false};
   ns_shape_t allg = ring;
   allg.ring = false;
   ASSERT_TRUE(ns_cost(mach, &ring, TPLA_NS_ALGO_GATHER) >
@@ -235,7 +236,8 @@ static void test_cost_model_choices(void) {
   ASSERT_TRUE(ns_choose(mach, &allg, NULL) == TPLA_NS_ALGO_GATHER); /* as one all-gather */
   ASSERT_TRUE(ns_choose(mach, &ring, NULL) != TPLA_NS_ALGO_GATHER);
   int64_t halves[2] = {3000, 1096}; /* two ranks: one hop, the same as one all-gather */
-  ns_shape_t ring2 = {2, 4096, 256, halves, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, true};
+  ns_shape_t ring2 = {2, 4096, 256, halves, TPLA_BFLOAT16,
+                      TPLA_FLOAT32, 5, false, false, true, false};
   ns_shape_t allg2 = ring2;
   allg2.ring = false;
   ASSERT_NEAR(ns_cost(mach, &ring2, TPLA_NS_ALGO_GATHER),
@@ -265,7 +267,8 @@ static void test_cost_gram_allreduce_formula(void) {
     int64_t rows[8], N = 4096;
     for (int q = 0; q < P; q++)
       rows[q] = 4096;
-    ns_shape_t sh = {P, 4096 * P, N, rows, TPLA_BFLOAT16, TPLA_FLOAT32, 5, false, false, false};
+    ns_shape_t sh = {P, 4096 * P, N, rows, TPLA_BFLOAT16,
+                     TPLA_FLOAT32, 5, false, false, false, false};
     double gram = (double)ns_iter_allreduce_bytes(N, ns_sym_blocks(mach, N), TPLA_FLOAT32);
     double want = ring_allreduce(mach, P, 4.0) +
                   5 * ns_step_time(mach, N, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, NULL) +
@@ -283,7 +286,8 @@ static void test_cost_gram_sharded_square_not_redistributed(void) {
   cuda.executor = TPLA_EXECUTOR_CUDA;
   const ns_machine_t *mach = ns_machine(&cuda);
   int64_t sq_rows[2] = {4096, 4096}, tall_rows[2] = {4097, 4096};
-  ns_shape_t sq = {2, 8192, 8192, sq_rows, TPLA_BFLOAT16, TPLA_BFLOAT16, 5, false, false, false};
+  ns_shape_t sq = {2, 8192, 8192, sq_rows, TPLA_BFLOAT16,
+                   TPLA_BFLOAT16, 5, false, false, false, false};
   ns_shape_t tall = sq;
   tall.M = 8193;
   tall.rows = tall_rows;

@@ -252,6 +252,51 @@ static void test_half_precision(void) {
   }
 }
 
+/* A low-stable-rank input (one dominant singular value over a floor at a
+ * tenth of it, as a momentum matrix) with a bf16 Gram and Polar Express: the
+ * Gram iteration, which forms G_1 = P_0 G P_0 from the rounded G, pushes the
+ * floor past Polar Express's overshoot and diverges (NaN; in an emulation 10
+ * of 10 such 16 x 64 inputs did, 17 of 144 across sizes 4-64 and floors
+ * 1/3-1/50, Muon's table none: docs/ALGORITHMS.md). AUTO must take the X
+ * iteration there; a forced GRAM still runs it (the caller's choice); Muon's
+ * table keeps the Gram iteration AUTO finds cheaper. */
+static void test_half_gram_steep_table_keeps_x(void) {
+  enum { M = 16, N = 64 };
+  double sigma[M];
+  rng_t r;
+  rng_seed(&r, seed + 31);
+  for (int i = 0; i < M; i++)
+    sigma[i] = i == 0 ? 1.0 : 0.1 * (1.0 + 0.05 * rng_uniform(&r));
+  spectral_t sp = make_matrix(M, N, sigma, seed + 32);
+  float table[3 * 5];
+  double safety = ref_preset_table(TPLA_NS_POLAR_EXPRESS, 5, table);
+  double *ref = malloc(sizeof(double) * M * N);
+  for (int i = 0; i < M * N; i++) /* the float64 iteration of the bf16-rounded input */
+    ref[i] = tpla_load_elem(&(uint16_t){tpla_float_to_bf16((float)sp.x[i])}, TPLA_BFLOAT16, 0);
+  double *x = malloc(sizeof(double) * M * N);
+  memcpy(x, ref, sizeof(double) * M * N);
+  ref_ns(ref, M, N, table, 5, safety, 1e-7);
+  static const char *what[] = {"Polar Express, AUTO", "Polar Express, GRAM forced",
+                               "Muon, AUTO"};
+  for (int c = 0; c < 3; c++) {
+    double *out = calloc(M * N, sizeof(double));
+    ns_run_t run = {.P = 1, .desc = TPLA_NS_DESC_INIT, .m = M, .n = N, .x = x, .out = out};
+    run.desc.dtype = run.desc.gram_dtype = TPLA_BFLOAT16;
+    run.desc.preset = c < 2 ? TPLA_NS_POLAR_EXPRESS : TPLA_NS_MUON;
+    run.desc.iteration = c == 1 ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_AUTO;
+    run.sizes[0] = M;
+    ASSERT_EQ_INT(ns_run(&run), 0);
+    double e = rel_diff(out, ref, M * N);
+    printf("  %s: %s iteration, %.3e from Polar Express's float64 iteration\n", what[c],
+           run.iter[0] == TPLA_NS_ITERATE_X ? "X" : "GRAM", e);
+    ASSERT_EQ_INT(run.iter[0], c == 0 ? TPLA_NS_ITERATE_X : TPLA_NS_ITERATE_GRAM);
+    if (c == 0)
+      ASSERT_LE(e, 0.15); /* the X iteration in bf16: 2-6e-2 (emulation and 20 seeds) */
+    free(out);
+  }
+  free(x), free(ref), free(sp.x), free(sp.polar);
+}
+
 /* A zero matrix (a frozen layer's gradient) comes back as zeros on every
  * algorithm, also with eps = 0, where the normalization divides 0 by 0. */
 static void test_zero_matrix_gives_zeros(void) {
@@ -291,6 +336,7 @@ int main(void) {
   TEST(test_singular_values_follow_polynomial);
   TEST(test_converges_to_polar_factor);
   TEST(test_half_precision);
+  TEST(test_half_gram_steep_table_keeps_x);
 #else
   printf("skip test_ns_math: built without LAPACK\n");
   return 77;
