@@ -102,13 +102,7 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
     for (int k = 0; k < steps; k += 2) {
       const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
       int seg = k / 2;
-      for (int64_t i = 0; i < s; i++) /* G = y y^T */
-        for (int64_t j = 0; j < s; j++) {
-          double acc = 0.0;
-          for (int64_t t = 0; t < l; t++)
-            acc += y[i * l + t] * y[j * l + t];
-          g[i * s + j] = acc;
-        }
+      ref_gram(g, y, s, l);
       round_sym(g, s, u, r, order, seg, true);
       gram_poly(z0m, g, t0[1], t0[2], tmp, s); /* Z_0 */
       round_sym(z0m, s, u, r, order, seg, false);
@@ -131,13 +125,7 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
         round_sym(w, s, u, r, order, seg, false);
         alpha *= t1[0];
       }
-      for (int64_t i = 0; i < s; i++)
-        for (int64_t j = 0; j < l; j++) {
-          double acc = alpha * y[i * l + j];
-          for (int64_t t = 0; t < s; t++)
-            acc += w[i * s + t] * y[t * l + j];
-          y2[i * l + j] = acc;
-        }
+      ref_apply(y2, w, y, alpha, s, l);
       memcpy(y, y2, sl);
     }
     d = worse(d, rel_diff(y, z, (size_t)(s * l)));
@@ -155,15 +143,13 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
  * column per rank, whose distributed result was 4.8x sensitivity() from one
  * rank's). Returns ||X||_F^2 / ||X X^T||_F (1 for rank one, up to sqrt(s)). */
 static double partial_gram_roundings(const double *z0, int64_t s, int64_t l) {
-  double tr = 0.0, fro = 0.0;
+  double *g = malloc(sizeof(double) * (size_t)(s * s)), tr = 0.0, fro = 0.0;
+  ref_gram(g, z0, s, l);
+  for (int64_t i = 0; i < s * s; i++)
+    fro += g[i] * g[i];
   for (int64_t i = 0; i < s; i++)
-    for (int64_t j = 0; j < s; j++) {
-      double acc = 0.0;
-      for (int64_t t = 0; t < l; t++)
-        acc += z0[i * l + t] * z0[j * l + t];
-      fro += acc * acc;
-      tr += i == j ? acc : 0.0;
-    }
+    tr += g[i * s + i];
+  free(g);
   return fro > 0.0 ? tr / sqrt(fro) : 0.0;
 }
 

@@ -20,6 +20,29 @@
 
 /* ---- float64 reference ------------------------------------------------------ */
 
+/* g (s x s) = z z^T, z s x l row-major */
+static inline void ref_gram(double *g, const double *z, int64_t s, int64_t l) {
+  for (int64_t i = 0; i < s; i++)
+    for (int64_t j = 0; j < s; j++) {
+      double acc = 0.0;
+      for (int64_t t = 0; t < l; t++)
+        acc += z[i * l + t] * z[j * l + t];
+      g[i * s + j] = acc;
+    }
+}
+
+/* y (s x l) = a z + p z, p s x s */
+static inline void ref_apply(double *y, const double *p, const double *z, double a, int64_t s,
+                             int64_t l) {
+  for (int64_t i = 0; i < s; i++)
+    for (int64_t j = 0; j < l; j++) {
+      double acc = a * z[i * l + j];
+      for (int64_t t = 0; t < s; t++)
+        acc += p[i * s + t] * z[t * l + j];
+      y[i * l + j] = acc;
+    }
+}
+
 /* z (s x l, row-major) <- `steps` steps of table: z <- a z + (b A + c A^2) z
  * with A = z z^T. */
 static inline void ref_ns_steps(double *z, int64_t s, int64_t l, const float *table, int steps) {
@@ -27,13 +50,7 @@ static inline void ref_ns_steps(double *z, int64_t s, int64_t l, const float *ta
   double *A = malloc(ss), *P = malloc(ss), *Y = malloc(sl);
   for (int k = 0; k < steps; k++) {
     double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < l; t++)
-          acc += z[i * l + t] * z[j * l + t];
-        A[i * s + j] = acc;
-      }
+    ref_gram(A, z, s, l);
     for (int64_t i = 0; i < s; i++)
       for (int64_t j = 0; j < s; j++) {
         double acc = 0.0;
@@ -41,13 +58,7 @@ static inline void ref_ns_steps(double *z, int64_t s, int64_t l, const float *ta
           acc += A[i * s + t] * A[t * s + j];
         P[i * s + j] = b * A[i * s + j] + c * acc;
       }
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < l; j++) {
-        double acc = a * z[i * l + j];
-        for (int64_t t = 0; t < s; t++)
-          acc += P[i * s + t] * z[t * l + j];
-        Y[i * l + j] = acc;
-      }
+    ref_apply(Y, P, z, a, s, l);
     memcpy(z, Y, sl);
   }
   free(A), free(P), free(Y);
