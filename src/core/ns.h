@@ -118,8 +118,9 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
 /* The cheapest distributed algorithm (nranks >= 2). */
 tpla_ns_algorithm_t ns_choose(const ns_machine_t *mach, const ns_shape_t *sh, double *cost);
 /* The algorithm and iteration of a plan: `algo` and `iter` where given,
- * else the cheapest per the model (X on ties; X for sh->half_gram_steep). Ignores sh->gram_iter;
- * `algo` LOCAL (the only one for one rank) costs the whole matrix. */
+ * else the cheapest per the model (X on ties; X for sh->half_gram_steep).
+ * Ignores sh->gram_iter; `algo` LOCAL (the only one for one rank) costs the
+ * whole matrix. */
 tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
                                tpla_ns_algorithm_t algo, tpla_ns_iteration_t iter,
                                bool *gram_iter, double *cost);

@@ -353,7 +353,8 @@ tpla_ns_algorithm_t ns_resolve(const ns_machine_t *mach, const ns_shape_t *sh,
   for (int g = 0; g < 2; g++) {
     if (iter != TPLA_NS_ITERATE_AUTO && g != (iter == TPLA_NS_ITERATE_GRAM))
       continue;
-    if (iter == TPLA_NS_ITERATE_AUTO && (auto_excludes(algo, sh, g) || (g && sh->half_gram_steep)))
+    bool excluded = auto_excludes(algo, sh, g) || (g && sh->half_gram_steep);
+    if (iter == TPLA_NS_ITERATE_AUTO && excluded)
       continue;
     ns_shape_t s = *sh;
     s.gram_iter = g;

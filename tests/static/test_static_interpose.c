@@ -34,8 +34,9 @@ int main(void) {
   tpla_status_t st = tpla_gemm(ctx, dm, am, TPLA_OP_N, bm, TPLA_OP_N, NULL, NULL);
   int bad = st != TPLA_SUCCESS || called || d[0] != 1 || d[1] != 2 || d[2] != 3 || d[3] != 4;
   if (bad)
-    fprintf(stderr, "FAIL: status %d, the user's host_gemm_run %s, D = %g %g %g %g (want 1 2 3 4)\n",
-            (int)st, called ? "was called" : "was not called", d[0], d[1], d[2], d[3]);
+    fprintf(stderr, "FAIL: status %d, the user's host_gemm_run %s, D = %g %g %g %g "
+            "(want 1 2 3 4)\n", (int)st, called ? "was called" : "was not called", d[0], d[1],
+            d[2], d[3]);
   (void)tpla_ctx_destroy(ctx);
   (void)tpla_host_group_destroy(group);
   printf("%s\n", bad ? "1 failed" : "1 passed");
