@@ -1,24 +1,21 @@
-# localize_hidden.cmake - makes the hidden symbols that an object defines local,
-# except the linker's shared ones. cmake -DREADELF=readelf -DOBJCOPY=objcopy
-# -DOBJ=tpla_static.o -P localize_hidden.cmake
-# Not objcopy --localize-hidden: it also localizes DW.ref.__gxx_personality_v0 (the
-# hidden weak copy of C++'s personality pointer every object with exceptions
-# carries), which a static libstdc++.a's eh_personality.o then cannot find ("undefined
-# hidden symbol ... can not be used when making a PIE object"; gcc 13 in /opt/gcc).
+# localize_hidden.cmake - makes the strong hidden symbols that an object defines local.
+# cmake -DREADELF=readelf -DOBJCOPY=objcopy -DOBJ=tpla_static.o -P localize_hidden.cmake
+# Weak ones stay: C++ inline functions and templates of the .cu host code (COMDAT groups,
+# which the linker merges with a user's copies by name: a local one in a discarded group
+# fails the link, review 104) and DW.ref.__gxx_personality_v0 (which a static libstdc++.a's
+# eh_personality.o must find: run 226). Not objcopy --localize-hidden, which takes both.
 execute_process(COMMAND ${READELF} -Ws --wide ${OBJ} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${READELF} ${OBJ} failed")
 endif()
 string(REPLACE "\n" ";" lines "${out}")
 set(names "")
+# Num: Value Size Type Bind Vis Ndx Name (readelf prints sizes past 99999 in hex)
+set(size "(0x[0-9a-f]+|[0-9]+)")
+set(fields "^ *[0-9]+: [0-9a-f]+ +${size} [A-Z_]+ +GLOBAL +HIDDEN +([0-9]+|ABS|COM) (.+)$")
 foreach(line IN LISTS lines)
-  # Num: Value Size Type Bind Vis Ndx Name
-  set(fields "^ *[0-9]+: [0-9a-f]+ +[0-9]+ [A-Z_]+ +(GLOBAL|WEAK) +HIDDEN +([0-9]+|ABS|COM) (.+)$")
   if(line MATCHES "${fields}")
-    set(name "${CMAKE_MATCH_3}")
-    if(NOT name MATCHES "^DW\\.ref\\.")
-      string(APPEND names "${name}\n")
-    endif()
+    string(APPEND names "${CMAKE_MATCH_3}\n")
   endif()
 endforeach()
 file(WRITE ${OBJ}.localize "${names}")

@@ -545,9 +545,10 @@ typedef enum {
  * ranks, algorithm and Gram dtype (measured on 1 and 2 H200s: GRAM for
  * rectangular matrices with a bf16 Gram, X for square ones; the model can
  * differ elsewhere); tpla_ns_plan_iteration says which. With a half Gram and
- * a steep table (a step with |a| + |b| + |c| > 16: Polar Express) AUTO
- * keeps X: two such steps on one rounded Gram can diverge (NaN) on
- * low-stable-rank inputs, which a forced GRAM then risks (docs/ALGORITHMS.md). */
+ * a steep table (a step with |a| + |b| + |c| > 16: Polar Express's first)
+ * AUTO keeps X: GRAM applies two steps to one rounded Gram, and after a steep
+ * step that can diverge (NaN) on low-stable-rank inputs, which a forced GRAM
+ * then risks (docs/ALGORITHMS.md). */
 typedef enum {
   TPLA_NS_ITERATE_X = 0,
   TPLA_NS_ITERATE_GRAM = 1,

@@ -43,8 +43,9 @@ float ns_effective_safety(const tpla_ns_desc_t *desc);
 void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table);
 /* Whether AUTO must keep a table of a half-precision Gram off the Gram
  * iteration: a step whose |a| + |b| + |c| passes 16 (Polar Express's first,
- * 48; Muon's 10.3, its 5-step schedule's 13.9). Two such steps on one
- * rounded Gram can diverge (docs/ALGORITHMS.md). */
+ * 48; Muon's 10.3, its 5-step schedule's 13.9). The Gram iteration applies
+ * two steps to one rounded Gram, and after such a step that can diverge
+ * (docs/ALGORITHMS.md). */
 bool ns_steep_for_half_gram(const float *table, int steps);
 /* FNV-1a over bytes, chained through h (start with NS_HASH_INIT). */
 #define NS_HASH_INIT 1469598103934665603ull

@@ -1,10 +1,11 @@
 /*
  * test_static_gpu.c - the CUDA executor from libtpla.a as a user links it,
  * after its objects were merged (ld -r) and its internal symbols made local
- * (objcopy --localize-hidden; review 101): the kernels still register and
+ * (cmake/localize_hidden.cmake; review 101): the kernels still register and
  * run. One rank orthogonalizes a 96 x 40 fp32 matrix on GPU 0 (cuBLASLt
  * products, the library's normalization and mirror kernels) and on the host
  * executor of the same archive; the results must agree to fp32 rounding.
+ * The program's own kernel (user_kernel.cu, unoptimized) then adds 1 to it.
  *
  *   ./test_static_gpu   (CTest: test_static_gpu; exits 77 without a GPU unless
  *                        TPLA_TEST_REQUIRE_GPUS is set)
@@ -18,6 +19,8 @@
 
 #define M 96
 #define N 40
+
+int user_add_one_on_gpu(float *x, int n); /* user_kernel.cu */
 
 static tpla_ns_desc_t desc(void) {
   tpla_ns_desc_t d = TPLA_NS_DESC_INIT;
@@ -76,6 +79,10 @@ static int gpu_ns(float *x) {
     s = tpla_ns_execute(plan, (tpla_matrix_t){dx, M, N, N, TPLA_FLOAT32}, NULL);
     bad = s != TPLA_SUCCESS ? fail("tpla_ns_execute on the GPU", s) : 0;
   }
+  if (!bad && user_add_one_on_gpu(dx, M * N) != 0) {
+    fprintf(stderr, "FAIL: the program's own kernel: %s\n", cudaGetErrorString(cudaGetLastError()));
+    bad = 1;
+  }
   if (!bad && cudaMemcpy(x, dx, sizeof(float) * M * N, cudaMemcpyDeviceToHost) != cudaSuccess) {
     fprintf(stderr, "FAIL: cudaMemcpy back: %s\n", cudaGetErrorString(cudaGetLastError()));
     bad = 1;
@@ -109,6 +116,7 @@ int main(void) {
   int bad = host_ns(host) || gpu_ns(gpu);
   double d = 0.0, n = 0.0;
   for (int i = 0; i < M * N && !bad; i++) {
+    gpu[i] -= 1.0f; /* the program's kernel added it */
     d += (gpu[i] - (double)host[i]) * (gpu[i] - (double)host[i]);
     n += (double)host[i] * host[i];
   }

@@ -42,7 +42,7 @@ static inline void unique_name(char *out, size_t size) {
 
 /* True if a segment called `name` exists (and removes it). */
 static inline bool segment_exists(const char *name) {
-  char path[128];
+  char path[512]; /* whole: test_name_length_limit's names pass 200 characters */
   snprintf(path, sizeof path, "/%s", name);
   int fd = shm_open(path, O_RDONLY, 0);
   if (fd < 0)

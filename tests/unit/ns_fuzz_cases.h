@@ -27,9 +27,9 @@
  * systematic tests' fixed one and a multiple of the case's own sensitivity
  * to rounding (sensitivity(): a float64 model, independent of the library,
  * with the Gram iteration's own products and a distributed half Gram's
- * partial sums where they apply; the multiple is about 2x the largest
- * difference / sensitivity ratio that a soak prints: 1.9 for half precision
- * in a 10,000-matrix soak, 2.7 in two 200-s soaks of session 36; fp32's model
+ * partial sums where they apply; the multiple, 4, is about 2x the largest
+ * difference / sensitivity ratio that a soak prints for half precision (1.9
+ * in a 10,000-matrix soak; 2.7 in session 36's 200-s soaks); fp32's model
  * leaves out the sums' rounding, which its fixed floors cover, and keeps the
  * earlier calibration's 6; the floors of half results against float64 are
  * above the systematic tests' 6e-2 by the largest error of a 60,000-matrix

@@ -37,24 +37,6 @@ static double direction(rng_t *r, int order, int k) {
  * is then too ill-conditioned to compare (fmax would drop the NaN). */
 static double worse(double d, double e) { return e == e ? fmax(d, e) : INFINITY; }
 
-/* c (n x n) = a b */
-static void mul_square(double *c, const double *a, const double *b, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < n; j++) {
-      double acc = 0.0;
-      for (int64_t t = 0; t < n; t++)
-        acc += a[i * n + t] * b[t * n + j];
-      c[i * n + j] = acc;
-    }
-}
-
-/* z = b g + c g g (s x s), tmp scratch */
-static void gram_poly(double *z, const double *g, double b, double c, double *tmp, int64_t s) {
-  mul_square(tmp, g, g, s);
-  for (int64_t i = 0; i < s * s; i++)
-    z[i] = b * g[i] + c * tmp[i];
-}
-
 /* m (n x n, symmetric) rounded, in the model's order `order` at segment k:
  * orders -1..3 perturb every entry by u |m_ij| in direction(), alike on both
  * sides of the diagonal; orders 4 and 5 move every eigenvalue of a Gram by
@@ -90,10 +72,12 @@ static void round_sym(double *m, int64_t n, double u, rng_t *r, int order, int k
  * overshoot (~2), from where its later steps diverge (TPLA_FUZZ_SEED=
  * 3580301203882501667: a 4 x 4 bf16 matrix of condition 8.7 gave NaN).
  * Modelled in float64 from z0: each of them rounded by round_sym() in the
- * orders of sensitivity() and two more; returns how far that moves the
- * result z, relative (infinite if it diverges). */
+ * orders of sensitivity() and two more, the Gram formed from X by u_gram
+ * (u, or more for a distributed sum); returns how far that moves the result
+ * z, relative (infinite if it diverges). */
 static double gram_segment_rounding(const double *z0, const double *z, int64_t s, int64_t l,
-                                    const float *table, int steps, double u, rng_t *r) {
+                                    const float *table, int steps, double u, double u_gram,
+                                    rng_t *r) {
   size_t ss = sizeof(double) * (size_t)(s * s), sl = sizeof(double) * (size_t)(s * l);
   double *y = malloc(sl), *y2 = malloc(sl), *g = malloc(ss), *z0m = malloc(ss), *z1 = malloc(ss);
   double *h = malloc(ss), *w = malloc(ss), *tmp = malloc(ss), d = 0.0;
@@ -103,7 +87,7 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
       const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
       int seg = k / 2;
       ref_gram(g, y, s, l);
-      round_sym(g, s, u, r, order, seg, true);
+      round_sym(g, s, u_gram, r, order, seg, true); /* the formed (summed) Gram */
       gram_poly(z0m, g, t0[1], t0[2], tmp, s); /* Z_0 */
       round_sym(z0m, s, u, r, order, seg, false);
       double alpha = t0[0];
@@ -139,9 +123,10 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
  * rounded before the sum, and partials of rows (or columns) are positive
  * semidefinite and add up to G, so their roundings sum to at most
  * u sum_q ||G_q||_F <= u tr(G) = u ||X||_F^2, whatever the partition and the
- * algorithm (TPLA_FUZZ_SEED=9020143837651327437: a 2 x 2 fp16 matrix of one
- * column per rank, whose distributed result was 4.8x sensitivity() from one
- * rank's). Returns ||X||_F^2 / ||X X^T||_F (1 for rank one, up to sqrt(s)). */
+ * algorithm, with the sum itself rounded once (the host executor sums in
+ * fp32; NCCL's ring in the half dtype rounds P - 1 times, left out here)
+ * (TPLA_FUZZ_SEED=9020143837651327437: a 2 x 2 fp16 matrix of one column per
+ * rank, whose distributed result was 4.8x sensitivity() from one rank's). Returns ||X||_F^2 / ||X X^T||_F (1 for rank one, up to sqrt(s)). */
 static double partial_gram_roundings(const double *z0, int64_t s, int64_t l) {
   double *g = malloc(sizeof(double) * (size_t)(s * s)), tr = 0.0, fro = 0.0;
   ref_gram(g, z0, s, l);
@@ -162,8 +147,9 @@ typedef struct {
 
 /* A model of the rounding a run of mt suffers, in float64: the normalized
  * matrix rounded to the dtype, then after each step every entry perturbed by
- * one unit roundoff times |a| + k (|b| + |c|) (the size of the terms that
- * cancel into the result; the Gram enters through b and c, rounded k times),
+ * one unit roundoff times |a| + n (|b| + |c|) (the size of the terms that
+ * cancel into the result; the Gram enters through b and c, rounded n times:
+ * 1 on one rank, 1 + partial_gram_roundings() for a distributed half Gram),
  * at random (y), and every entry alike (w: every singular value moves, as a
  * rounded Gram moves them; for a matrix of one singular value random
  * perturbations would average out). Rounding need not change direction at
@@ -172,10 +158,9 @@ typedef struct {
  * (TPLA_FUZZ_SEED=4385759160738018935: a 1 x 81 bf16 matrix whose error was
  * 6x what a random order predicted), so w takes the worst of four orders:
  * always up, always down, alternating from either. A Gram iteration with a
- * half Gram adds gram_segment_rounding(). Returns how far that moves the result,
- * relative: the gain the case applies to rounding; *dist: the same for a
- * distributed run, whose summed half Gram is rounded 1 + partial_gram_roundings()
- * times (= the result for other runs). */
+ * half Gram adds gram_segment_rounding(). Returns how far that moves the
+ * result, relative: the gain the case applies to rounding; *dist: the same
+ * for the distributed run (= the result where no Gram is summed). */
 static double sensitivity(const mat_t *mt, const double *x, const float *table, double safety,
                           ran_t ran, double *dist) {
   int64_t s = mt->m <= mt->n ? mt->m : mt->n, l = mt->m <= mt->n ? mt->n : mt->m;
@@ -201,13 +186,15 @@ static double sensitivity(const mat_t *mt, const double *x, const float *table, 
       }
       d[run] = worse(d[run], rel_diff(y, z, count));
     }
-  double w = half_gram && ran.gram_iteration
-                 ? gram_segment_rounding(z0, z, s, l, table, mt->desc.steps, u, &r) : 0.0;
-  *dist = fmax(d[0], d[1]) + w;
+  double w[2] = {0, 0};
+  for (int run = 0; run < (extra > 0.0 ? 2 : 1) && half_gram && ran.gram_iteration; run++)
+    w[run] = gram_segment_rounding(z0, z, s, l, table, mt->desc.steps, u, u * (1.0 + run * extra),
+                                   &r);
+  *dist = fmax(d[0] + w[0], d[1] + w[1]);
   free(z0);
   free(z);
   free(y);
-  return d[0] + w;
+  return d[0] + w[0];
 }
 
 #endif

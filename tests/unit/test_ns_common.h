@@ -43,25 +43,38 @@ static inline void ref_apply(double *y, const double *p, const double *z, double
     }
 }
 
+/* c (n x n) = a b */
+static inline void mul_square(double *c, const double *a, const double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0.0;
+      for (int64_t t = 0; t < n; t++)
+        acc += a[i * n + t] * b[t * n + j];
+      c[i * n + j] = acc;
+    }
+}
+
+/* z = b g + c g g (s x s), tmp scratch */
+static inline void gram_poly(double *z, const double *g, double b, double c, double *tmp,
+                             int64_t s) {
+  mul_square(tmp, g, g, s);
+  for (int64_t i = 0; i < s * s; i++)
+    z[i] = b * g[i] + c * tmp[i];
+}
+
 /* z (s x l, row-major) <- `steps` steps of table: z <- a z + (b A + c A^2) z
  * with A = z z^T. */
 static inline void ref_ns_steps(double *z, int64_t s, int64_t l, const float *table, int steps) {
   size_t ss = sizeof(double) * (size_t)(s * s), sl = sizeof(double) * (size_t)(s * l);
-  double *A = malloc(ss), *P = malloc(ss), *Y = malloc(sl);
+  double *A = malloc(ss), *P = malloc(ss), *T = malloc(ss), *Y = malloc(sl);
   for (int k = 0; k < steps; k++) {
     double a = table[3 * k], b = table[3 * k + 1], c = table[3 * k + 2];
     ref_gram(A, z, s, l);
-    for (int64_t i = 0; i < s; i++)
-      for (int64_t j = 0; j < s; j++) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < s; t++)
-          acc += A[i * s + t] * A[t * s + j];
-        P[i * s + j] = b * A[i * s + j] + c * acc;
-      }
+    gram_poly(P, A, b, c, T, s);
     ref_apply(Y, P, z, a, s, l);
     memcpy(z, Y, sl);
   }
-  free(A), free(P), free(Y);
+  free(A), free(P), free(T), free(Y);
 }
 
 /* x (m x n, row-major) <- Newton-Schulz of x, with the short-side Gram. */

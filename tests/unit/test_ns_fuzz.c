@@ -253,7 +253,7 @@ static int compare(const mat_t *mt, const double *x, const double *got, const do
     fprintf(stderr, "  cmp %s %s gram %s: vs one %.3e, vs float64 %.3e, sensitivity %.3e "
             "(distributed %.3e)\n", what, dt_name(dt), dt_name(mt->desc.gram_dtype), e1, e2,
             sens, sens_dist);
-  if (dt != TPLA_FLOAT32 && !(t2 <= TOL_CAP)) { /* the case's, not the distributed run's */
+  if (dt != TPLA_FLOAT32 && !(fmax(t1, t2) <= TOL_CAP)) {
     stats.ill_conditioned++;
     return 0;
   }
