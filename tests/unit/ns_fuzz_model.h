@@ -126,7 +126,8 @@ static double gram_segment_rounding(const double *z0, const double *z, int64_t s
  * algorithm, with the sum itself rounded once (the host executor sums in
  * fp32; NCCL's ring in the half dtype rounds P - 1 times, left out here)
  * (TPLA_FUZZ_SEED=9020143837651327437: a 2 x 2 fp16 matrix of one column per
- * rank, whose distributed result was 4.8x sensitivity() from one rank's). Returns ||X||_F^2 / ||X X^T||_F (1 for rank one, up to sqrt(s)). */
+ * rank, whose distributed result was 4.8x sensitivity() from one rank's).
+ * Returns ||X||_F^2 / ||X X^T||_F (1 for rank one, up to sqrt(s)). */
 static double partial_gram_roundings(const double *z0, int64_t s, int64_t l) {
   double *g = malloc(sizeof(double) * (size_t)(s * s)), tr = 0.0, fro = 0.0;
   ref_gram(g, z0, s, l);
