@@ -24,8 +24,9 @@ static double *normalized_wide(const mat_t *mt, const double *x, double safety) 
   return z;
 }
 
-/* The perturbation of the model's order `order` (below) at step or segment k,
- * of entry i: uniform random for order -1, else +1 or -1. */
+/* The direction of a perturbation in the model's order `order` (below) at
+ * step or segment k: uniform random for order -1 (a draw per entry), else
+ * +1 or -1, every entry alike (orders 2 and 3 alternate from step to step). */
 static double direction(rng_t *r, int order, int k) {
   if (order < 0)
     return rng_uniform(r);
