@@ -297,7 +297,7 @@ static void test_half_gram_steep_table_keeps_x(void) {
     for (int r = 0; r < run.P; r++) /* the distributed plan's own resolution, on every rank */
       ASSERT_EQ_INT(run.iter[r], c < 2 ? TPLA_NS_ITERATE_X : TPLA_NS_ITERATE_GRAM);
     if (c < 2 || c == 4)
-      ASSERT_LE(e, 0.15); /* 20 seeds: X in bf16 2.9-5.2e-2, GRAM, fp32 Gram 3.7-7.4e-2 */
+      ASSERT_LE(e, 0.15); /* 20 seeds: X in bf16 2.9-5.9e-2, GRAM, fp32 Gram 3.7-7.4e-2 */
     free(out);
   }
   free(x), free(ref), free(sp.x), free(sp.polar);
