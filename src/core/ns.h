@@ -47,6 +47,16 @@ void ns_fill_coefficients(const tpla_ns_desc_t *desc, float *table);
  * two steps to one rounded Gram, and after such a step that can diverge
  * (docs/ALGORITHMS.md). */
 bool ns_steep_for_half_gram(const float *table, int steps);
+/* The largest |a x + b x^3 + c x^5| for x in [0, bound], abc = (a, b, c):
+ * a bound on the singular values one step leaves from ones <= bound. */
+double ns_step_sup(const float *abc, double bound);
+/* The largest |b y + c y^2| for y in [0, bound]: a bound on the spectral
+ * norm of b G + c G^2 for symmetric G with eigenvalues in [0, bound]. */
+double ns_quad_sup(double b, double c, double bound);
+/* The power of two that scales a matrix of spectral norm <= bound (so
+ * entries <= bound) to entries <= 2^12 in fp16, at most 2^40 either way; 0
+ * when none does (bound past 2^52, or not a number). */
+float ns_half_scale(double bound);
 /* FNV-1a over bytes, chained through h (start with NS_HASH_INIT). */
 #define NS_HASH_INIT 1469598103934665603ull
 uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n);
@@ -75,29 +85,45 @@ typedef enum { NS_UPDATE_SQUARE = 0, NS_UPDATE_CHAIN = 1 } ns_update_t;
 int ns_sym_blocks(const ns_machine_t *mach, int64_t s);
 /* FLOPs of one step on an s x l matrix (Gram over s), per update variant. */
 double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update);
-/* Seconds of one step on an s x l matrix with the cheaper update. */
+/* Seconds of one step on an s x l matrix with the cheaper update; `whole`:
+ * the matrix is iterated whole on one rank (its products are, see
+ * ns_products). */
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
-                    tpla_dtype_t gram_dtype, ns_update_t *update);
+                    tpla_dtype_t gram_dtype, bool whole, ns_update_t *update);
 /* The Gram iteration (ns_gram_iter.c): steps are done in segments of at most
  * NS_GRAM_SEGMENT; each forms the Gram of X once and updates X once. */
 #define NS_GRAM_SEGMENT 2
 
-/* Whether the s x s products of an fp32 Gram (the X iteration's square, the
- * Gram iteration's five) may use TF32: for a half input only, and only past
- * NS_TF32_MIN_SIDE. TF32 keeps 10 mantissa bits, 8x finer than bf16's but
- * only as fine as fp16's: fp16 inputs lose 4-10x in accuracy through it,
- * bf16 ones 10-50% (bench/ns_tf32_half_study.py), while up to s = 256 the
- * products cost microseconds either way. */
+/* How the s x s products of the Gram dtype run (the X iteration's square,
+ * the Gram iteration's five):
+ * - PLAIN: in the Gram dtype (a half Gram, an fp32 input, or s <=
+ *   NS_TF32_MIN_SIDE, where they cost microseconds either way);
+ * - TF32: fp32 operands on TF32 tensor cores (products split across ranks);
+ * - HALF: fp16 copies of the operands, each scaled by a power of two that
+ *   its spectral-norm bound maps to 2^12 (ns_half_scale), fp32 results
+ *   (products one rank computes whole).
+ * TF32 and fp16 both keep 11 significant bits: 8x finer than bf16's, only as
+ * fine as an fp16 input's, which loses 4-10x in accuracy through them
+ * (bench/ns_tf32_half_study.py); fp16 runs at twice TF32's rate, and the
+ * scale leaves entries 16x below its largest finite value. HALF is a
+ * build-time constant to measure with (-DTPLA_NS_HALF_PRODUCTS=0: TF32). */
 #define NS_TF32_MIN_SIDE 256
-static inline int ns_products_tf32(tpla_dtype_t dtype, tpla_dtype_t gram_dtype, int64_t s) {
-  return gram_dtype == TPLA_FLOAT32 && dtype != TPLA_FLOAT32 && s > NS_TF32_MIN_SIDE;
+#ifndef TPLA_NS_HALF_PRODUCTS
+#define TPLA_NS_HALF_PRODUCTS 1
+#endif
+typedef enum { NS_PRODUCTS_PLAIN = 0, NS_PRODUCTS_TF32 = 1, NS_PRODUCTS_HALF = 2 } ns_products_t;
+static inline ns_products_t ns_products(tpla_dtype_t dtype, tpla_dtype_t gram_dtype, int64_t s,
+                                        bool whole) {
+  if (gram_dtype != TPLA_FLOAT32 || dtype == TPLA_FLOAT32 || s <= NS_TF32_MIN_SIDE)
+    return NS_PRODUCTS_PLAIN;
+  return whole && TPLA_NS_HALF_PRODUCTS ? NS_PRODUCTS_HALF : NS_PRODUCTS_TF32;
 }
 static inline int ns_gram_segments(int steps) {
   return (steps + NS_GRAM_SEGMENT - 1) / NS_GRAM_SEGMENT;
 }
 /* Seconds of `steps` steps of the Gram iteration on an s x l matrix. */
 double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int steps,
-                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype);
+                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool whole);
 
 /* Global facts every rank knows after the agreement, for the cost model. */
 typedef struct {
@@ -200,6 +226,7 @@ typedef struct {
   ns_op_t ops[NS_MAX_OPS];
   int nops;
   bool gram_iter;                /* TPLA_NS_ITERATE_GRAM: ns_gram_iterate runs it */
+  ns_products_t products;        /* how the s x s products run (ns_products) */
   size_t off_g1, off_g2, off_g3; /* layout offsets of the Gram buffers */
   size_t off_g4, off_g5;         /* the Gram iteration's other s x s scratch */
   void *g1, *g2, *g3;            /* bound: gram, square/poly, input-dtype copy */
@@ -265,9 +292,12 @@ ns_where_t ns_iter_end(const ns_iter_t *it, int steps, ns_where_t start);
 ns_opmat_t ns_iter_temp(const ns_iter_t *it, ns_opmat_t x);
 /* Run `steps` steps on the matrix at `start` (op(x.v) is s x l, or the temp
  * laid out as x), coefficients table[3*steps], leaving the result at `end`.
- * One copy first when ns_iter_end(it, steps, start) != end. */
+ * One copy first when ns_iter_end(it, steps, start) != end. sigma0 bounds
+ * the singular values at the start (1 / safety after ns_normalize): HALF
+ * products scale their operands by it (ns_half_scale). */
 tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
-                         ns_where_t end, const float *table, int steps, void *stream);
+                         ns_where_t end, const float *table, int steps, double sigma0,
+                         void *stream);
 /* out = in / (safety * ||in||_F + eps), the norm summed over ranks when
  * `allreduce`. sumsq: one double of executor memory. */
 tpla_status_t ns_normalize(tpla_ctx_t ctx, tpla_matrix_t out, tpla_matrix_t in, double *sumsq,
@@ -302,6 +332,24 @@ int64_t ns_sym_edge(int64_t s, int nb);
 tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns_opmat_t y,
                              int nb, int tf32, void *pack, const tpla_matrix_t *add, float alpha,
                              float beta, void *stream);
+/* An operand of a symmetric product: v (Gram dtype) and, for HALF
+ * products, its fp16 copy h = scale v (scale 0: none, the product reads v). */
+typedef struct {
+  tpla_matrix_t v, h;
+  float scale;
+} ns_operand_t;
+/* The operand of v (s x s, whole) for it->products: for HALF its fp16 copy
+ * at `at` (s x s fp16 of scratch, NULL: none), scaled for a spectral norm
+ * <= bound (ns_half_scale); else v itself. */
+tpla_status_t ns_operand(tpla_ctx_t ctx, const ns_iter_t *it, ns_operand_t *o, tpla_matrix_t v,
+                         void *at, double bound, void *stream);
+/* ns_sym_product of two operands (d = alpha x y + beta add, upper block
+ * rows; the caller mirrors): from their fp16 copies when both have one,
+ * else from v (TF32 unless the products are PLAIN). */
+tpla_status_t ns_operand_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
+                                 const ns_operand_t *x, const ns_operand_t *y, int nb,
+                                 const tpla_matrix_t *add, float alpha, float beta,
+                                 void *stream);
 /* X' = P X + a X (P s x s, input dtype) for X at place[*at]: into the other
  * place when the iteration ping-pongs (*at flips), else in place by chunks. */
 bool ns_update_pingpong(const ns_iter_t *it);
@@ -313,7 +361,7 @@ tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t p
                                tpla_matrix_t p, float a, void *stream);
 /* The Gram iteration's steps from X at place[at] (ns_gram_iter.c). */
 tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
-                              const float *table, int steps, void *stream);
+                              const float *table, int steps, double sigma0, void *stream);
 /* Step op SHARD_POLY (ns_shard.c): *p = b g1 + c g1^2 in the input dtype
  * from this rank's block rows and everyone else's; p is g3, or with pulls
  * this exchange's window (it->poly_in_window), valid until the next one. */

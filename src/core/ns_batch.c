@@ -432,7 +432,7 @@ static tpla_status_t run_owners(struct tpla_ns_batch_plan *b, const tpla_matrix_
         TPLA_TRY(ns_normalize(ctx, first, X, ns_at(b->ws, b->off_sumsq), false, p->safety,
                               p->eps, stream));
         TPLA_TRY(ns_iterate(ctx, &b->iters[i], op, start, NS_IN_X, p->table, p->desc.steps,
-                            stream));
+                            1.0 / p->safety, stream));
       }
     }
     for (int q = 0; q < P; q++) {

@@ -91,6 +91,47 @@ bool ns_steep_for_half_gram(const float *table, int steps) {
   return false;
 }
 
+/* |p(x)| for p = a x + b x^3 + c x^5 */
+static double step_at(const float *abc, double x) {
+  double x2 = x * x;
+  return fabs(x * (abc[0] + x2 * (abc[1] + x2 * (double)abc[2])));
+}
+
+double ns_step_sup(const float *abc, double bound) {
+  /* the ends, and where p' = a + 3b u + 5c u^2 = 0 (u = x^2) inside */
+  double a = abc[0], b = abc[1], c = abc[2], best = step_at(abc, bound);
+  double u[2] = {-1.0, -1.0};
+  if (c != 0.0) {
+    double disc = 9.0 * b * b - 20.0 * a * c;
+    if (disc >= 0.0) {
+      u[0] = (-3.0 * b + sqrt(disc)) / (10.0 * c);
+      u[1] = (-3.0 * b - sqrt(disc)) / (10.0 * c);
+    }
+  } else if (b != 0.0) {
+    u[0] = -a / (3.0 * b);
+  }
+  for (int i = 0; i < 2; i++)
+    if (u[i] > 0.0 && u[i] < bound * bound)
+      best = fmax(best, step_at(abc, sqrt(u[i])));
+  return best;
+}
+
+double ns_quad_sup(double b, double c, double bound) {
+  double best = fabs(bound * (b + c * bound));
+  double v = c != 0.0 ? -b / (2.0 * c) : -1.0; /* the vertex */
+  if (v > 0.0 && v < bound)
+    best = fmax(best, fabs(v * (b + c * v)));
+  return best;
+}
+
+float ns_half_scale(double bound) {
+  if (!(bound <= 0x1p52))
+    return 0.0f;
+  int e = 12 - (bound > 0.0 ? (int)ceil(log2(bound)) : -40);
+  e = e < -40 ? -40 : e > 40 ? 40 : e;
+  return ldexpf(1.0f, e);
+}
+
 uint64_t ns_hash_bytes(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++) {

@@ -57,15 +57,20 @@ double ns_step_flops(int64_t s, int64_t l, int nblocks, ns_update_t update) {
 }
 
 /* Seconds of `flops` at the rate of a GEMM reading `in` and, for the Gram
- * square, the Gram dtype. */
+ * products, the rate ns_products gives them. */
 static double in_weight(const ns_machine_t *mach, tpla_dtype_t in) {
   return in == TPLA_FLOAT32 ? mach->fp32_factor : 1.0;
 }
 static double square_weight(const ns_machine_t *mach, tpla_dtype_t in, tpla_dtype_t gram,
-                            int64_t s) {
+                            int64_t s, bool whole) {
   if (gram != TPLA_FLOAT32)
     return 1.0;
-  return ns_products_tf32(in, gram, s) ? mach->tf32_factor : mach->fp32_factor;
+  switch (ns_products(in, gram, s, whole)) {
+  case NS_PRODUCTS_HALF: return 1.0;
+  case NS_PRODUCTS_TF32: return mach->tf32_factor;
+  case NS_PRODUCTS_PLAIN: break;
+  }
+  return mach->fp32_factor;
 }
 
 static double esize(tpla_dtype_t t) { return (double)tpla_dtype_size(t); }
@@ -83,10 +88,19 @@ static double blocked_mirror_time(const ns_machine_t *mach, int64_t s, int nb, t
   return mirror_time(mach, s, t) * (nb - 1) / nb;
 }
 
+/* Seconds of the fp16 copy of one operand of HALF products (s^2 fp32 read,
+ * s^2 fp16 written): one per product. */
+static double half_copy_time(const ns_machine_t *mach, int64_t s, tpla_dtype_t in,
+                             tpla_dtype_t gram, bool whole) {
+  if (ns_products(in, gram, s, whole) != NS_PRODUCTS_HALF)
+    return 0.0;
+  return mirror_time(mach, s, TPLA_FLOAT32) * 1.5;
+}
+
 double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t dtype,
-                    tpla_dtype_t gram_dtype, ns_update_t *update) {
+                    tpla_dtype_t gram_dtype, bool whole, ns_update_t *update) {
   int nb = ns_sym_blocks(mach, s);
-  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s, whole);
   double gram = sym_flops(s, l, nb) * wi;
   double sl2 = 2.0 * (double)s * (double)s * (double)l * wi;
   double square = gram + sym_flops(s, s, nb) * ws + sl2;
@@ -99,7 +113,9 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
    * diagonal blocks: none where one block row is the whole product */
   int mirrored = u == NS_UPDATE_CHAIN ? 1 : 2;
   double mirrors = mirrored * blocked_mirror_time(mach, s, nb, gram_dtype);
-  return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
+  if (u == NS_UPDATE_CHAIN)
+    return chain / mach->flops + mirrors;
+  return square / mach->flops + mirrors + half_copy_time(mach, s, dtype, gram_dtype, whole);
 }
 
 /* Per segment: the Gram of X and the update of X (one each), and in the s x s
@@ -110,21 +126,23 @@ static int gram_products(int steps) {
 }
 
 double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int steps,
-                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype) {
+                         tpla_dtype_t dtype, tpla_dtype_t gram_dtype, bool whole) {
   int nb = ns_sym_blocks(mach, s), seg = ns_gram_segments(steps);
   int products = gram_products(steps);
-  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s);
+  double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s, whole);
   double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
   return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops +
-         (seg + products) * mirror_time(mach, s, gram_dtype);
+         (seg + products) * mirror_time(mach, s, gram_dtype) +
+         products * half_copy_time(mach, s, dtype, gram_dtype, whole);
 }
 
-/* All steps on an s x l matrix (a rank's part), per the shape's iteration. */
-static double iterate_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t s,
-                           int64_t l) {
+/* All steps on an s x l matrix (a rank's part, or the whole matrix), per the
+ * shape's iteration. */
+static double iterate_time(const ns_machine_t *mach, const ns_shape_t *sh, int64_t s, int64_t l,
+                           bool whole) {
   if (sh->gram_iter)
-    return ns_gram_iter_time(mach, s, l, sh->steps, sh->dtype, sh->gram_dtype);
-  return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, NULL);
+    return ns_gram_iter_time(mach, s, l, sh->steps, sh->dtype, sh->gram_dtype, whole);
+  return sh->steps * ns_step_time(mach, s, l, sh->dtype, sh->gram_dtype, whole, NULL);
 }
 
 /* Gram matrices formed (and all-reduced when distributed) per execute. */
@@ -178,7 +196,7 @@ static double gram_allreduce_cost(const ns_machine_t *mach, const ns_shape_t *sh
                                   const int64_t *l) {
   double most = 0.0;
   for (int q = 0; q < sh->nranks; q++) {
-    double t = iterate_time(mach, sh, g, l[q]);
+    double t = iterate_time(mach, sh, g, l[q], false);
     most = t > most ? t : most;
   }
   return allreduce_time(mach, sh->nranks, 4.0) + most +
@@ -231,7 +249,8 @@ static double row_split_product_time(const ns_machine_t *mach, int64_t s, double
 static double gram_sharded_cost(const ns_machine_t *mach, const ns_shape_t *sh, int64_t g,
                                 const int64_t *l) {
   int P = sh->nranks, nb = ns_sym_blocks(mach, g), nbk = ns_shard_blocks(mach, g, P);
-  double wi = in_weight(mach, sh->dtype), ws = square_weight(mach, sh->dtype, sh->gram_dtype, g);
+  double wi = in_weight(mach, sh->dtype);
+  double ws = square_weight(mach, sh->dtype, sh->gram_dtype, g, false);
   double local[TPLA_MAX_RANKS];
   for (int q = 0; q < P; q++)
     local[q] = (sym_flops(g, l[q], nb) + 2.0 * (double)g * (double)g * (double)l[q]) * wi;
@@ -266,7 +285,7 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
   switch (a) {
   case TPLA_NS_ALGO_LOCAL: {
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
-    return iterate_time(mach, sh, s, l);
+    return iterate_time(mach, sh, s, l, true);
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
     return gram_allreduce_cost(mach, sh, sh->N, sh->rows);
@@ -301,7 +320,7 @@ double ns_cost(const ns_machine_t *mach, const ns_shape_t *sh, tpla_ns_algorithm
     double gather = sh->ring ? (P - 1) * alltoall_time(mach, P, (double)most * sh->N * e)
                              : alltoall_time(mach, P, ((double)sh->M - least) * sh->N * e);
     int64_t s = sh->M < sh->N ? sh->M : sh->N, l = sh->M < sh->N ? sh->N : sh->M;
-    return allreduce_time(mach, P, 4.0) + gather + iterate_time(mach, sh, s, l);
+    return allreduce_time(mach, P, 4.0) + gather + iterate_time(mach, sh, s, l, true);
   }
   case TPLA_NS_ALGO_AUTO: break;
   }

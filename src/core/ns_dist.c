@@ -172,7 +172,8 @@ static tpla_status_t run_redistribute(tpla_ns_plan_t p, tpla_matrix_t x, void *s
      * it moves back through the other one. */
     ns_opmat_t R = {ns_dense(p->w2, M, Nr, dt), false};
     ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
-    TPLA_TRY(ns_iterate(ctx, &p->iter, R, NS_IN_X, end, p->table, p->desc.steps, stream));
+    TPLA_TRY(ns_iterate(ctx, &p->iter, R, NS_IN_X, end, p->table, p->desc.steps, 1.0 / p->safety,
+                        stream));
     void *res = end == NS_IN_X ? p->w2 : p->w1, *back = end == NS_IN_X ? p->w1 : p->w2;
     TPLA_TRY(alltoallv(p, back, sc, sd, res, rc, rd, stream));
     for (int q = 0; q < P; q++)
@@ -201,7 +202,7 @@ static tpla_status_t run_redistribute(tpla_ns_plan_t p, tpla_matrix_t x, void *s
    * other buffer, and the result's buffer is free to receive. */
   ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
   TPLA_TRY(ns_iterate(ctx, &p->iter, (ns_opmat_t){Rt, true}, NS_IN_X, end, p->table,
-                      p->desc.steps, stream));
+                      p->desc.steps, 1.0 / p->safety, stream));
   void *res = end == NS_IN_X ? p->w1 : p->w2, *blocks = end == NS_IN_X ? p->w2 : p->w1;
   tpla_matrix_t Rr = ns_dense(res, Nr, M, dt);
   for (int q = 0; q < P; q++)
@@ -254,7 +255,8 @@ static tpla_status_t run_gather(tpla_ns_plan_t p, tpla_matrix_t x, void *stream)
   }
   ns_opmat_t X = {W, p->trans != (M > N)};
   ns_where_t end = ns_iter_end(&p->iter, p->desc.steps, NS_IN_X);
-  TPLA_TRY(ns_iterate(ctx, &p->iter, X, NS_IN_X, end, p->table, p->desc.steps, stream));
+  TPLA_TRY(ns_iterate(ctx, &p->iter, X, NS_IN_X, end, p->table, p->desc.steps, 1.0 / p->safety,
+                      stream));
   if (end == NS_IN_TEMP) { /* an odd number of ping-pong steps: W is in the temp */
     tpla_matrix_t T = ns_iter_temp(&p->iter, X).v;
     own = p->trans ? ns_sub(T, 0, N, p->offs[r], Mp) : ns_sub(T, p->offs[r], Mp, 0, N);
@@ -280,14 +282,16 @@ tpla_status_t ns_dist_run(tpla_ns_plan_t p, tpla_matrix_t x, ns_where_t start, v
   switch (p->algo) {
   case TPLA_NS_ALGO_LOCAL: {
     ns_opmat_t X = {x, p->trans != (p->M > p->N)};
-    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps, stream);
+    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps,
+                      1.0 / p->safety, stream);
   }
   case TPLA_NS_ALGO_GRAM_ALLREDUCE:
   case TPLA_NS_ALGO_GRAM_SHARDED: {
     if (redistributes(p))
       return run_redistribute(p, x, stream);
     ns_opmat_t X = {x, !p->trans}; /* Y_p^T */
-    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps, stream);
+    return ns_iterate(p->ctx, &p->iter, X, start, NS_IN_X, p->table, p->desc.steps,
+                      1.0 / p->safety, stream);
   }
   case TPLA_NS_ALGO_REDISTRIBUTE: return run_redistribute(p, x, stream);
   case TPLA_NS_ALGO_GATHER: return run_gather(p, x, stream);

@@ -44,8 +44,6 @@
 #define TPLA_NS_GRAM_PRODUCT_BLOCKS 0
 #endif
 
-static ns_opmat_t plain(tpla_matrix_t v) { return (ns_opmat_t){v, false}; }
-
 static int product_blocks(const ns_iter_t *it) {
   return TPLA_NS_GRAM_PRODUCT_BLOCKS > 0 ? TPLA_NS_GRAM_PRODUCT_BLOCKS : it->nblocks;
 }
@@ -53,54 +51,71 @@ static int product_blocks(const ns_iter_t *it) {
 /* d = alpha x y + beta add (x, y, add symmetric and commuting; add != d),
  * mirrored; under GRAM_SHARDED each rank computes its block rows of it. */
 static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
-                             tpla_matrix_t x, tpla_matrix_t y, tpla_matrix_t add, float alpha,
-                             float beta, int tf32, void *stream) {
+                             const ns_operand_t *x, const ns_operand_t *y, tpla_matrix_t add,
+                             float alpha, float beta, int tf32, void *stream) {
   if (it->split.nranks > 0)
-    return ns_shard_product(ctx, it, d, x, y, add, alpha, beta, tf32, stream);
-  TPLA_TRY(ns_sym_product(ctx, d, plain(x), plain(y), product_blocks(it), tf32, NULL, &add, alpha,
-                          beta, stream));
+    return ns_shard_product(ctx, it, d, x->v, y->v, add, alpha, beta, tf32, stream);
+  TPLA_TRY(ns_operand_product(ctx, it, d, x, y, product_blocks(it), &add, alpha, beta, stream));
   return ns_mirror(ctx, d, 0, stream); /* all of it: see ns_iter.c's head */
 }
 
 /* z = c g g + b g (c = 0: b g, no product) */
-static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z, tpla_matrix_t g,
-                          float b, float c, int tf32, void *stream) {
+static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z,
+                          const ns_operand_t *g, float b, float c, int tf32, void *stream) {
   if (c == 0.0f)
-    return ns_axpby(ctx, z, g, b, 0.0f, stream);
-  return sym_mul(ctx, it, z, g, g, g, c, b, tf32, stream);
+    return ns_axpby(ctx, z, g->v, b, 0.0f, stream);
+  return sym_mul(ctx, it, z, g, g, g->v, c, b, tf32, stream);
 }
 
 /* One segment's products from G, triangle by triangle (each mirrored); *w:
- * the W of the update X' = W X + alpha X (t1 NULL: a one-step segment). */
+ * the W of the update X' = W X + alpha X (t1 NULL: a one-step segment).
+ * sigma bounds X's singular values, so G's eigenvalues lie in
+ * [0, sigma^2]; every other matrix is a polynomial in G, whose bound
+ * ns_operand scales HALF products' fp16 copies by. Those live in g3 (Z_0,
+ * until the update's cast), S3's bytes (G, H, G_1, until W is computed
+ * there) and G's (Z_1, once G_1 is spent). */
 static tpla_status_t products(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram_mats_t *m,
-                              const float *t0, const float *t1, int tf32, tpla_matrix_t *w,
-                              void *stream) {
+                              const float *t0, const float *t1, double sigma, int tf32,
+                              tpla_matrix_t *w, void *stream) {
   const tpla_matrix_t G = m->g, S1 = m->s1, S2 = m->s2, S3 = m->s3;
-  TPLA_TRY(poly(ctx, it, S1, G, t0[1], t0[2], tf32, stream)); /* Z_0 */
+  const double sigma1 = ns_step_sup(t0, sigma); /* after step 0 */
+  ns_operand_t g, z0, h, g1, z1;
+  TPLA_TRY(ns_operand(ctx, it, &g, G, S3.data, sigma * sigma, stream));
+  TPLA_TRY(poly(ctx, it, S1, &g, t0[1], t0[2], tf32, stream)); /* Z_0 */
   *w = S1;
   if (t1 == NULL)
     return TPLA_SUCCESS;
-  TPLA_TRY(sym_mul(ctx, it, S2, G, S1, G, 1.0f, t0[0], tf32, stream));  /* H */
-  TPLA_TRY(sym_mul(ctx, it, G, S1, S2, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
-  TPLA_TRY(poly(ctx, it, S2, G, t1[1], t1[2], tf32, stream));           /* Z_1 */
-  TPLA_TRY(sym_mul(ctx, it, S3, S1, S2, S1, 1.0f, t1[0], tf32, stream)); /* W */
+  TPLA_TRY(ns_operand(ctx, it, &z0, S1, it->g3, ns_quad_sup(t0[1], t0[2], sigma * sigma), stream));
+  TPLA_TRY(sym_mul(ctx, it, S2, &g, &z0, G, 1.0f, t0[0], tf32, stream)); /* H */
+  TPLA_TRY(ns_operand(ctx, it, &h, S2, S3.data, sigma * sigma1, stream));
+  TPLA_TRY(sym_mul(ctx, it, G, &z0, &h, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
+  TPLA_TRY(ns_operand(ctx, it, &g1, G, S3.data, sigma1 * sigma1, stream));
+  TPLA_TRY(poly(ctx, it, S2, &g1, t1[1], t1[2], tf32, stream)); /* Z_1 */
+  TPLA_TRY(ns_operand(ctx, it, &z1, S2, G.data, ns_quad_sup(t1[1], t1[2], sigma1 * sigma1),
+                      stream));
+  TPLA_TRY(sym_mul(ctx, it, S3, &z0, &z1, S1, 1.0f, t1[0], tf32, stream)); /* W */
   *w = S3;
   return ns_axpby(ctx, S3, S2, t0[0], 1.0f, stream);
 }
 
 tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t place[2], int at,
-                              const float *table, int steps, void *stream) {
+                              const float *table, int steps, double sigma0, void *stream) {
   int64_t s = it->s;
   tpla_dtype_t gt = it->gram_dtype;
   tpla_matrix_t G = ns_dense(it->g1, s, s, gt);
   const ns_gram_mats_t m = {G, ns_dense(it->g2, s, s, gt), ns_dense(it->g4, s, s, gt),
                             ns_dense(it->g5, s, s, gt)};
   tpla_matrix_t cast = ns_dense(it->g3, s, s, it->dtype);
-  int tf32 = ns_products_tf32(it->dtype, gt, s);
+  int tf32 = it->products != NS_PRODUCTS_PLAIN; /* the split products' */
+  double sigma = sigma0; /* bounds X's singular values at the next segment */
   /* two ranks with pulls: the products by halves of rows (ns_rowsplit.c) */
   const bool row_split = it->grams_mapped && it->pull != NULL && ns_rowsplit_fits(s);
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
     const float *t0 = table + 3 * k, *t1 = k + 1 < steps ? t0 + 3 : NULL;
+    const double sigma_k = sigma;
+    sigma = ns_step_sup(t0, sigma);
+    if (t1 != NULL)
+      sigma = ns_step_sup(t1, sigma);
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
     TPLA_TRY(ns_mirror(ctx, G, 0, stream));
     float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
@@ -111,7 +126,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
       continue;
     }
     tpla_matrix_t w;
-    TPLA_TRY(products(ctx, it, &m, t0, t1, tf32, &w, stream));
+    TPLA_TRY(products(ctx, it, &m, t0, t1, sigma_k, tf32, &w, stream));
     if (gt != it->dtype) { /* X' = M X, M = W + alpha I in the input dtype */
       TPLA_TRY(ns_add_diagonal(ctx, w, alpha, stream));
       TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));

@@ -25,6 +25,7 @@
  */
 #include "ns.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,11 +204,13 @@ static tpla_status_t run_members(ns_groups_t *gs, const group_t *g, int j0, int 
   int steps = lead->desc.steps;
   tpla_matrix_t mine[TPLA_LIST_MAX];
   float safety[TPLA_LIST_MAX], eps[TPLA_LIST_MAX];
+  double sigma0 = 0.0; /* the members' safeties may differ */
   for (int j = 0; j < n; j++) {
     tpla_ns_plan_t p = gs->plans[gs->members[g->first + j0 + j]];
     mine[j] = views[gs->members[g->first + j0 + j]];
     safety[j] = p->safety;
     eps[j] = p->eps;
+    sigma0 = fmax(sigma0, 1.0 / p->safety);
   }
   const tpla_batch_t run = {n, g->slot_bytes};
   /* into the temp when the steps then end in X */
@@ -218,7 +221,8 @@ static tpla_status_t run_members(ns_groups_t *gs, const group_t *g, int j0, int 
   ns_opmat_t X = {ns_dense(ns_at(gs->slots, g->off_x), lead->m, lead->n, dt),
                   member_transposed(lead)};
   ctx->ns_batch = run;
-  tpla_status_t st = ns_iterate(ctx, &g->iter, X, start, NS_IN_X, lead->table, steps, stream);
+  tpla_status_t st = ns_iterate(ctx, &g->iter, X, start, NS_IN_X, lead->table, steps, sigma0,
+                                stream);
   ctx->ns_batch = (tpla_batch_t){0};
   TPLA_TRY(st);
   return ctx->backend->store_list(ctx, mine, X.v, run, stream);

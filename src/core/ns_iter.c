@@ -188,6 +188,26 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
   return TPLA_SUCCESS;
 }
 
+tpla_status_t ns_operand(tpla_ctx_t ctx, const ns_iter_t *it, ns_operand_t *o, tpla_matrix_t v,
+                         void *at, double bound, void *stream) {
+  *o = (ns_operand_t){v, v, 0.0f};
+  if (it->products != NS_PRODUCTS_HALF || at == NULL || (o->scale = ns_half_scale(bound)) == 0.0f)
+    return TPLA_SUCCESS;
+  o->h = ns_dense(at, v.rows, v.cols, TPLA_FLOAT16);
+  return ns_axpby(ctx, o->h, v, o->scale, 0.0f, stream);
+}
+
+tpla_status_t ns_operand_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
+                                 const ns_operand_t *x, const ns_operand_t *y, int nb,
+                                 const tpla_matrix_t *add, float alpha, float beta,
+                                 void *stream) {
+  if (x->scale != 0.0f && y->scale != 0.0f) /* powers of two: exact */
+    return ns_sym_product(ctx, d, plain(x->h), plain(y->h), nb, 0, NULL, add,
+                          alpha / (x->scale * y->scale), beta, stream);
+  return ns_sym_product(ctx, d, plain(x->v), plain(y->v), nb,
+                        it->products != NS_PRODUCTS_PLAIN, NULL, add, alpha, beta, stream);
+}
+
 tpla_status_t ns_gram_row(tpla_ctx_t ctx, tpla_matrix_t d, ns_opmat_t x, int64_t i0, int64_t h,
                           void *stream) {
   int64_t s = i0 + d.cols;
@@ -216,6 +236,7 @@ void ns_iter_base(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l,
   it->dtype = dtype;
   it->gram_dtype = gram_dtype;
   it->allreduce = sum != NS_SUM_NONE;
+  it->products = ns_products(dtype, gram_dtype, s, sum == NS_SUM_NONE);
   it->nblocks = ns_sym_blocks(mach, s);
   if (l > 0) {
     int64_t w = temp_cap / (s > 0 ? s : 1);
@@ -240,7 +261,7 @@ void ns_iter_setup(ns_iter_t *it, const ns_machine_t *mach, int64_t s, int64_t l
     it->off_arp = it->off_g2;
     return;
   }
-  ns_step_time(mach, s, l, dtype, gram_dtype, &it->update);
+  ns_step_time(mach, s, l, dtype, gram_dtype, sum == NS_SUM_NONE, &it->update);
   ns_op_t *op = it->ops;
   *op++ = NS_OP_GRAM; /* all-reduced block row by block row when distributed */
   *op++ = NS_OP_MIRROR_GRAM;
@@ -352,7 +373,8 @@ tpla_status_t ns_update_square(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t p
 }
 
 tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_where_t start,
-                         ns_where_t end, const float *table, int steps, void *stream) {
+                         ns_where_t end, const float *table, int steps, double sigma0,
+                         void *stream) {
   int64_t s = it->s;
   bool pp = pingpong(it);
   if ((start == NS_IN_TEMP || end == NS_IN_TEMP) && !pp && it->l > 0)
@@ -371,8 +393,9 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
     at = !at;
   }
   if (it->gram_iter)
-    return ns_gram_iterate(ctx, it, place, at, table, steps, stream);
-  int tf32 = ns_products_tf32(it->dtype, it->gram_dtype, s);
+    return ns_gram_iterate(ctx, it, place, at, table, steps, sigma0, stream);
+  int tf32 = it->products != NS_PRODUCTS_PLAIN; /* SHARD_POLY's: never HALF */
+  double sigma = sigma0; /* bounds this step's singular values */
   /* Every block row's GEMM computes its diagonal block whole (ns_sym_product,
    * the all-reduced and the pulled Gram alike): the mirrors skip them. */
   int64_t edge = ns_sym_edge(s, it->nblocks);
@@ -389,8 +412,9 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
-          TPLA_TRY(ns_sym_product(ctx, g2, plain(g1), plain(g1), it->nblocks, tf32, NULL, &g1, c,
-                                  b, stream));
+          ns_operand_t A; /* in fp16: g3, free until the cast of P */
+          TPLA_TRY(ns_operand(ctx, it, &A, g1, it->g3, sigma * sigma, stream));
+          TPLA_TRY(ns_operand_product(ctx, it, g2, &A, &A, it->nblocks, &g1, c, b, stream));
           if (it->nblocks > 1)
             TPLA_TRY(ns_mirror(ctx, g2, edge, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
@@ -414,6 +438,7 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         break;
       }
     }
+    sigma = ns_step_sup(table + 3 * k, sigma);
   }
   return TPLA_SUCCESS;
 }

@@ -325,7 +325,7 @@ static int run_iterate(iter_t *r, const double *z0, int64_t s, int64_t l, bool t
       int64_t si = t ? j : i, sj = t ? i : j;
       tpla_store_elem(in.v.data, TPLA_FLOAT32, (size_t)(si * in.v.ld + sj), z0[i * l + j]);
     }
-  tpla_status_t st = ns_iterate(ctx, &r->it, x, start, end, table, steps, NULL);
+  tpla_status_t st = ns_iterate(ctx, &r->it, x, start, end, table, steps, 1.0, NULL);
   for (int64_t i = 0; i < s; i++)
     for (int64_t j = 0; j < l; j++)
       out[i * l + j] = z_at(res, i, j);
@@ -392,7 +392,7 @@ static void test_iterate_pingpong_every_start_and_end(void) {
   /* The chunked iteration cannot keep X in its temp. */
   tpla_matrix_t v = random_view(s, l, 0, TPLA_FLOAT32);
   tpla_status_t bad = ns_iterate(ctx, &chunked.it, (ns_opmat_t){v, false}, NS_IN_TEMP, NS_IN_X,
-                                 table, 1, NULL);
+                                 table, 1, 1.0, NULL);
   free(v.data), free(z0), free(ref), free(got), free(base);
   iter_free(&pp);
   iter_free(&chunked);

@@ -244,9 +244,9 @@ static void test_cost_model_choices(void) {
               ns_cost(mach, &allg2, TPLA_NS_ALGO_GATHER), 1e-12);
   /* the update that avoids the redundant square on a short shard */
   ns_update_t u;
-  ns_step_time(mach, 8192, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
+  ns_step_time(mach, 8192, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, false, &u);
   ASSERT_EQ_INT(u, NS_UPDATE_CHAIN);
-  ns_step_time(mach, 4096, 8192, TPLA_BFLOAT16, TPLA_FLOAT32, &u);
+  ns_step_time(mach, 4096, 8192, TPLA_BFLOAT16, TPLA_FLOAT32, false, &u);
   ASSERT_EQ_INT(u, NS_UPDATE_SQUARE);
 }
 
@@ -271,7 +271,7 @@ static void test_cost_gram_allreduce_formula(void) {
                      TPLA_FLOAT32, 5, false, false, false, false};
     double gram = (double)ns_iter_allreduce_bytes(N, ns_sym_blocks(mach, N), TPLA_FLOAT32);
     double want = ring_allreduce(mach, P, 4.0) +
-                  5 * ns_step_time(mach, N, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, NULL) +
+                  5 * ns_step_time(mach, N, 4096, TPLA_BFLOAT16, TPLA_FLOAT32, false, NULL) +
                   5 * ring_allreduce(mach, P, gram);
     ASSERT_NEAR(ns_cost(mach, &sh, TPLA_NS_ALGO_GRAM_ALLREDUCE), want, 1e-9 * want);
   }
