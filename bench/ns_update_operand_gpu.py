@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Newton-Schulz's distance from the float64 iteration on one GPU, X against Gram iteration.
 
-The Gram iteration's update operand, rounded to a half input's dtype, was W (eigenvalues near
--alpha where the result is O(1)); since session 29 it is M = W + alpha I (src/core/ns_gram_iter.c,
-bench/ns_update_operand_study.py). This measures what that changes on the GPU: for bf16 Gaussian
-inputs, 5 Muon steps and the fp32 Gram (the default), ||Y - Y64|| / ||Y64|| with Y64 the same
-polynomial iterated in float64 on the GPU, for both iterations. TPLA_LIBRARY picks the library,
-so an A/B is two invocations. One JSON line per shape and iteration.
+For Gaussian inputs of a half dtype (bf16, or fp16 with --dtype fp16), 5 Muon steps and the fp32
+Gram (the default): ||Y - Y64|| / ||Y64|| with Y64 the same polynomial iterated in float64 on the
+GPU, for both iterations. TPLA_LIBRARY picks the library, so an A/B is two invocations. One JSON
+line per shape and iteration. Written for session 29's update operand of the Gram iteration
+(M = W + alpha I, src/core/ns_gram_iter.c, bench/ns_update_operand_study.py); session 37 used it
+for the fp16 copies of the s x s products' operands (ns_products HALF, src/core/ns.h) against
+TF32.
 
     PYTHONPATH=python TPLA_LIBRARY=build-gpu/libtpla.so python3 bench/ns_update_operand_gpu.py
 """
+import argparse
 import json
 import os
 
@@ -36,17 +38,20 @@ def reference(x, steps=5, eps=1e-7):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    dtype = torch.bfloat16 if ap.parse_args().dtype == "bf16" else torch.float16
     gen = torch.Generator("cuda").manual_seed(29)
     lib = os.environ.get("TPLA_LIBRARY", "(default)")
     for m, n in SHAPES:
-        x = torch.randn(m, n, device="cuda", generator=gen).to(torch.bfloat16)
+        x = torch.randn(m, n, device="cuda", generator=gen).to(dtype)
         ref = reference(x)
         for it in ("x", "gram"):
             y = tt.newton_schulz(x, None, steps=5, coefficients="muon", iteration=it,
                                  gram_dtype=torch.float32)
             dev = float((y.double() - ref).norm() / ref.norm())
-            print(json.dumps({"lib": lib, "shape": f"{m}x{n}", "iteration": it, "dev": dev}),
-                  flush=True)
+            print(json.dumps({"lib": lib, "dtype": str(dtype), "shape": f"{m}x{n}",
+                              "iteration": it, "dev": dev}), flush=True)
 
 
 if __name__ == "__main__":
