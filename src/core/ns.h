@@ -338,11 +338,16 @@ typedef struct {
   tpla_matrix_t v, h;
   float scale;
 } ns_operand_t;
-/* The operand of v (s x s, whole) for it->products: for HALF its fp16 copy
- * at `at` (s x s fp16 of scratch, NULL: none), scaled for a spectral norm
- * <= bound (ns_half_scale); else v itself. */
+/* dst = scale src, both s x s symmetric, from src's upper block rows of nb
+ * (its lower triangle is never read), mirrored whole: exactly symmetric. */
+tpla_status_t ns_sym_copy(tpla_ctx_t ctx, tpla_matrix_t dst, tpla_matrix_t src, float scale, int nb,
+                          void *stream);
+/* The operand of v (s x s, its upper block rows of nb valid) for
+ * it->products: for HALF its fp16 copy at `at` (s x s fp16 of scratch) by
+ * ns_sym_copy, scaled for a spectral norm <= bound (ns_half_scale); with no
+ * scratch or scale, v mirrored in place for TF32; else v itself. */
 tpla_status_t ns_operand(tpla_ctx_t ctx, const ns_iter_t *it, ns_operand_t *o, tpla_matrix_t v,
-                         void *at, double bound, void *stream);
+                         void *at, double bound, int nb, void *stream);
 /* ns_sym_product of two operands (d = alpha x y + beta add, upper block
  * rows; the caller mirrors): from their fp16 copies when both have one,
  * else from v (TF32 unless the products are PLAIN). */

@@ -56,6 +56,8 @@ static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t 
   if (it->split.nranks > 0)
     return ns_shard_product(ctx, it, d, x->v, y->v, add, alpha, beta, tf32, stream);
   TPLA_TRY(ns_operand_product(ctx, it, d, x, y, product_blocks(it), &add, alpha, beta, stream));
+  if (it->products == NS_PRODUCTS_HALF) /* read by upper block rows and ns_sym_copy only */
+    return TPLA_SUCCESS;
   return ns_mirror(ctx, d, 0, stream); /* all of it: see ns_iter.c's head */
 }
 
@@ -79,19 +81,21 @@ static tpla_status_t products(tpla_ctx_t ctx, const ns_iter_t *it, const ns_gram
                               tpla_matrix_t *w, void *stream) {
   const tpla_matrix_t G = m->g, S1 = m->s1, S2 = m->s2, S3 = m->s3;
   const double sigma1 = ns_step_sup(t0, sigma); /* after step 0 */
+  const int nb = product_blocks(it);
   ns_operand_t g, z0, h, g1, z1;
-  TPLA_TRY(ns_operand(ctx, it, &g, G, S3.data, sigma * sigma, stream));
+  TPLA_TRY(ns_operand(ctx, it, &g, G, S3.data, sigma * sigma, it->nblocks, stream));
   TPLA_TRY(poly(ctx, it, S1, &g, t0[1], t0[2], tf32, stream)); /* Z_0 */
   *w = S1;
   if (t1 == NULL)
     return TPLA_SUCCESS;
-  TPLA_TRY(ns_operand(ctx, it, &z0, S1, it->g3, ns_quad_sup(t0[1], t0[2], sigma * sigma), stream));
+  TPLA_TRY(ns_operand(ctx, it, &z0, S1, it->g3, ns_quad_sup(t0[1], t0[2], sigma * sigma), nb,
+                      stream));
   TPLA_TRY(sym_mul(ctx, it, S2, &g, &z0, G, 1.0f, t0[0], tf32, stream)); /* H */
-  TPLA_TRY(ns_operand(ctx, it, &h, S2, S3.data, sigma * sigma1, stream));
+  TPLA_TRY(ns_operand(ctx, it, &h, S2, S3.data, sigma * sigma1, nb, stream));
   TPLA_TRY(sym_mul(ctx, it, G, &z0, &h, S2, 1.0f, t0[0], tf32, stream)); /* G_1 */
-  TPLA_TRY(ns_operand(ctx, it, &g1, G, S3.data, sigma1 * sigma1, stream));
+  TPLA_TRY(ns_operand(ctx, it, &g1, G, S3.data, sigma1 * sigma1, nb, stream));
   TPLA_TRY(poly(ctx, it, S2, &g1, t1[1], t1[2], tf32, stream)); /* Z_1 */
-  TPLA_TRY(ns_operand(ctx, it, &z1, S2, G.data, ns_quad_sup(t1[1], t1[2], sigma1 * sigma1),
+  TPLA_TRY(ns_operand(ctx, it, &z1, S2, G.data, ns_quad_sup(t1[1], t1[2], sigma1 * sigma1), nb,
                       stream));
   TPLA_TRY(sym_mul(ctx, it, S3, &z0, &z1, S1, 1.0f, t1[0], tf32, stream)); /* W */
   *w = S3;
@@ -108,6 +112,7 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
   tpla_matrix_t cast = ns_dense(it->g3, s, s, it->dtype);
   int tf32 = it->products != NS_PRODUCTS_PLAIN; /* the split products' */
   double sigma = sigma0; /* bounds X's singular values at the next segment */
+  const bool half = it->products == NS_PRODUCTS_HALF;
   /* two ranks with pulls: the products by halves of rows (ns_rowsplit.c) */
   const bool row_split = it->grams_mapped && it->pull != NULL && ns_rowsplit_fits(s);
   for (int k = 0; k < steps; k += NS_GRAM_SEGMENT) {
@@ -117,7 +122,8 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
     if (t1 != NULL)
       sigma = ns_step_sup(t1, sigma);
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
-    TPLA_TRY(ns_mirror(ctx, G, 0, stream));
+    if (!half) /* HALF: read by upper block rows and ns_sym_copy only */
+      TPLA_TRY(ns_mirror(ctx, G, 0, stream));
     float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
     if (row_split) { /* the update too, by halves of W where it can */
       tpla_matrix_t in_dtype = gt != it->dtype ? cast : (tpla_matrix_t){NULL, 0, 0, 1, gt};
@@ -129,7 +135,10 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
     TPLA_TRY(products(ctx, it, &m, t0, t1, sigma_k, tf32, &w, stream));
     if (gt != it->dtype) { /* X' = M X, M = W + alpha I in the input dtype */
       TPLA_TRY(ns_add_diagonal(ctx, w, alpha, stream));
-      TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
+      if (half)
+        TPLA_TRY(ns_sym_copy(ctx, cast, w, 1.0f, product_blocks(it), stream));
+      else
+        TPLA_TRY(ns_axpby(ctx, cast, w, 1.0f, 0.0f, stream));
       w = cast;
       alpha = 0.0f;
     }

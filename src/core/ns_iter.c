@@ -188,13 +188,26 @@ tpla_status_t ns_sym_product(tpla_ctx_t ctx, tpla_matrix_t dst, ns_opmat_t x, ns
   return TPLA_SUCCESS;
 }
 
+tpla_status_t ns_sym_copy(tpla_ctx_t ctx, tpla_matrix_t dst, tpla_matrix_t src, float scale, int nb,
+                          void *stream) {
+  int64_t s = src.rows, t = ns_sym_edge(s, nb);
+  for (int64_t i0 = 0; i0 < s; i0 += t) {
+    int64_t h = s - i0 < t ? s - i0 : t;
+    TPLA_TRY(ns_axpby(ctx, ns_sub(dst, i0, h, i0, s - i0), ns_sub(src, i0, h, i0, s - i0), scale,
+                      0.0f, stream));
+  }
+  return ns_mirror(ctx, dst, 0, stream); /* all of it: exactly symmetric */
+}
+
 tpla_status_t ns_operand(tpla_ctx_t ctx, const ns_iter_t *it, ns_operand_t *o, tpla_matrix_t v,
-                         void *at, double bound, void *stream) {
+                         void *at, double bound, int nb, void *stream) {
   *o = (ns_operand_t){v, v, 0.0f};
-  if (it->products != NS_PRODUCTS_HALF || at == NULL || (o->scale = ns_half_scale(bound)) == 0.0f)
+  if (it->products != NS_PRODUCTS_HALF)
     return TPLA_SUCCESS;
+  if (at == NULL || (o->scale = ns_half_scale(bound)) == 0.0f)
+    return ns_mirror(ctx, v, 0, stream); /* read whole by TF32 products */
   o->h = ns_dense(at, v.rows, v.cols, TPLA_FLOAT16);
-  return ns_axpby(ctx, o->h, v, o->scale, 0.0f, stream);
+  return ns_sym_copy(ctx, o->h, v, o->scale, nb, stream);
 }
 
 tpla_status_t ns_operand_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
@@ -395,6 +408,9 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
   if (it->gram_iter)
     return ns_gram_iterate(ctx, it, place, at, table, steps, sigma0, stream);
   int tf32 = it->products != NS_PRODUCTS_PLAIN; /* SHARD_POLY's: never HALF */
+  /* HALF: the square reads A's fp16 copy and its C A's upper block rows, so
+   * neither A nor P (copied into g3 in the input dtype) is mirrored in place */
+  const bool half = it->products == NS_PRODUCTS_HALF && it->update == NS_UPDATE_SQUARE;
   double sigma = sigma0; /* bounds this step's singular values */
   /* Every block row's GEMM computes its diagonal block whole (ns_sym_product,
    * the all-reduced and the pulled Gram alike): the mirrors skip them. */
@@ -407,22 +423,25 @@ tpla_status_t ns_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t x, ns_w
         TPLA_TRY(ns_gram(ctx, it, g1, place[at], stream));
         break;
       case NS_OP_MIRROR_GRAM:
-        if (it->nblocks > 1) /* one block row: the whole Gram */
+        if (it->nblocks > 1 && !half) /* one block row: the whole Gram */
           TPLA_TRY(ns_mirror(ctx, g1, edge, stream));
         break;
       case NS_OP_SQUARE:
         if (c != 0.0f) { /* P = c A^2 + b A: beta = b with C = A's block */
           ns_operand_t A; /* in fp16: g3, free until the cast of P */
-          TPLA_TRY(ns_operand(ctx, it, &A, g1, it->g3, sigma * sigma, stream));
+          TPLA_TRY(ns_operand(ctx, it, &A, g1, it->g3, sigma * sigma, it->nblocks, stream));
           TPLA_TRY(ns_operand_product(ctx, it, g2, &A, &A, it->nblocks, &g1, c, b, stream));
-          if (it->nblocks > 1)
+          if (it->nblocks > 1 && !half)
             TPLA_TRY(ns_mirror(ctx, g2, edge, stream));
         } else { /* c = 0 (cubic): P = b A, no square */
           TPLA_TRY(ns_axpby(ctx, g2, g1, b, 0.0f, stream));
         }
         break;
       case NS_OP_CAST_POLY:
-        TPLA_TRY(ns_axpby(ctx, g3, g2, 1.0f, 0.0f, stream));
+        if (half)
+          TPLA_TRY(ns_sym_copy(ctx, g3, g2, 1.0f, it->nblocks, stream));
+        else
+          TPLA_TRY(ns_axpby(ctx, g3, g2, 1.0f, 0.0f, stream));
         break;
       case NS_OP_CAST_GRAM:
         TPLA_TRY(ns_axpby(ctx, g3, g1, 1.0f, 0.0f, stream));

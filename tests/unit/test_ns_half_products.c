@@ -5,7 +5,8 @@
  * from hold against dense grids; plans of both iterations stay as close to
  * the float64 iteration as their rounding allows, also when the table moves
  * the spectrum past fp16's largest value (2^16) or below its normal range
- * (2^-14) and back; a batch group whose members have different safety
+ * (2^-14) and back, or so far (2^27) that no scale fits and the products
+ * fall back to TF32 (fp32 on the host); a batch group whose members have different safety
  * factors scales for the largest spectrum among them.
  *
  *   ./test_ns_half_products   (CTest: test_ns_half_products)
@@ -83,31 +84,33 @@ static double run_vs_float64(const double *x, tpla_dtype_t dt, tpla_ns_iteration
 /* Muon's 5 steps, and two tables that take the spectrum out of fp16's range
  * for the last step, once Muon has brought it near 1 (where that step's
  * c x^5 term matters): step 3 scales it by 2^8 (the Gram's diagonal to
- * ~2^16, past 65504) or by 2^-10 (to ~2^-20, subnormal), step 4 is Muon's
- * step on the scaled values. In float64 all three give Muon's result;
+ * ~2^16, past 65504) or by 2^-10 (to ~2^-20, subnormal), or by 2^27 (a
+ * bound past 2^52: no scale, TF32), step 4 is Muon's step on the scaled
+ * values. In float64 all three give Muon's result;
  * unscaled fp16 copies would hold infinities or lose most bits of the Gram. */
 static void test_plans_near_float64(void) {
   ASSERT_EQ_INT(ns_products(TPLA_BFLOAT16, TPLA_FLOAT32, S, true),
                 TPLA_NS_HALF_PRODUCTS ? NS_PRODUCTS_HALF : NS_PRODUCTS_TF32);
   const float m[3] = {3.4445f, -4.775f, 2.0315f};
-  float tables[3][15];
-  for (int t = 0; t < 3; t++)
+  float tables[4][15];
+  for (int t = 0; t < 4; t++)
     for (int k = 0; k < 5; k++)
       memcpy(tables[t] + 3 * k, m, sizeof m);
-  for (int t = 1; t < 3; t++) {
-    double f = t == 1 ? 0x1p8 : 0x1p-10;
+  for (int t = 1; t < 4; t++) {
+    double f = t == 1 ? 0x1p8 : t == 2 ? 0x1p-10 : 0x1p27;
     float *tb = tables[t] + 9;
     tb[0] = (float)f, tb[1] = 0.0f, tb[2] = 0.0f;
     tb[3] = (float)(m[0] / f), tb[4] = (float)(m[1] / (f * f * f));
     tb[5] = (float)(m[2] / (f * f * f * f * f));
   }
   static const char *what[] = {"Muon", "Muon, spectrum x2^8 at step 3",
-                               "Muon, spectrum x2^-10 at step 3"};
+                               "Muon, spectrum x2^-10 at step 3",
+                               "Muon, spectrum x2^27 at step 3 (no scale: TF32)"};
   static const tpla_dtype_t dts[] = {TPLA_BFLOAT16, TPLA_FLOAT16};
   static const double tol[] = {4e-2, 8e-3}; /* observed: 6.0e-3-1.1e-2 (bf16), 1.8-2.8e-3 (fp16) */
   for (int d = 0; d < 2; d++) {
     double *x = random_matrix(S, L, dts[d], 11 + (uint64_t)d);
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < (dts[d] == TPLA_BFLOAT16 ? 4 : 3); t++) /* 2^27 X: past fp16 */
       for (int g = 0; g < 2; g++) {
         tpla_ns_iteration_t it = g ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
         double e = run_vs_float64(x, dts[d], it, tables[t], 5, 1.0f);
