@@ -88,12 +88,11 @@ static double blocked_mirror_time(const ns_machine_t *mach, int64_t s, int nb, t
   return mirror_time(mach, s, t) * (nb - 1) / nb;
 }
 
-/* Seconds of the fp16 copy of one operand of HALF products (s^2 fp32 read,
- * s^2 fp16 written): one per product. */
-static double half_copy_time(const ns_machine_t *mach, int64_t s, tpla_dtype_t in,
-                             tpla_dtype_t gram, bool whole) {
-  if (ns_products(in, gram, s, whole) != NS_PRODUCTS_HALF)
-    return 0.0;
+/* Seconds of one ns_sym_copy of HALF products (src/core/ns_iter.c): the
+ * upper block rows read in fp32 and written in a half dtype, then mirrored
+ * there; about 1.5 fp32 mirrors. HALF iterations mirror nothing in place:
+ * one copy replaces each mirror. */
+static double sym_copy_time(const ns_machine_t *mach, int64_t s) {
   return mirror_time(mach, s, TPLA_FLOAT32) * 1.5;
 }
 
@@ -113,9 +112,9 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
    * diagonal blocks: none where one block row is the whole product */
   int mirrored = u == NS_UPDATE_CHAIN ? 1 : 2;
   double mirrors = mirrored * blocked_mirror_time(mach, s, nb, gram_dtype);
-  if (u == NS_UPDATE_CHAIN)
-    return chain / mach->flops + mirrors;
-  return square / mach->flops + mirrors + half_copy_time(mach, s, dtype, gram_dtype, whole);
+  if (u == NS_UPDATE_SQUARE && ns_products(dtype, gram_dtype, s, whole) == NS_PRODUCTS_HALF)
+    mirrors = 2 * sym_copy_time(mach, s); /* A's fp16 copy, P's in the input dtype */
+  return (u == NS_UPDATE_CHAIN ? chain : square) / mach->flops + mirrors;
 }
 
 /* Per segment: the Gram of X and the update of X (one each), and in the s x s
@@ -131,9 +130,11 @@ double ns_gram_iter_time(const ns_machine_t *mach, int64_t s, int64_t l, int ste
   int products = gram_products(steps);
   double wi = in_weight(mach, dtype), ws = square_weight(mach, dtype, gram_dtype, s, whole);
   double x_side = seg * (sym_flops(s, l, nb) + 2.0 * (double)s * (double)s * (double)l) * wi;
-  return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops +
-         (seg + products) * mirror_time(mach, s, gram_dtype) +
-         products * half_copy_time(mach, s, dtype, gram_dtype, whole);
+  /* a mirror per Gram and per product; HALF: a copy per product and per update operand */
+  double passes = ns_products(dtype, gram_dtype, s, whole) == NS_PRODUCTS_HALF
+                      ? sym_copy_time(mach, s)
+                      : mirror_time(mach, s, gram_dtype);
+  return (x_side + products * sym_flops(s, s, nb) * ws) / mach->flops + (seg + products) * passes;
 }
 
 /* All steps on an s x l matrix (a rank's part, or the whole matrix), per the

@@ -32,7 +32,9 @@
  *
  * Buffers (ns_iter_setup): G in g1, scratch S1 = g2 (also the all-reduce's
  * packed rows, free once G is in), S2 = g4, S3 = g5, all in the Gram dtype,
- * and g3 for the update operand in the input dtype when they differ. On two
+ * and g3 for the update operand in the input dtype when they differ. HALF
+ * products (ns_products) keep their fp16 copies in bytes free at the time
+ * (products() says which) and mirror no fp32 matrix in place. On two
  * ranks with pulls (GRAM_SHARDED) ns_rowsplit.c computes a segment's
  * products by halves of rows instead.
  */

@@ -20,7 +20,10 @@
  * symmetric product of one block row (s below two sym_min_blocks) is whole
  * and gets no mirror. (The Gram iteration's products of commuting matrices
  * keep theirs: the mirror makes them exactly symmetric, and without it the
- * half-precision iteration drifts.) The
+ * half-precision iteration drifts.) With HALF products (ns_products) no
+ * fp32 matrix is mirrored in place: the square reads A's fp16 copy and P
+ * reaches the input dtype by ns_sym_copy, each from the upper block rows,
+ * mirrored whole in the narrower dtype. The
  * SQUARE update copies no X when the temp holds all of it: each step writes
  * X' = P X + a X into the other buffer (C = X), so X alternates between the
  * caller's matrix and the temp (ns_iter_end says where it ends); the
