@@ -586,7 +586,9 @@ typedef struct {
                                    published), 1 otherwise                    */
   tpla_dtype_t gram_dtype;      /* TPLA_FLOAT32 (default) or `dtype`: precision
                                    of the Gram matrix, its square and their
-                                   all-reduce                                 */
+                                   all-reduce (fp32 of a half input: products
+                                   past 256 x 256 read 11-bit operands,
+                                   docs/ALGORITHMS.md "Precision")            */
   tpla_ns_algorithm_t algorithm;
   tpla_ns_iteration_t iteration; /* TPLA_NS_ITERATE_AUTO (default), _X, _GRAM */
   tpla_ns_gram_sum_t gram_sum;   /* TPLA_NS_GRAM_SUM_AUTO (default), _COLLECTIVE */
