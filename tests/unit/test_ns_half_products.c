@@ -14,13 +14,13 @@
 #include "ns.h"
 #include "test_ns_common.h"
 
-enum { S = 300, L = 700 }; /* s past NS_TF32_MIN_SIDE: HALF products */
+enum { S = 264, L = 320 }; /* s past NS_TF32_MIN_SIDE: HALF products */
 
-/* The largest |f| on 400001 points of [0, bound]. */
+/* The largest |f| on 100001 points of [0, bound]. */
 static double grid_sup(double (*f)(const float *, double), const float *coef, double bound) {
   double best = 0.0;
-  for (int i = 0; i <= 400000; i++)
-    best = fmax(best, fabs(f(coef, bound * i / 400000.0)));
+  for (int i = 0; i <= 100000; i++)
+    best = fmax(best, fabs(f(coef, bound * i / 100000.0)));
   return best;
 }
 static double quad_at(const float *bc, double y) { return y * (bc[0] + bc[1] * y); }
@@ -56,11 +56,11 @@ static void test_bounds_hold(void) {
   ASSERT_TRUE(ns_half_scale(NAN) == 0.0f);
 }
 
-/* One rank, S x L, fp32 Gram, a user table; the distance from the float64
- * iteration of the rounded input with the same safety. */
-static double run_vs_float64(const double *x, tpla_dtype_t dt, tpla_ns_iteration_t iter,
-                             const float *table, int steps, float safety) {
-  double *out = calloc(S * L, sizeof(double)), *ref = malloc(sizeof(double) * S * L);
+/* One rank, S x L, fp32 Gram, a user table: the distance of the result from
+ * ref (the float64 iteration of the rounded input with the same safety). */
+static double run_vs_float64(const double *x, const double *ref, tpla_dtype_t dt,
+                             tpla_ns_iteration_t iter, const float *table, int steps) {
+  double *out = calloc(S * L, sizeof(double));
   ns_run_t run = {.P = 1, .desc = TPLA_NS_DESC_INIT, .m = S, .n = L, .x = x, .out = out};
   run.desc.dtype = dt;
   run.desc.gram_dtype = TPLA_FLOAT32;
@@ -68,16 +68,13 @@ static double run_vs_float64(const double *x, tpla_dtype_t dt, tpla_ns_iteration
   run.desc.coefficients = table;
   run.desc.ncoefficients = 3 * (size_t)steps;
   run.desc.steps = steps;
-  run.desc.safety = safety;
+  run.desc.safety = 1.0f;
   run.desc.iteration = iter;
   split(S, 1, false, run.sizes);
   double e = INFINITY; /* failed, or another iteration than asked */
-  if (ns_run(&run) == 0 && run.iter[0] == iter) {
-    memcpy(ref, x, sizeof(double) * S * L);
-    ref_ns(ref, S, L, table, steps, safety, 1e-7);
+  if (ns_run(&run) == 0 && run.iter[0] == iter)
     e = rel_diff(out, ref, S * L);
-  }
-  free(out), free(ref);
+  free(out);
   return e;
 }
 
@@ -107,19 +104,24 @@ static void test_plans_near_float64(void) {
                                "Muon, spectrum x2^-10 at step 3",
                                "Muon, spectrum x2^27 at step 3 (no scale: TF32)"};
   static const tpla_dtype_t dts[] = {TPLA_BFLOAT16, TPLA_FLOAT16};
-  static const double tol[] = {4e-2, 8e-3}; /* observed: 6.0e-3-1.1e-2 (bf16), 1.8-2.8e-3 (fp16) */
+  static const double tol[] = {4e-2, 8e-3}; /* observed: 6.6e-3-1.0e-2 (bf16), 1.1-2.5e-3 (fp16) */
+  double *ref = malloc(sizeof(double) * S * L);
   for (int d = 0; d < 2; d++) {
     double *x = random_matrix(S, L, dts[d], 11 + (uint64_t)d);
-    for (int t = 0; t < (dts[d] == TPLA_BFLOAT16 ? 4 : 3); t++) /* 2^27 X: past fp16 */
+    for (int t = 0; t < (dts[d] == TPLA_BFLOAT16 ? 4 : 3); t++) { /* 2^27 X: past fp16 */
+      memcpy(ref, x, sizeof(double) * S * L);
+      ref_ns(ref, S, L, tables[t], 5, 1.0, 1e-7);
       for (int g = 0; g < 2; g++) {
         tpla_ns_iteration_t it = g ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
-        double e = run_vs_float64(x, dts[d], it, tables[t], 5, 1.0f);
+        double e = run_vs_float64(x, ref, dts[d], it, tables[t], 5);
         printf("  %s, %s iteration, %s: %.3e from float64\n", tpla_dtype_name(dts[d]),
                g ? "GRAM" : "X", what[t], e);
         ASSERT_LE(e, tol[d]);
       }
+    }
     free(x);
   }
+  free(ref);
 }
 
 typedef struct {
@@ -161,7 +163,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
 }
 
 /* A batch of two same-shape random matrices (one group, one iteration),
- * safety 1 and 1/256: the second's normalized spectrum reaches ~25, and the
+ * safety 1 and 1/256: the second's normalized spectrum reaches ~30, and the
  * table's first step divides by 256. Scaled for the first member's bound,
  * the second's Gram would overflow its fp16 copy (entries ~2^-8 scaled by
  * 2^28 after step 0, ~2^8 by 2^12 before it). */
