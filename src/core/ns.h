@@ -54,8 +54,12 @@ double ns_step_sup(const float *abc, double bound);
  * norm of b G + c G^2 for symmetric G with eigenvalues in [0, bound]. */
 double ns_quad_sup(double b, double c, double bound);
 /* The power of two that scales a matrix of spectral norm <= bound (so
- * entries <= bound) to entries <= 2^12 in fp16, at most 2^40 either way; 0
- * when none does (bound past 2^52, or not a number). */
+ * entries <= bound) to entries <= 2^12 in fp16, at most 2^40; 0 for a bound
+ * past 2^8 (or not a number), which the products then leave to TF32: the
+ * bounds grow loose once they leave a table's stable range (Muon with
+ * safety 0.6: 1.67, 9.8, 1.8e5 while the spectrum stays near 1), and a
+ * loose bound would scale real entries down into fp16's subnormals. Up to
+ * 2^8 they keep a scale of at least 2^4 (review 105). */
 float ns_half_scale(double bound);
 /* FNV-1a over bytes, chained through h (start with NS_HASH_INIT). */
 #define NS_HASH_INIT 1469598103934665603ull
@@ -98,10 +102,14 @@ double ns_step_time(const ns_machine_t *mach, int64_t s, int64_t l, tpla_dtype_t
  * the Gram iteration's five):
  * - PLAIN: in the Gram dtype (a half Gram, an fp32 input, or s <=
  *   NS_TF32_MIN_SIDE, where they cost microseconds either way);
- * - TF32: fp32 operands on TF32 tensor cores (products split across ranks);
+ * - TF32: fp32 operands on TF32 tensor cores (the iterations of a Gram
+ *   summed over ranks: GRAM_ALLREDUCE's and REDISTRIBUTE's products on
+ *   every rank, GRAM_SHARDED's split ones; and a HALF product whose operand
+ *   has no scale);
  * - HALF: fp16 copies of the operands, each scaled by a power of two that
  *   its spectral-norm bound maps to 2^12 (ns_half_scale), fp32 results
- *   (products one rank computes whole).
+ *   (matrices one rank iterates whole: LOCAL, GATHER, a batch's owned
+ *   ones).
  * TF32 and fp16 both keep 11 significant bits: 8x finer than bf16's, only as
  * fine as an fp16 input's, which loses 4-10x in accuracy through them
  * (bench/ns_tf32_half_study.py); fp16 runs at twice TF32's rate, and the
@@ -350,7 +358,8 @@ tpla_status_t ns_operand(tpla_ctx_t ctx, const ns_iter_t *it, ns_operand_t *o, t
                          void *at, double bound, int nb, void *stream);
 /* ns_sym_product of two operands (d = alpha x y + beta add, upper block
  * rows; the caller mirrors): from their fp16 copies when both have one,
- * else from v (TF32 unless the products are PLAIN). */
+ * else from v (TF32 unless the products are PLAIN; a copied operand's v is
+ * mirrored first, as HALF leaves it unmirrored). */
 tpla_status_t ns_operand_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                                  const ns_operand_t *x, const ns_operand_t *y, int nb,
                                  const tpla_matrix_t *add, float alpha, float beta,

@@ -125,7 +125,7 @@ double ns_quad_sup(double b, double c, double bound) {
 }
 
 float ns_half_scale(double bound) {
-  if (!(bound <= 0x1p52))
+  if (!(bound <= 0x1p8))
     return 0.0f;
   int e = 12 - (bound > 0.0 ? (int)ceil(log2(bound)) : -40);
   e = e < -40 ? -40 : e > 40 ? 40 : e;

@@ -51,7 +51,8 @@ static int product_blocks(const ns_iter_t *it) {
 }
 
 /* d = alpha x y + beta add (x, y, add symmetric and commuting; add != d),
- * mirrored; under GRAM_SHARDED each rank computes its block rows of it. */
+ * mirrored (HALF: its upper block rows only); under GRAM_SHARDED each rank
+ * computes its block rows of it. */
 static tpla_status_t sym_mul(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t d,
                              const ns_operand_t *x, const ns_operand_t *y, tpla_matrix_t add,
                              float alpha, float beta, int tf32, void *stream) {
@@ -71,7 +72,8 @@ static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z,
   return sym_mul(ctx, it, z, g, g, g->v, c, b, tf32, stream);
 }
 
-/* One segment's products from G, triangle by triangle (each mirrored); *w:
+/* One segment's products from G, triangle by triangle (each mirrored, but
+ * for HALF products, whose copies are); *w:
  * the W of the update X' = W X + alpha X (t1 NULL: a one-step segment).
  * sigma bounds X's singular values, so G's eigenvalues lie in
  * [0, sigma^2]; every other matrix is a polynomial in G, whose bound
@@ -124,7 +126,9 @@ tpla_status_t ns_gram_iterate(tpla_ctx_t ctx, const ns_iter_t *it, ns_opmat_t pl
     if (t1 != NULL)
       sigma = ns_step_sup(t1, sigma);
     TPLA_TRY(ns_gram(ctx, it, G, place[at], stream));
-    if (!half) /* HALF: read by upper block rows and ns_sym_copy only */
+    /* HALF: read by upper block rows and ns_sym_copy only, unless the
+     * products' block rows are not the Gram's (a measuring build) */
+    if (!half || product_blocks(it) != it->nblocks)
       TPLA_TRY(ns_mirror(ctx, G, 0, stream));
     float alpha = t1 != NULL ? t0[0] * t1[0] : t0[0];
     if (row_split) { /* the update too, by halves of W where it can */

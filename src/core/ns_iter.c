@@ -220,6 +220,10 @@ tpla_status_t ns_operand_product(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matri
   if (x->scale != 0.0f && y->scale != 0.0f) /* powers of two: exact */
     return ns_sym_product(ctx, d, plain(x->h), plain(y->h), nb, 0, NULL, add,
                           alpha / (x->scale * y->scale), beta, stream);
+  if (x->scale != 0.0f) /* the other has none: both whole, in TF32 */
+    TPLA_TRY(ns_mirror(ctx, x->v, 0, stream));
+  if (y->scale != 0.0f && y->v.data != x->v.data)
+    TPLA_TRY(ns_mirror(ctx, y->v, 0, stream));
   return ns_sym_product(ctx, d, plain(x->v), plain(y->v), nb,
                         it->products != NS_PRODUCTS_PLAIN, NULL, add, alpha, beta, stream);
 }
