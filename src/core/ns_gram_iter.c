@@ -72,9 +72,9 @@ static tpla_status_t poly(tpla_ctx_t ctx, const ns_iter_t *it, tpla_matrix_t z,
   return sym_mul(ctx, it, z, g, g, g->v, c, b, tf32, stream);
 }
 
-/* One segment's products from G, triangle by triangle (each mirrored, but
- * for HALF products, whose copies are); *w:
- * the W of the update X' = W X + alpha X (t1 NULL: a one-step segment).
+/* One segment's products from G, triangle by triangle, each mirrored (for
+ * HALF products, their copies are); *w: the W of the update
+ * X' = W X + alpha X (t1 NULL: a one-step segment).
  * sigma bounds X's singular values, so G's eigenvalues lie in
  * [0, sigma^2]; every other matrix is a polynomial in G, whose bound
  * ns_operand scales HALF products' fp16 copies by. Those live in g3 (Z_0,
