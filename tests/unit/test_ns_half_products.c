@@ -137,7 +137,7 @@ typedef struct {
   const double *x[2];
   double *out[2];
   tpla_ns_iteration_t iteration;
-  int owner[2];
+  int owner[2][2]; /* per rank: each rank's answer */
 } batch_t;
 
 static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
@@ -164,7 +164,7 @@ static int batch_body(tpla_ctx_t ctx, int rank, int nranks, void *arg) {
   tpla_ns_batch_plan_t plan = NULL;
   tpla_status_t s = tpla_ns_batch_plan_create(&plan, ctx, 2, d);
   for (int i = 0; i < 2 && s == TPLA_SUCCESS; i++)
-    s = tpla_ns_batch_plan_owner(plan, i, &b->owner[i]);
+    s = tpla_ns_batch_plan_owner(plan, i, &b->owner[rank][i]);
   if (s == TPLA_SUCCESS)
     s = tpla_ns_batch_execute(plan, xs, NULL);
   if (s != TPLA_SUCCESS)
@@ -217,15 +217,16 @@ static void test_batch_scales_for_each_safety(void) {
     memcpy(ref[i], x[i], sizeof(double) * S * L);
     ref_ns(ref[i], S, L, table, 5, i == 0 ? 1.0 : 1.0 / 256.0, 1e-7);
   }
-  batch_t b = {table, {1.0f, 1.0f / 256.0f}, {x[0], x[1]}, {0}, TPLA_NS_ITERATE_X, {0}};
+  batch_t b = {table, {1.0f, 1.0f / 256.0f}, {x[0], x[1]}, {0}, TPLA_NS_ITERATE_X, {{0}}};
   for (int P = 1; P <= 2; P++)
     for (int g = 0; g < 2; g++) {
       b.iteration = g ? TPLA_NS_ITERATE_GRAM : TPLA_NS_ITERATE_X;
       for (int i = 0; i < 2; i++)
         b.out[i] = calloc(S * L, sizeof(double));
       ASSERT_EQ_INT(run_host_ranks(P, batch_body, &b), 0);
-      if (P == 2) /* whole on two owners: no group */
-        ASSERT_TRUE(b.owner[0] >= 0 && b.owner[1] >= 0 && b.owner[0] != b.owner[1]);
+      if (P == 2) /* whole on two owners: no group; both ranks say so */
+        ASSERT_TRUE(b.owner[0][0] >= 0 && b.owner[0][1] >= 0 && b.owner[0][0] != b.owner[0][1] &&
+                    b.owner[1][0] == b.owner[0][0] && b.owner[1][1] == b.owner[0][1]);
       for (int i = 0; i < 2; i++) {
         double e = rel_diff(b.out[i], ref[i], S * L);
         printf("  batch on %d rank(s), %s iteration, safety %g: %.3e from float64\n", P,
